@@ -1,0 +1,234 @@
+"""Backends: a name plus a kernel table keyed by :class:`~p10.Op`, behind a tiny contract.
+
+A backend converts to and from NumPy (``from_numpy``/``to_numpy``), tells the dtype of one of
+its arrays, and maps each op it supports to a kernel ``kernel(*arrays, **params) -> array``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from p10._errors import BackendError, MissingKernelError
+from p10._ops import Op
+
+
+@dataclass(frozen=True)
+class CustomOp:
+    """An op defined by user code with :func:`define_op`; used wherever an :class:`Op` is.
+
+    >>> CustomOp("softplus", 1).value
+    'softplus'
+    """
+
+    value: str
+    arity: int | None
+
+    @property
+    def name(self) -> str:
+        return self.value.upper()
+
+
+OpKey = Op | CustomOp
+
+
+class Handle:
+    """Returned by every registration; ``.remove()`` undoes it (also a context manager).
+
+    >>> h = Handle(lambda: print("removed")); h.remove(); h.remove()
+    removed
+    """
+
+    __slots__ = ("_undo",)
+
+    def __init__(self, undo: Callable[[], None]) -> None:
+        self._undo: Callable[[], None] | None = undo
+
+    def remove(self) -> None:
+        """Undo the registration; a second call does nothing."""
+        undo, self._undo = self._undo, None
+        if undo is not None:
+            undo()
+
+    def __enter__(self) -> Handle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+@dataclass(eq=False)
+class Backend:
+    """A kernel table plus conversions. The NumPy backend is the executable spec of every op.
+
+    >>> import numpy as np
+    >>> b = Backend("tiny", {Op.ADD: np.add}, np.ndarray, np.asarray, np.asarray)
+    >>> b.kernel(Op.ADD)(np.ones(2), np.ones(2))
+    array([2., 2.])
+    """
+
+    name: str
+    kernels: dict[OpKey, Callable[..., Any]]
+    array_type: type
+    from_numpy: Callable[[np.ndarray], Any]
+    to_numpy: Callable[[Any], np.ndarray]
+    dtype_of: Callable[[Any], np.dtype] = field(default=lambda a: a.dtype)
+    setitem: Callable[[Any, Any, Any], None] = field(default=lambda dst, key, value: None)
+    may_share_memory: Callable[[Any, Any], bool] = field(default=lambda a, b: True)
+    device: str = "cpu"
+
+    def kernel(self, op: OpKey) -> Callable[..., Any]:
+        """The kernel for ``op``, or :class:`MissingKernelError` naming op and backend."""
+        try:
+            return self.kernels[op]
+        except KeyError:
+            raise MissingKernelError(
+                f"{op.value}: backend '{self.name}' has no kernel for this op; register one "
+                f"with p10.register_kernel({op!s}, '{self.name}', fn) or move the tensors to a "
+                "backend that has it with .to(backend='numpy')"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"Backend({self.name!r}, {len(self.kernels)} kernels)"
+
+
+_registry: dict[str, Backend] = {}
+_state = threading.local()
+
+
+def register_backend(backend: Backend) -> Handle:
+    """Make ``backend`` selectable by name; the handle's ``remove()`` unregisters it.
+
+    >>> import numpy as np
+    >>> h = register_backend(Backend("demo", {}, np.ndarray, np.asarray, np.asarray))
+    >>> get_backend("demo").name
+    'demo'
+    >>> h.remove(); "demo" in list_backends()
+    False
+    """
+    if backend.name in _registry:
+        raise BackendError(f"register_backend: a backend named '{backend.name}' exists already")
+    _registry[backend.name] = backend
+    return Handle(lambda: _registry.pop(backend.name, None))
+
+
+def register_kernel(op: OpKey, backend: str, kernel: Callable[..., Any]) -> Handle:
+    """Add or replace one kernel of a registered backend; ``remove()`` restores the old one.
+
+    >>> import numpy as np
+    >>> h = register_kernel(Op.ADD, "numpy", np.subtract); h.remove()
+    """
+    table = get_backend(backend).kernels
+    previous = table.get(op)
+    table[op] = kernel
+
+    def undo() -> None:
+        if previous is None:
+            table.pop(op, None)
+        else:
+            table[op] = previous
+
+    return Handle(undo)
+
+
+def list_backends() -> list[str]:
+    """Names of the registered backends, in registration order.
+
+    >>> list_backends()[0]
+    'numpy'
+    """
+    return list(_registry)
+
+
+def get_backend(name: str | Backend | None = None) -> Backend:
+    """The backend called ``name``; ``None`` gives the current default backend.
+
+    >>> get_backend().name
+    'numpy'
+    """
+    if name is None:
+        return getattr(_state, "current", None) or _registry["numpy"]
+    if isinstance(name, Backend):
+        return name
+    try:
+        return _registry[name]
+    except KeyError:
+        known = ", ".join(_registry)
+        raise BackendError(
+            f"unknown backend {name!r}; registered backends: {known} "
+            "(register a new one with p10.register_backend)"
+        ) from None
+
+
+@contextmanager
+def use_backend(name: str | Backend) -> Iterator[Backend]:
+    """Make ``name`` the default backend of new tensors in this thread, within the block.
+
+    >>> with use_backend("numpy") as b:
+    ...     b.name
+    'numpy'
+    """
+    backend = get_backend(name)
+    previous = getattr(_state, "current", None)
+    _state.current = backend
+    try:
+        yield backend
+    finally:
+        _state.current = previous
+
+
+_custom_ops: dict[str, CustomOp] = {}
+
+
+def define_op(
+    name: str, kernel: Callable[..., Any], *, arity: int | None = 1, backend: str = "numpy"
+) -> CustomOp:
+    """Define a new op from user code with its kernel; run it with ``p10.apply(op, ...)``.
+
+    The kernel is checked at definition time: it must accept ``arity`` positional arrays.
+
+    >>> import numpy as np, p10
+    >>> softplus = define_op("softplus_doc", lambda x: np.logaddexp(x, 0.0))
+    >>> p10.apply(softplus, p10.zeros(1)).tolist()
+    [0.6931471824645996]
+    """
+    import inspect
+
+    if not name or not name.replace("_", "").isalnum():
+        raise ValueError(f"define_op: name must be an identifier, got {name!r}")
+    if name in {op.value for op in Op} or name in _custom_ops:
+        raise ValueError(f"define_op: an op named {name!r} exists already; choose another name")
+    if not callable(kernel):
+        raise TypeError(f"define_op({name!r}): kernel must be callable, got {kernel!r}")
+    if arity is not None:
+        try:
+            inspect.signature(kernel).bind(*range(arity))
+        except TypeError as e:
+            raise TypeError(
+                f"define_op({name!r}): kernel cannot take {arity} positional array(s): {e}"
+            ) from None
+        except ValueError:
+            pass  # builtins without a signature
+    op = CustomOp(name, arity)
+    _custom_ops[name] = op
+    get_backend(backend).kernels[op] = kernel
+    return op
+
+
+def op_from_name(name: str) -> OpKey:
+    """The op (built-in or defined by :func:`define_op`) called ``name``.
+
+    >>> op_from_name("add")
+    <Op.ADD: 'add'>
+    """
+    try:
+        return Op(name)
+    except ValueError:
+        if name in _custom_ops:
+            return _custom_ops[name]
+        raise ValueError(f"unknown op name {name!r}") from None

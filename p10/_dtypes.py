@@ -1,0 +1,155 @@
+"""P10 dtypes: the Array API's set, as NumPy dtype objects (so ``p10.float32 == np.float32``).
+
+Promotion follows the Array API table (NumPy 2's, which implements it) and NEP 50: a Python
+scalar is *weak*, so a float32 tensor times 2.5 stays float32.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from p10._errors import DTypeError
+
+bool_ = np.dtype("bool")
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
+int32 = np.dtype("int32")
+int64 = np.dtype("int64")
+uint8 = np.dtype("uint8")
+float32 = np.dtype("float32")
+float64 = np.dtype("float64")
+
+DType = np.dtype
+ALL_DTYPES: tuple[np.dtype, ...] = (bool_, int8, int16, int32, int64, uint8, float32, float64)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+FLOAT_DTYPES = (float32, float64)
+INT_DTYPES = (int8, int16, int32, int64, uint8)
+
+_state = threading.local()
+
+
+def to_dtype(dtype: Any) -> np.dtype:
+    """Normalize a dtype given as a P10/NumPy dtype, a name or a Python type.
+
+    >>> to_dtype("float32") is float32, to_dtype(float)
+    (True, dtype('float64'))
+    """
+    if dtype is float:
+        return float64
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        d = None
+    if d is None or d.name not in _BY_NAME:
+        names = ", ".join(_BY_NAME)
+        raise DTypeError(f"dtype {dtype!r} is not supported by p10; use one of: {names}")
+    return _BY_NAME[d.name]
+
+
+def get_default_dtype() -> np.dtype:
+    """The dtype of floating tensors made from Python floats (float32 unless changed).
+
+    >>> get_default_dtype()
+    dtype('float32')
+    """
+    return getattr(_state, "default", float32)
+
+
+def set_default_dtype(dtype: Any) -> None:
+    """Set the default floating dtype (float32 or float64) for this thread.
+
+    >>> set_default_dtype("float64"); get_default_dtype()
+    dtype('float64')
+    >>> set_default_dtype("float32")
+    """
+    d = to_dtype(dtype)
+    if d not in FLOAT_DTYPES:
+        raise DTypeError(f"set_default_dtype: {d.name} is not floating; use float32 or float64")
+    _state.default = d
+
+
+@contextmanager
+def default_dtype(dtype: Any):
+    """Context manager that sets the default floating dtype and restores it on exit.
+
+    >>> with default_dtype("float64"):
+    ...     get_default_dtype()
+    dtype('float64')
+    """
+    previous = get_default_dtype()
+    set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        _state.default = previous
+
+
+def isdtype(dtype: np.dtype, kind: Any) -> bool:
+    """Array API ``isdtype``: is ``dtype`` of ``kind`` ('bool', 'signed integer', ...)?
+
+    >>> isdtype(float32, "real floating"), isdtype(int8, ("bool", "integral"))
+    (True, True)
+    """
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, str):
+        kinds = {
+            "bool": "b",
+            "signed integer": "i",
+            "unsigned integer": "u",
+            "integral": "iu",
+            "real floating": "f",
+            "numeric": "iuf",
+        }
+        if kind not in kinds:
+            raise DTypeError(f"isdtype: unknown kind {kind!r}; use one of {sorted(kinds)}")
+        return dtype.kind in kinds[kind]
+    return dtype == to_dtype(kind)
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """Array API ``result_type``: the promoted dtype; Python scalars are weak (NEP 50).
+
+    >>> result_type(float32, 2.5), result_type(int8, int16)
+    (dtype('float32'), dtype('int16'))
+    """
+    args = [getattr(a, "dtype", a) for a in arrays_and_dtypes]
+    args = [a if isinstance(a, (bool, int, float)) else to_dtype(a) for a in args]
+    if all(isinstance(a, (bool, int, float)) for a in args):
+        args.append(get_default_dtype() if any(isinstance(a, float) for a in args) else int64)
+    return to_dtype(np.result_type(*args))
+
+
+def finfo(dtype: Any) -> np.finfo:
+    """Machine limits of a floating dtype (``eps``, ``max``, ``min``, ``tiny``, ``bits``).
+
+    >>> float(finfo(float32).eps)
+    1.1920928955078125e-07
+    """
+    return np.finfo(to_dtype(dtype))
+
+
+def iinfo(dtype: Any) -> np.iinfo:
+    """Machine limits of an integer dtype (``min``, ``max``, ``bits``).
+
+    >>> iinfo(int8).max
+    127
+    """
+    return np.iinfo(to_dtype(dtype))
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """Whether ``from_`` casts to ``to`` under the promotion rules.
+
+    >>> can_cast(int8, float32), can_cast(float64, float32)
+    (True, False)
+    """
+    return bool(np.can_cast(to_dtype(getattr(from_, "dtype", from_)), to_dtype(to)))

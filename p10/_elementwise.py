@@ -1,0 +1,259 @@
+"""Elementwise functions. Python scalars are weak (NEP 50): ``float32 * 2.5`` stays float32."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from p10._backend import get_backend
+from p10._dtypes import get_default_dtype, int64
+from p10._errors import DTypeError
+from p10._ops import Op
+from p10._tensor import Tensor, apply, wrap
+
+Scalar = bool | int | float
+_SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def is_tensor(x: Any) -> bool:
+    """True for a P10 tensor or a tensor of a layer above that takes part in dispatch."""
+    return x.__class__ is Tensor or hasattr(x.__class__, "__p10_apply__")
+
+
+def weak_dtype(value: Scalar, dtype: np.dtype) -> np.dtype:
+    """The dtype a Python scalar takes next to a tensor of ``dtype`` (NEP 50, Array API).
+
+    >>> weak_dtype(2.5, np.dtype("float32")), weak_dtype(2.5, np.dtype("int8"))
+    (dtype('float32'), dtype('float32'))
+    """
+    if isinstance(value, bool | np.bool_):
+        return dtype
+    if isinstance(value, int | np.integer):
+        return dtype if dtype.kind in "iuf" else int64
+    return dtype if dtype.kind == "f" else get_default_dtype()
+
+
+def scalar_tensor(value: Scalar, like: Any) -> Tensor:
+    """A 0-d P10 tensor holding ``value`` with the weak dtype next to ``like``."""
+    dt = weak_dtype(value, like.dtype)
+    backend = like.backend
+    try:
+        arr = np.asarray(value, dtype=dt)
+    except OverflowError as e:
+        raise DTypeError(f"scalar {value!r} does not fit in {dt.name}: {e}") from None
+    return wrap(backend.from_numpy(arr), backend)
+
+
+def operand(value: Any, like: Any) -> Any:
+    """``value`` as a tensor that can meet ``like`` in an op (scalars weak, arrays converted)."""
+    if is_tensor(value):
+        return value
+    if isinstance(value, _SCALAR_TYPES):
+        return scalar_tensor(value, like)
+    from p10._creation import asarray
+
+    return asarray(value, backend=like.backend if like is not None else None)
+
+
+def operands(*values: Any) -> tuple[Any, ...]:
+    """Convert the non-tensor values among ``values`` next to the first tensor among them."""
+    like = next((v for v in values if is_tensor(v)), None)
+    if like is None:
+        from p10._creation import asarray
+
+        like = asarray(values[0], backend=get_backend())
+    return tuple(operand(v, like) for v in values)
+
+
+def binary(op: Op, x1: Any, x2: Any) -> Any:
+    """Run a binary elementwise op after converting scalar/array operands."""
+    if x1.__class__ is not Tensor or x2.__class__ is not Tensor:
+        x1, x2 = operands(x1, x2)
+    return apply(op, x1, x2)
+
+
+def to_float(x: Any) -> Any:
+    """``x`` itself when floating, else cast to the default float dtype (for exp, log, ...)."""
+    if x.dtype.kind == "f":
+        return x
+    return apply(Op.CAST, x, dtype=get_default_dtype())
+
+
+def _unary_float(op: Op, doc: str):
+    def fn(x: Any, /) -> Any:
+        return apply(op, to_float(operands(x)[0]))
+
+    fn.__name__ = fn.__qualname__ = op.value
+    fn.__doc__ = doc
+    return fn
+
+
+def _unary(op: Op, doc: str):
+    def fn(x: Any, /) -> Any:
+        return apply(op, operands(x)[0])
+
+    fn.__name__ = fn.__qualname__ = op.value
+    fn.__doc__ = doc
+    return fn
+
+
+def _binary_fn(op: Op, name: str, doc: str):
+    def fn(x1: Any, x2: Any, /) -> Any:
+        return binary(op, x1, x2)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def _ex(name: str, arg: str = "[0.0, 1.0]", binary: bool = False) -> str:
+    args = f"p10.asarray({arg})" + (", 2.0" if binary else "")
+    return f"\n\n    >>> import p10\n    >>> p10.{name}({args}).shape\n    (2,)\n"
+
+
+negative = _unary(Op.NEG, "Elementwise ``-x``." + _ex("negative"))
+abs = _unary(Op.ABS, "Elementwise absolute value." + _ex("abs"))
+exp = _unary_float(Op.EXP, "Elementwise ``e**x``." + _ex("exp"))
+log = _unary_float(Op.LOG, "Elementwise natural logarithm." + _ex("log", "[1.0, 2.0]"))
+log1p = _unary_float(Op.LOG1P, "Elementwise ``log(1 + x)``, accurate near 0." + _ex("log1p"))
+expm1 = _unary_float(Op.EXPM1, "Elementwise ``exp(x) - 1``, accurate near 0." + _ex("expm1"))
+sqrt = _unary_float(Op.SQRT, "Elementwise square root." + _ex("sqrt"))
+square = _unary(Op.SQUARE, "Elementwise ``x * x``." + _ex("square"))
+reciprocal = _unary_float(Op.RECIPROCAL, "Elementwise ``1 / x``." + _ex("reciprocal", "[1., 2.]"))
+sin = _unary_float(Op.SIN, "Elementwise sine." + _ex("sin"))
+cos = _unary_float(Op.COS, "Elementwise cosine." + _ex("cos"))
+tan = _unary_float(Op.TAN, "Elementwise tangent." + _ex("tan"))
+tanh = _unary_float(Op.TANH, "Elementwise hyperbolic tangent." + _ex("tanh"))
+sigmoid = _unary_float(Op.SIGMOID, "Elementwise logistic ``1 / (1 + exp(-x))``." + _ex("sigmoid"))
+relu = _unary(Op.RELU, "Elementwise ``max(x, 0)``." + _ex("relu"))
+sign = _unary(Op.SIGN, "Elementwise sign (-1, 0 or 1)." + _ex("sign"))
+floor = _unary(Op.FLOOR, "Elementwise floor." + _ex("floor"))
+ceil = _unary(Op.CEIL, "Elementwise ceiling." + _ex("ceil"))
+round = _unary(Op.ROUND, "Elementwise rounding, halves to even." + _ex("round"))
+isnan = _unary(Op.ISNAN, "Elementwise test for NaN (bool result)." + _ex("isnan"))
+isinf = _unary(Op.ISINF, "Elementwise test for +-Inf (bool result)." + _ex("isinf"))
+isfinite = _unary(Op.ISFINITE, "Elementwise test for finite values." + _ex("isfinite"))
+logical_not = _unary(Op.LOGICAL_NOT, "Elementwise logical not." + _ex("logical_not"))
+bitwise_invert = _unary(
+    Op.BITWISE_INVERT, "Elementwise bitwise not." + _ex("bitwise_invert", "[1, 2]")
+)
+
+add = _binary_fn(
+    Op.ADD, "add", "Elementwise ``x1 + x2`` with broadcasting." + _ex("add", binary=True)
+)
+subtract = _binary_fn(Op.SUB, "subtract", "Elementwise ``x1 - x2``." + _ex("subtract", binary=True))
+multiply = _binary_fn(Op.MUL, "multiply", "Elementwise ``x1 * x2``." + _ex("multiply", binary=True))
+floor_divide = _binary_fn(Op.FLOORDIV, "floor_divide", "Elementwise ``x1 // x2``.")
+remainder = _binary_fn(Op.MOD, "remainder", "Elementwise ``x1 % x2`` (sign of x2).")
+maximum = _binary_fn(Op.MAXIMUM, "maximum", "Elementwise maximum (NaN propagates).")
+minimum = _binary_fn(Op.MINIMUM, "minimum", "Elementwise minimum (NaN propagates).")
+equal = _binary_fn(Op.EQ, "equal", "Elementwise ``x1 == x2`` (bool result).")
+not_equal = _binary_fn(Op.NE, "not_equal", "Elementwise ``x1 != x2`` (bool result).")
+less = _binary_fn(Op.LT, "less", "Elementwise ``x1 < x2`` (bool result).")
+less_equal = _binary_fn(Op.LE, "less_equal", "Elementwise ``x1 <= x2`` (bool result).")
+greater = _binary_fn(Op.GT, "greater", "Elementwise ``x1 > x2`` (bool result).")
+greater_equal = _binary_fn(Op.GE, "greater_equal", "Elementwise ``x1 >= x2`` (bool result).")
+logical_and = _binary_fn(Op.LOGICAL_AND, "logical_and", "Elementwise logical and.")
+logical_or = _binary_fn(Op.LOGICAL_OR, "logical_or", "Elementwise logical or.")
+logical_xor = _binary_fn(Op.LOGICAL_XOR, "logical_xor", "Elementwise logical xor.")
+bitwise_and = _binary_fn(Op.BITWISE_AND, "bitwise_and", "Elementwise bitwise and.")
+bitwise_or = _binary_fn(Op.BITWISE_OR, "bitwise_or", "Elementwise bitwise or.")
+bitwise_xor = _binary_fn(Op.BITWISE_XOR, "bitwise_xor", "Elementwise bitwise xor.")
+
+
+def divide(x1: Any, x2: Any, /) -> Any:
+    """Elementwise true division; integer inputs give the default float dtype.
+
+    >>> import p10
+    >>> p10.divide(p10.asarray([1, 2]), 2).tolist()
+    [0.5, 1.0]
+    """
+    x1, x2 = operands(x1, x2)
+    if x1.dtype.kind != "f" and x2.dtype.kind != "f":
+        x1, x2 = to_float(x1), to_float(x2)
+    return apply(Op.DIV, x1, x2)
+
+
+def pow(x1: Any, x2: Any, /) -> Any:
+    """Elementwise ``x1 ** x2``.
+
+    >>> import p10
+    >>> p10.pow(p10.asarray([2.0, 3.0]), 2).tolist()
+    [4.0, 9.0]
+    """
+    return binary(Op.POW, x1, x2)
+
+
+def positive(x: Any, /) -> Any:
+    """Elementwise ``+x`` (a copy).
+
+    >>> import p10
+    >>> p10.positive(p10.asarray([-1.0])).tolist()
+    [-1.0]
+    """
+    return apply(Op.COPY, operands(x)[0])
+
+
+def gelu(x: Any, /, approximate: str = "none") -> Any:
+    """Gaussian error linear unit, exact (``"none"``) or with the tanh approximation.
+
+    >>> import p10
+    >>> f"{p10.gelu(p10.asarray([1.0])).item():.4f}"
+    '0.8413'
+    """
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return apply(Op.GELU, to_float(operands(x)[0]), approximate=approximate)
+
+
+def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
+    """Clamp values into ``[min, max]``; bounds are scalars, tensors or None.
+
+    >>> import p10
+    >>> p10.clip(p10.asarray([-2.0, 0.5, 3.0]), -1, 1).tolist()
+    [-1.0, 0.5, 1.0]
+    """
+    (x,) = operands(x)
+    if is_tensor(min) or is_tensor(max):
+        out = x if min is None else maximum(x, min)
+        return out if max is None else minimum(out, max)
+    for name, bound in (("min", min), ("max", max)):
+        if bound is not None and not isinstance(bound, _SCALAR_TYPES):
+            raise DTypeError(f"clip: {name} must be a scalar, a tensor or None, not {bound!r}")
+    return apply(Op.CLIP, x, min=min, max=max)
+
+
+def where(condition: Any, x1: Any, x2: Any, /) -> Any:
+    """Elementwise choice: ``x1`` where ``condition`` holds, else ``x2``.
+
+    >>> import p10
+    >>> x = p10.asarray([-1.0, 2.0])
+    >>> p10.where(x > 0, x, 0.0).tolist()
+    [0.0, 2.0]
+    """
+    like = next((v for v in (x1, x2, condition) if is_tensor(v)), None)
+    if like is None:
+        condition, x1, x2 = operands(condition, x1, x2)
+    else:
+        x1 = operand(x1, x2 if is_tensor(x2) else like)
+        x2 = operand(x2, x1)
+        condition = operand(condition, like)
+    if condition.dtype.kind != "b":
+        raise DTypeError(f"where: condition must be bool, got {condition.dtype.name}")
+    return apply(Op.WHERE, condition, x1, x2)
+
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
+    """``x`` converted to ``dtype``.
+
+    >>> import p10
+    >>> p10.astype(p10.asarray([1.7]), p10.int32).tolist()
+    [1]
+    """
+    from p10._dtypes import to_dtype
+
+    dt = to_dtype(dtype)
+    if not copy and x.dtype == dt:
+        return x
+    return apply(Op.CAST, x, dtype=dt)

@@ -1,0 +1,158 @@
+"""The closed set of P10 operators: one enum keys kernels, gradient rules, JSON names and labels.
+
+Every op has exactly one output tensor. An op is called as ``kernel(*arrays, **params)``; its
+params are plain, JSON-friendly values (ints, floats, strings, tuples, dtypes, ``None``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Op(enum.Enum):
+    """A P10 operator. ``op.value`` is its stable, lower-case name used in traces and labels.
+
+    >>> Op.ADD.value
+    'add'
+    >>> Op("matmul") is Op.MATMUL
+    True
+    """
+
+    # elementwise unary
+    NEG = "neg"
+    ABS = "abs"
+    EXP = "exp"
+    LOG = "log"
+    LOG1P = "log1p"
+    EXPM1 = "expm1"
+    SQRT = "sqrt"
+    SQUARE = "square"
+    RECIPROCAL = "reciprocal"
+    SIN = "sin"
+    COS = "cos"
+    TAN = "tan"
+    TANH = "tanh"
+    SIGMOID = "sigmoid"
+    RELU = "relu"
+    GELU = "gelu"  # params: approximate ("none" | "tanh")
+    SIGN = "sign"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    ROUND = "round"
+    CLIP = "clip"  # params: min, max (Python scalars or None)
+    CAST = "cast"  # params: dtype
+    COPY = "copy"
+    LOGICAL_NOT = "logical_not"
+    BITWISE_INVERT = "bitwise_invert"
+    ISNAN = "isnan"
+    ISINF = "isinf"
+    ISFINITE = "isfinite"
+    # elementwise binary
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    FLOORDIV = "floordiv"
+    MOD = "mod"
+    POW = "pow"
+    MAXIMUM = "maximum"
+    MINIMUM = "minimum"
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    LOGICAL_AND = "logical_and"
+    LOGICAL_OR = "logical_or"
+    LOGICAL_XOR = "logical_xor"
+    BITWISE_AND = "bitwise_and"
+    BITWISE_OR = "bitwise_or"
+    BITWISE_XOR = "bitwise_xor"
+    # elementwise ternary
+    WHERE = "where"  # inputs: condition, x1, x2
+    # reductions; params: axis (tuple of non-negative ints, or None), keepdims
+    SUM = "sum"
+    MEAN = "mean"
+    PROD = "prod"
+    MAX = "max"
+    MIN = "min"
+    ARGMAX = "argmax"  # axis: int or None
+    ARGMIN = "argmin"
+    VAR = "var"  # params: correction
+    LOGSUMEXP = "logsumexp"
+    CUMSUM = "cumsum"  # params: axis (int)
+    ALL = "all"
+    ANY = "any"
+    # linear algebra
+    MATMUL = "matmul"
+    TENSORDOT = "tensordot"  # params: axes (tuple of two tuples)
+    EINSUM = "einsum"  # variadic; params: subscripts
+    # shape
+    RESHAPE = "reshape"  # params: shape
+    PERMUTE = "permute"  # params: axes
+    BROADCAST_TO = "broadcast_to"  # params: shape
+    CONCAT = "concat"  # variadic; params: axis
+    FLIP = "flip"  # params: axis (tuple or None)
+    TILE = "tile"  # params: reps
+    REPEAT = "repeat"  # params: repeats (int), axis (int or None)
+    PAD = "pad"  # params: pad_width (tuple of pairs), value
+    # indexing; params: key (normalized index, tensors replaced by IndexSlot markers)
+    GETITEM = "getitem"  # inputs: x, *index_tensors
+    INDEX_ADD = "index_add"  # inputs: base, values, *index_tensors; base[key] += values
+    INDEX_PUT = "index_put"  # inputs: base, values, *index_tensors; base[key] = values
+    # neural-network kernels
+    SOFTMAX = "softmax"  # params: axis
+    LOG_SOFTMAX = "log_softmax"  # params: axis
+    CONV2D = "conv2d"  # inputs: x, weight; params: stride, padding, dilation, groups
+    UNFOLD = "unfold"  # im2col; params: kernel_size, stride, padding, dilation
+    FOLD = "fold"  # col2im (adjoint of unfold); params: output_size and those of unfold
+    MAX_POOL2D = "max_pool2d"  # params: kernel_size, stride, padding
+    AVG_POOL2D = "avg_pool2d"  # params: kernel_size, stride, padding
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """Static facts about an op: how many tensor inputs it takes (``None``: variadic)."""
+
+    arity: int | None
+    kind: str
+
+
+_UNARY = {
+    Op.NEG, Op.ABS, Op.EXP, Op.LOG, Op.LOG1P, Op.EXPM1, Op.SQRT, Op.SQUARE, Op.RECIPROCAL,
+    Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.SIGMOID, Op.RELU, Op.GELU, Op.SIGN, Op.FLOOR, Op.CEIL,
+    Op.ROUND, Op.CLIP, Op.CAST, Op.COPY, Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN, Op.ISINF,
+    Op.ISFINITE,
+}  # fmt: skip
+_BINARY = {
+    Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.EQ,
+    Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR,
+    Op.BITWISE_AND, Op.BITWISE_OR, Op.BITWISE_XOR,
+}  # fmt: skip
+_REDUCE = {
+    Op.SUM, Op.MEAN, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN, Op.VAR, Op.LOGSUMEXP,
+    Op.CUMSUM, Op.ALL, Op.ANY,
+}  # fmt: skip
+_VARIADIC = {Op.EINSUM, Op.CONCAT, Op.GETITEM, Op.INDEX_ADD, Op.INDEX_PUT}
+
+
+def _info(op: Op) -> OpInfo:
+    if op in _UNARY:
+        return OpInfo(1, "elementwise")
+    if op in _BINARY:
+        return OpInfo(2, "elementwise")
+    if op is Op.WHERE:
+        return OpInfo(3, "elementwise")
+    if op in _REDUCE:
+        return OpInfo(1, "reduction")
+    if op in _VARIADIC:
+        return OpInfo(None, "variadic")
+    if op in (Op.MATMUL, Op.TENSORDOT, Op.CONV2D):
+        return OpInfo(2, "contraction")
+    return OpInfo(1, "structural")
+
+
+OP_INFO: dict[Op, OpInfo] = {op: _info(op) for op in Op}
+"""Arity and kind of every op, in enum order."""

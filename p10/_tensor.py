@@ -1,0 +1,278 @@
+"""The P10 tensor: a backend array plus its backend, and the dispatcher that runs ops on it.
+
+In-place writes (``x += 1``, ``x[0] = 2``, ``x.add_(y)``) change the value and bump a version
+counter shared with every view of the same memory, so a layer above (TPX) that saved a tensor can
+tell at backward time that it was changed under it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from p10 import _errors
+from p10._backend import Backend, OpKey
+from p10._errors import BackendError, DTypeError, MissingKernelError, P10Error
+from p10._indexing import is_basic
+from p10._methods import TensorMethods
+from p10._ops import Op
+
+# Ops whose NumPy kernel may return a view of its first input; the output then shares the
+# input's version counter.
+VIEW_OPS = frozenset({Op.RESHAPE, Op.PERMUTE, Op.BROADCAST_TO, Op.GETITEM, Op.FLIP})
+
+
+class Tensor(TensorMethods):
+    """An n-dimensional array of one dtype on one backend.
+
+    >>> import p10
+    >>> x = p10.asarray([[1.0, 2.0], [3.0, 4.0]])
+    >>> (x @ x.T + 1).sum(axis=0)
+    tensor([18., 38.], dtype=float32)
+    """
+
+    __slots__ = ("__weakref__", "_backend", "_data", "_vc")
+    # NumPy defers to our reflected operators instead of converting us.
+    __array_ufunc__ = None
+
+    def __init__(self, data: Any, *, dtype: Any = None, backend: str | Backend | None = None):
+        from p10._creation import asarray
+
+        t = asarray(data, dtype=dtype, backend=backend)
+        self._data, self._backend, self._vc = t._data, t._backend, None
+
+    # -- core attributes ------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type, a P10 dtype (``p10.float32``, ...)."""
+        return self._backend.dtype_of(self._data)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The size of each dimension."""
+        return tuple(self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self._data.shape)
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return int(np.prod(self._data.shape, dtype=np.int64))
+
+    @property
+    def backend(self) -> Backend:
+        """The backend whose kernels compute this tensor's ops."""
+        return self._backend
+
+    @property
+    def device(self) -> str:
+        """The device of the backend ('cpu' for NumPy)."""
+        return self._backend.device
+
+    @property
+    def version(self) -> int:
+        """How many in-place writes reached this tensor's memory (through any view)."""
+        return 0 if self._vc is None else self._vc[0]
+
+    def numpy(self) -> np.ndarray:
+        """The value as a read-only NumPy array (``np.array(t)`` gives a writable copy).
+
+        >>> import p10
+        >>> p10.ones((2,)).numpy()
+        array([1., 1.], dtype=float32)
+        """
+        out = self._backend.to_numpy(self._data)
+        if out is self._data:
+            out = out.view()
+            out.flags.writeable = False
+        return out
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        out = self.numpy()
+        if dtype is not None:
+            out = out.astype(dtype)
+        return np.array(out) if copy else out
+
+    def item(self) -> bool | int | float:
+        """The value of a one-element tensor as a Python scalar.
+
+        >>> import p10
+        >>> p10.asarray([[3.5]]).item()
+        3.5
+        """
+        if self.size != 1:
+            raise _errors.ShapeError(
+                f"item: tensor of shape {self.shape} has {self.size} elements, not 1; "
+                "reduce it first (e.g. .sum()) or index one element"
+            )
+        return self.numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        """The value as nested Python lists.
+
+        >>> import p10
+        >>> p10.arange(3).tolist()
+        [0, 1, 2]
+        """
+        return self.numpy().tolist()
+
+    def __len__(self) -> int:
+        if not self._data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        dt = self.dtype
+        suffix = "" if dt == np.int64 or dt == np.bool_ else f", dtype={dt.name}"
+        if self._backend.name != "numpy":
+            suffix += f", backend='{self._backend.name}'"
+        return f"tensor({body}{suffix})"
+
+    def to(self, dtype: Any = None, *, backend: str | Backend | None = None) -> Tensor:
+        """This tensor on another backend and/or with another dtype (a copy when changed).
+
+        >>> import p10
+        >>> p10.ones(2).to("float64").dtype
+        dtype('float64')
+        """
+        from p10._creation import asarray
+
+        if backend is None and dtype is None:
+            return self
+        return asarray(self, dtype=dtype, backend=backend if backend else self._backend)
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._data.__dlpack_device__()
+
+    # -- in-place writes ---------------------------------------------------------------------
+    def _assign(self, result: Tensor) -> Tensor:
+        """Write a same-shaped ``result`` into this tensor's memory and bump the version."""
+        if result.shape != self.shape:
+            raise _errors.ShapeError(
+                f"in-place op: result of shape {result.shape} does not fit the tensor's shape "
+                f"{self.shape}; an in-place op cannot change the shape (use the out-of-place form)"
+            )
+        self._write(Ellipsis, result)
+        return self
+
+    def _setitem(self, key: Any, value: Any) -> None:
+        from p10._elementwise import operand
+        from p10._index_ops import normalize_key
+        from p10._indexing import fill_key
+
+        k, tensors = normalize_key(self, key)
+        self._write(fill_key(k, tuple(t._data for t in tensors)), operand(value, self))
+
+    def _write(self, key: Any, value: Tensor) -> None:
+        if value.dtype != self.dtype and not np.can_cast(value.dtype, self.dtype, "same_kind"):
+            raise DTypeError(
+                f"in-place write: cannot store {value.dtype.name} values into a "
+                f"{self.dtype.name} tensor; cast with .astype('{value.dtype.name}') first"
+            )
+        try:
+            self._backend.setitem(self._data, key, value._data)
+        except ValueError as e:
+            hint = "make a copy first with .copy()" if "read-only" in str(e) else "check shapes"
+            raise _errors.ShapeError(
+                f"in-place write into {self.shape} {self.dtype.name} tensor: {e}; {hint}"
+            ) from e
+        except IndexError as e:
+            raise _errors.IndexOutOfRangeError(f"setitem on shape {self.shape}: {e}") from e
+        self._bump_version()
+
+    def _bump_version(self) -> None:
+        if self._vc is None:
+            self._vc = [0]
+        self._vc[0] += 1
+
+    def _share_version(self, base: Tensor) -> None:
+        if base._vc is None:
+            base._vc = [0]
+        self._vc = base._vc
+
+
+def wrap(data: Any, backend: Backend) -> Tensor:
+    """Wrap a backend array (or a NumPy scalar a kernel returned) as a Tensor, without copying."""
+    if data.__class__ is not backend.array_type:
+        data = backend.from_numpy(np.asarray(data))
+    t = object.__new__(Tensor)
+    t._data = data
+    t._backend = backend
+    t._vc = None
+    return t
+
+
+def apply(op: OpKey, *inputs: Any, **params: Any) -> Any:
+    """Run ``op`` on tensor inputs with keyword params; the entry point of every P10 function.
+
+    An input whose type defines ``__p10_apply__(op, inputs, params)`` (as ``tpx.Tensor``
+    does) takes over the call: that is how layers above P10 observe every operation.
+
+    >>> import p10
+    >>> apply(Op.ADD, p10.ones((2,)), p10.ones((2,)))
+    tensor([2., 2.], dtype=float32)
+    """
+    for x in inputs:
+        if x.__class__ is not Tensor:
+            override = getattr(x.__class__, "__p10_apply__", None)
+            if override is None:
+                raise DTypeError(f"{op.value}: expected tensors, got {type(x).__name__}")
+            return override(op, inputs, params)
+    return execute(op, inputs, params)
+
+
+def execute(op: OpKey, inputs: tuple[Tensor, ...], params: dict[str, Any]) -> Tensor:
+    """Run the kernel of ``op`` on P10 tensors (all of one backend) and wrap the result."""
+    backend = inputs[0]._backend
+    for x in inputs:
+        if x._backend is not backend:
+            raise BackendError(
+                f"{op.value}: inputs live on different backends "
+                f"({', '.join(t._backend.name for t in inputs)}); move them to one with "
+                f".to(backend='{backend.name}')"
+            )
+    kernel = backend.kernels.get(op) or backend.kernel(op)
+    try:
+        out = kernel(*[x._data for x in inputs], **params)
+    except P10Error:
+        raise
+    except Exception as e:
+        raise kernel_error(op, inputs, params, e) from e
+    result = wrap(out, backend)
+    if (
+        op in VIEW_OPS
+        and (op is not Op.GETITEM or is_basic(params["key"]))
+        and backend.may_share_memory(out, inputs[0]._data)
+    ):
+        result._share_version(inputs[0])
+    return result
+
+
+def kernel_error(op: OpKey, inputs: tuple, params: dict, e: Exception) -> P10Error:
+    """Turn a backend's exception into a P10 error that names the op, the inputs and the fix."""
+    where = f"{op.value}: inputs {_errors.describe(inputs)}"
+    if params and op not in (Op.GETITEM, Op.INDEX_ADD, Op.INDEX_PUT):
+        where += f", params {params}"
+    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if isinstance(e, np.exceptions.AxisError):
+        return _errors.AxisError(f"{where}: {msg}; axes must lie in [-ndim, ndim)")
+    if isinstance(e, IndexError):
+        return _errors.IndexOutOfRangeError(f"{where}: {msg}; check the index against the shape")
+    if isinstance(e, ValueError) and "broadcast" in msg:
+        return _errors.ShapeError(
+            f"{where}: shapes do not broadcast ({msg}); sizes must be equal or 1 on each axis "
+            "counted from the right; insert axes with unsqueeze/reshape"
+        )
+    if isinstance(e, TypeError) or "not supported for the input types" in msg:
+        return DTypeError(f"{where}: not defined for these dtypes ({msg}); cast with .astype()")
+    if isinstance(e, NotImplementedError):
+        return MissingKernelError(f"{where}: {msg}")
+    return _errors.P10Error(f"{where}: {msg}")
