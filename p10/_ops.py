@@ -36,6 +36,7 @@ class Op(enum.Enum):
     SIGMOID = "sigmoid"
     RELU = "relu"
     GELU = "gelu"  # params: approximate ("none" | "tanh")
+    ERF = "erf"
     SIGN = "sign"
     FLOOR = "floor"
     CEIL = "ceil"
@@ -122,9 +123,9 @@ class OpInfo:
 
 _UNARY = {
     Op.NEG, Op.ABS, Op.EXP, Op.LOG, Op.LOG1P, Op.EXPM1, Op.SQRT, Op.SQUARE, Op.RECIPROCAL,
-    Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.SIGMOID, Op.RELU, Op.GELU, Op.SIGN, Op.FLOOR, Op.CEIL,
-    Op.ROUND, Op.CLIP, Op.CAST, Op.COPY, Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN, Op.ISINF,
-    Op.ISFINITE,
+    Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.SIGMOID, Op.RELU, Op.GELU, Op.ERF, Op.SIGN, Op.FLOOR,
+    Op.CEIL, Op.ROUND, Op.CLIP, Op.CAST, Op.COPY, Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN,
+    Op.ISINF, Op.ISFINITE,
 }  # fmt: skip
 _BINARY = {
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.EQ,

@@ -175,6 +175,7 @@ KERNELS = {
     Op.SIGMOID: special.expit,
     Op.RELU: _relu,
     Op.GELU: _gelu,
+    Op.ERF: special.erf,
     Op.SIGN: np.sign,
     Op.FLOOR: np.floor,
     Op.CEIL: np.ceil,
