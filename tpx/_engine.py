@@ -1,0 +1,327 @@
+"""The backward engine. It knows no op: it orders nodes, looks up each node's rule, checks
+what the rule returns and accumulates gradients with P10 operations.
+
+Nodes get increasing sequence numbers when recorded, and a node is always recorded after the
+nodes of its inputs, so sorting the reachable nodes by decreasing ``seq`` is a reverse
+topological order: every node runs after all of its consumers, deterministically.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import p10
+from tpx import _mode
+from tpx._errors import AnomalyError, BackwardError, InplaceError, RuleError
+from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext
+from tpx._mode import state
+from tpx._tensor import Tensor, wrap
+
+
+def reachable(roots: Sequence[Node]) -> list[Node]:
+    """Every node reachable from ``roots``, in reverse topological order (iterative walk).
+
+    >>> import tpx as tp
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> [n.name for n in reachable([(x * 2).sum().grad_fn])]
+    ['SumBackward', 'MulBackward', 'AccumulateGrad']
+    """
+    seen: set[int] = set()
+    stack = list(roots)
+    nodes: list[Node] = []
+    while stack:
+        node = stack.pop()
+        key = id(node)
+        if key in seen:
+            continue
+        seen.add(key)
+        nodes.append(node)
+        stack.extend(e for e in node.edges if e is not None)
+    nodes.sort(key=lambda n: n.seq, reverse=True)
+    return nodes
+
+
+def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
+    if g is None:
+        if t.size != 1:
+            raise BackwardError(
+                f"backward of a non-scalar output of shape {t.shape}: pass gradient= "
+                "(a tensor of that shape), or reduce the output first (e.g. .sum())"
+            )
+        return _as_grad(p10.ones_like(t._t), create_graph)
+    graw = g._t if isinstance(g, Tensor) else p10.asarray(g, dtype=t.dtype)
+    if graw.shape != t.shape:
+        raise BackwardError(
+            f"gradient of shape {graw.shape} does not match the output's shape {t.shape}"
+        )
+    if create_graph and isinstance(g, Tensor):
+        return g
+    return _as_grad(graw, create_graph)
+
+
+def _as_grad(raw: p10.Tensor, create_graph: bool) -> Any:
+    return wrap(raw) if create_graph else raw
+
+
+def backward(
+    tensors: Sequence[Tensor],
+    grad_tensors: Sequence[Any] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Sequence[Tensor] | None = None,
+) -> list[Any] | None:
+    """Run backward from ``tensors``; accumulate into leaves' ``.grad``, or, with ``inputs``,
+    return the gradients of those tensors instead (``tpx.grad``).
+
+    >>> import tpx as tp
+    >>> x = tp.ones(3, requires_grad=True)
+    >>> backward([(x * x).sum()]); x.grad.tolist()
+    [2.0, 2.0, 2.0]
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    grad_tensors = grad_tensors or [None] * len(tensors)
+    grads: dict[Node, Any] = {}
+    roots = []
+    for t, g in zip(tensors, grad_tensors):
+        if not t.requires_grad:
+            raise BackwardError(
+                f"backward of a tensor of shape {t.shape} that does not require grad and has "
+                "no grad_fn; did you compute it under no_grad() or from detached tensors?"
+            )
+        node = t.grad_fn if t.grad_fn is not None else t._accumulator()
+        _accumulate(grads, node, _root_grad(t, g, create_graph), None)
+        roots.append(node)
+    order = reachable(roots)
+    targets = _targets(inputs)
+    with _mode.set_grad_enabled(create_graph):
+        return _run(order, grads, roots, retain_graph, create_graph, targets)
+
+
+def _targets(inputs: Sequence[Tensor] | None) -> dict[Node, int] | None:
+    if inputs is None:
+        return None
+    targets: dict[Node, int] = {}
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor) or not x.requires_grad:
+            raise BackwardError(f"grad: input {i} does not require grad")
+        targets[x.grad_fn if x.grad_fn is not None else x._accumulator()] = i
+    return targets
+
+
+def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] | None:
+    observed = bool(_mode.observers)
+    results: list[Any] = [None] * (len(targets) if targets is not None else 0)
+    useful = _useful(order, targets)
+    if observed:
+        _mode.emit("on_backward_start", roots, dict(grads), order)
+    try:
+        for node in order:
+            g = grads.pop(node, None)
+            if g is None:
+                continue
+            start = time.perf_counter() if observed else 0.0
+            g = _pre_hooks(node, g)
+            if targets is not None and node in targets:
+                results[targets[node]] = g if create_graph else wrap(g)
+                if node.__class__ is AccumulateGrad:
+                    continue
+            if node.__class__ is AccumulateGrad:
+                if targets is None:
+                    _accumulate_leaf(node, g, create_graph)
+                    if observed:
+                        _mode.emit("on_node_executed", node, g, (), time.perf_counter() - start)
+                continue
+            if useful is not None and node not in useful:
+                continue
+            grad_inputs = _execute(node, g, retain_graph, create_graph)
+            if observed:
+                _mode.emit("on_node_executed", node, g, grad_inputs, time.perf_counter() - start)
+            for nxt, gi in zip(node.edges, grad_inputs):
+                if nxt is not None and gi is not None:
+                    _accumulate(grads, nxt, gi, node if observed else None)
+    finally:
+        if observed:
+            _mode.emit("on_backward_end", roots)
+    return results if targets is not None else None
+
+
+def _useful(order: list[Node], targets: dict[Node, int] | None) -> set[Node] | None:
+    """For ``tpx.grad``: the nodes whose rule must run to reach a requested input."""
+    if targets is None:
+        return None
+    reaches: set[Node] = set()
+    for node in reversed(order):  # inputs before consumers
+        if any(e in reaches or e in targets for e in node.edges if e is not None):
+            reaches.add(node)
+    return reaches
+
+
+def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
+    prev = grads.get(node)
+    total = g if prev is None else prev + g
+    grads[node] = total
+    if source is not None:
+        _mode.emit("on_grad_accumulated", node, g, total, source)
+
+
+def _pre_hooks(node: Node, g: Any) -> Any:
+    hooks = getattr(node, "tensor_hooks", None)
+    if hooks is None and node.__class__ is AccumulateGrad and node.variable._extra:
+        hooks = node.variable._extra.get("hooks")
+    for fn in hooks or ():
+        out = fn(g if g.__class__ is Tensor else wrap(g))
+        if out is not None:
+            g = out if state.grad_enabled else (out._t if isinstance(out, Tensor) else out)
+    for fn in node._pre_hooks or ():
+        out = fn(node, g)
+        if out is not None:
+            g = out
+    retain = getattr(node, "retain", None)
+    if retain is not None:
+        t = retain()
+        if t is not None:
+            t.grad = _sum_grad(t.grad, g)
+    return g
+
+
+def _sum_grad(prev: Any, g: Any) -> Any:
+    g = g if g.__class__ is Tensor else wrap(g)
+    return g if prev is None else prev + g
+
+
+def _accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
+    leaf = node.variable
+    if not create_graph and g.__class__ is not Tensor:
+        g = wrap(g)
+    leaf.grad = g if leaf.grad is None else leaf.grad + g
+    for fn in node._hooks or ():
+        fn(node, (), g)
+
+
+def _execute(node: GradFn, g: Any, retain_graph: bool, create_graph: bool) -> tuple:
+    ctx = _context(node, create_graph)
+    if state.anomaly:
+        _check_grad(node, g, "incoming gradient")
+    grad_inputs = node.rule.vjp(ctx, g)
+    if not retain_graph:
+        node.saved = None
+    grad_inputs = _check_rule_output(node, grad_inputs, create_graph)
+    for fn in node._hooks or ():
+        out = fn(node, grad_inputs, g)
+        if out is not None:
+            grad_inputs = tuple(out)
+    return grad_inputs
+
+
+def _context(node: GradFn, create_graph: bool) -> RuleContext:
+    rule, saved = node.rule, node.saved
+    if saved is None and not (rule.save or rule.save_output):
+        return RuleContext(node, (), None)
+    if saved is None:
+        raise BackwardError(
+            f"trying to backward through {node.name} (at {node.source}) a second time, but "
+            "its saved values were freed after the first backward; pass retain_graph=True to "
+            "the first backward() if you need to run it twice"
+        )
+    for i, (value, version) in enumerate(zip(saved, node.versions)):
+        if value is not None:
+            raw = value._t if value.__class__ is Tensor else value
+            if raw.version != version:
+                what = "its output" if i == len(saved) - 1 else f"input {i}"
+                raise InplaceError(
+                    f"one of the values needed for gradient computation has been modified by "
+                    f"an in-place operation: {what} of {node.name} (shape {raw.shape}, "
+                    f"{raw.dtype.name}, recorded at {node.source}) is at version {raw.version}; "
+                    f"expected version {version}. Clone it before modifying it in place"
+                )
+    if create_graph:
+        inputs = saved[:-1]
+        out = saved[-1]
+        output = None if out is None else _rewrap_output(out, node)
+        return RuleContext(node, inputs, output)
+    inputs = tuple(v._t if v.__class__ is Tensor else v for v in saved[:-1])
+    return RuleContext(node, inputs, saved[-1])
+
+
+def _rewrap_output(out: p10.Tensor, node: GradFn) -> Tensor:
+    t = wrap(out)
+    t._rg = True
+    t.grad_fn = node
+    t._ver = out.version
+    return t
+
+
+def _check_rule_output(node: GradFn, grads: Any, create_graph: bool) -> tuple:
+    if not isinstance(grads, tuple) or len(grads) != len(node.edges):
+        n = len(grads) if isinstance(grads, tuple) else type(grads).__name__
+        raise RuleError(
+            f"the rule of {node.op.value} ({node.name}) returned {n} gradients for "
+            f"{len(node.edges)} inputs; a rule returns a tuple with one gradient (or None) "
+            "per input"
+        )
+    out = []
+    for i, (g, edge, (shape, dtype)) in enumerate(zip(grads, node.edges, node.in_meta)):
+        if edge is None or g is None:
+            out.append(None)
+            continue
+        if g.shape != shape or g.dtype != dtype:
+            raise RuleError(
+                f"the rule of {node.op.value} ({node.name}) returned a gradient of shape "
+                f"{g.shape} {g.dtype.name} for input {i} of shape {shape} {dtype.name}; "
+                "gradients must match their input (un-broadcast with tpx.rules.unbroadcast)"
+            )
+        if create_graph and g.__class__ is not Tensor:
+            g = wrap(g)
+        elif not create_graph and g.__class__ is Tensor:
+            g = g._t
+        if state.anomaly:
+            _check_grad(node, g, f"gradient for input {i}")
+        out.append(g)
+    return tuple(out)
+
+
+def _check_grad(node: GradFn, g: Any, what: str) -> None:
+    arr = np.asarray(g)
+    if not np.isfinite(arr).all():
+        kind = "NaN" if np.isnan(arr).any() else "Inf"
+        raise AnomalyError(
+            f"anomaly in backward of {node.op.value} ({node.name}): the {what} contains {kind}; "
+            f"the forward op was recorded at {node.source} in scope {node.scope or '<root>'}"
+        )
+
+
+def grad(
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Any, ...]:
+    """Gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    >>> import tpx as tp
+    >>> x = tp.asarray([3.0], requires_grad=True)
+    >>> (g,) = tp.grad((x ** 2).sum(), x)
+    >>> g.tolist(), x.grad is None
+    ([6.0], True)
+    """
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    gos = None
+    if grad_outputs is not None:
+        gos = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    results = backward(outs, gos, retain_graph, create_graph, inputs=ins)
+    assert results is not None
+    for i, r in enumerate(results):
+        if r is None and not allow_unused:
+            raise BackwardError(
+                f"grad: input {i} (shape {ins[i].shape}) was not used to compute the outputs; "
+                "pass allow_unused=True to get None for it"
+            )
+    return tuple(results)

@@ -1,0 +1,56 @@
+"""Running a :class:`tpx.Function`: forward without recording, then one node for the whole call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpx import _mode
+from tpx._errors import DefinitionError
+from tpx._function import FunctionCtx
+from tpx._graph import GradFn, Rule, RuleContext, user_frame
+from tpx._mode import state
+from tpx._tensor import Tensor, _edge, wrap
+
+_rules: dict[type, Rule] = {}
+
+
+def _rule_for(cls: type) -> Rule:
+    rule = _rules.get(cls)
+    if rule is None:
+
+        def vjp(ctx: RuleContext, g: Any) -> tuple:
+            out = cls.backward(ctx.node.ctx, g if isinstance(g, Tensor) else wrap(g))
+            return out if isinstance(out, tuple) else (out,)
+
+        rule = _rules[cls] = Rule(vjp)
+    return rule
+
+
+def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
+    """Run ``cls.forward`` with grad mode off and record one node whose rule is ``backward``."""
+    needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    ctx = FunctionCtx(needs)
+    with _mode.no_grad():
+        out = cls.forward(ctx, *args, **kwargs)
+    if not isinstance(out, Tensor):
+        raise DefinitionError(
+            f"{cls.__name__}.forward must return one tpx.Tensor, got {type(out).__name__}"
+        )
+    out = wrap(out._t)
+    if not (any(needs) and state.grad_enabled and out.dtype.kind == "f"):
+        return out
+    edges = tuple(_edge(a) for a in args)
+    meta = tuple((a.shape, a.dtype) if isinstance(a, Tensor) else ((), None) for a in args)
+    node = GradFn(cls._op, {}, _rule_for(cls), edges, meta)
+    node.ctx = ctx
+    saved = tuple(ctx.saved_tensors)
+    node.saved = (*saved, None)
+    node.versions = (*(getattr(s, "version", 0) for s in saved), 0)
+    node.scope = state.scope
+    node.code, node.lineno = user_frame()
+    node.out_meta = (out.shape, out.dtype)
+    out._rg = True
+    out.grad_fn = node
+    if _mode.observers:
+        _mode.emit("on_node_recorded", node, out)
+    return out

@@ -1,0 +1,206 @@
+"""Graph records: a :class:`GradFn` per recorded op, an :class:`AccumulateGrad` per leaf.
+
+Nodes point only backwards (to the nodes of their inputs); a tensor points to its node; no
+node points to its output tensor, so graphs are freed by reference counting alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import p10
+from p10 import Handle
+
+_seq = itertools.count()
+_INTERNAL_DIRS = tuple(
+    os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (p10, sys.modules[__package__])
+)
+_internal_file: dict[str, bool] = {}
+
+
+def user_frame() -> tuple[Any, int]:
+    """``(code, lineno)`` of the first frame outside p10 and tpx: the user's source line."""
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        internal = _internal_file.get(name)
+        if internal is None:
+            internal = _internal_file[name] = name.startswith(_INTERNAL_DIRS)
+        if not internal:
+            return f.f_code, f.f_lineno
+        f = f.f_back
+    return None, 0
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A gradient rule: ``vjp(ctx, grad_output) -> one gradient (or None) per input``.
+
+    ``save`` lists the input positions the rule reads from ``ctx.inputs``; ``save_output``
+    says whether it reads ``ctx.output``. Nothing else is kept alive for backward.
+    """
+
+    vjp: Callable[..., tuple[Any, ...]]
+    save: tuple[int, ...] = ()
+    save_output: bool = False
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+class Node:
+    """Common part of :class:`GradFn` and :class:`AccumulateGrad`."""
+
+    __slots__ = ("__weakref__", "_hooks", "_pre_hooks", "seq")
+
+    def register_prehook(self, fn: Callable[[Any, Any], Any]) -> Handle:
+        """``fn(node, grad_output)`` runs before the node; it may return a replacement grad."""
+        return _add_hook(self, "_pre_hooks", fn)
+
+    def register_hook(self, fn: Callable[[Any, tuple, Any], Any]) -> Handle:
+        """``fn(node, grad_inputs, grad_output)`` runs after the node; may return new inputs."""
+        return _add_hook(self, "_hooks", fn)
+
+
+def _add_hook(node: Node, attr: str, fn: Callable[..., Any]) -> Handle:
+    if not callable(fn):
+        raise TypeError(f"register hook: {fn!r} is not callable")
+    hooks = getattr(node, attr)
+    if hooks is None:
+        hooks = []
+        setattr(node, attr, hooks)
+    hooks.append(fn)
+    return Handle(lambda: hooks.remove(fn) if fn in hooks else None)
+
+
+class GradFn(Node):
+    """The record of one op: op, params, ordered input edges, saved values, metadata.
+
+    >>> import tpx as tp
+    >>> x = tp.ones((2, 3), requires_grad=True)
+    >>> y = (x * 2).sum()
+    >>> y.grad_fn.name, y.grad_fn.next_functions[0][0].name
+    ('SumBackward', 'MulBackward')
+    """
+
+    __slots__ = (
+        "code",
+        "ctx",
+        "edges",
+        "in_meta",
+        "lineno",
+        "op",
+        "out_meta",
+        "params",
+        "retain",
+        "rule",
+        "saved",
+        "scope",
+        "tensor_hooks",
+        "versions",
+    )
+
+    def __init__(self, op: Any, params: dict, rule: Rule, edges: tuple, in_meta: tuple) -> None:
+        self.seq = next(_seq)
+        self.op = op
+        self.params = params
+        self.rule = rule
+        self.edges = edges
+        self.in_meta = in_meta
+        self.out_meta: tuple = ()
+        self.saved: tuple | None = None
+        self.versions: tuple = ()
+        self.ctx: Any = None
+        self.scope = ""
+        self.code, self.lineno = None, 0
+        self._pre_hooks: list | None = None
+        self._hooks: list | None = None
+        self.tensor_hooks: list | None = None
+        self.retain: Any = None
+
+    @property
+    def name(self) -> str:
+        """PyTorch-style class name of the node, e.g. ``MulBackward``."""
+        return _camel(self.op.value) + "Backward"
+
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        """The input edges in argument order, as PyTorch's ``(node, output_index)`` pairs."""
+        return tuple((e, 0) for e in self.edges)
+
+    @property
+    def source(self) -> str:
+        """The user's source line that recorded this node, as ``file:line in function``."""
+        if self.code is None:
+            return "<unknown>"
+        return f"{self.code.co_filename}:{self.lineno} in {self.code.co_name}"
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        """The values saved for backward (empty once freed)."""
+        return tuple(s for s in (self.saved or ()) if s is not None)
+
+    @property
+    def is_freed(self) -> bool:
+        """True once backward released the saved values (``retain_graph=False``)."""
+        return self.saved is None and bool(self.rule.save or self.rule.save_output)
+
+    def __repr__(self) -> str:
+        return f"<{self.name} #{self.seq} scope={self.scope!r}>"
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor that requires grad: backward sums gradients into its ``.grad``.
+
+    >>> import tpx as tp
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> (x * 2).grad_fn.next_functions[0][0].name
+    'AccumulateGrad'
+    """
+
+    __slots__ = ("variable",)
+
+    name = "AccumulateGrad"
+    op = None
+    edges = ()
+    next_functions = ()
+    scope = ""
+    source = "<leaf>"
+
+    def __init__(self, variable: Any) -> None:
+        self.seq = next(_seq)
+        self.variable = variable
+        self._pre_hooks: list | None = None
+        self._hooks: list | None = None
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad #{self.seq} shape={self.variable.shape}>"
+
+
+class RuleContext:
+    """What a rule sees: saved inputs/output, params, input shapes/dtypes, needs_input_grad."""
+
+    __slots__ = ("inputs", "needs_input_grad", "node", "output", "params")
+
+    def __init__(self, node: GradFn, inputs: tuple, output: Any) -> None:
+        self.node = node
+        self.params = node.params
+        self.inputs = inputs
+        self.output = output
+        self.needs_input_grad = tuple(e is not None for e in node.edges)
+
+    @property
+    def input_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Shape of each input at record time."""
+        return tuple(m[0] for m in self.node.in_meta)
+
+    @property
+    def input_dtypes(self) -> tuple[Any, ...]:
+        """Dtype of each input at record time."""
+        return tuple(m[1] for m in self.node.in_meta)

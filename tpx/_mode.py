@@ -1,0 +1,215 @@
+"""Thread-local modes (grad mode, scopes, anomaly detection) and the observer registry."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from p10 import Handle
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _State(threading.local):
+    grad_enabled: bool = True
+    anomaly: bool = False
+
+    def __init__(self) -> None:
+        self.scopes: list[str] = []
+        self.scope = ""
+
+
+state = _State()
+
+
+class _GradModeContext:
+    """Base of ``no_grad``/``enable_grad``/``set_grad_enabled``: context manager and decorator."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+        self._previous: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._previous.append(state.grad_enabled)
+        state.grad_enabled = self._enabled
+
+    def __exit__(self, *exc: object) -> None:
+        state.grad_enabled = self._previous.pop()
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with type(self)._make(self._enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    @classmethod
+    def _make(cls, enabled: bool) -> _GradModeContext:
+        return _GradModeContext(enabled)
+
+
+class no_grad(_GradModeContext):
+    """Record nothing inside: a context manager and a decorator (thread-local).
+
+    >>> import tpx as tp
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> with tp.no_grad():
+    ...     (x * 2).requires_grad
+    False
+    """
+
+    def __init__(self) -> None:
+        super().__init__(False)
+
+
+class enable_grad(_GradModeContext):
+    """Record again inside a ``no_grad`` block: a context manager and a decorator.
+
+    >>> import tpx as tp
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> with tp.no_grad(), tp.enable_grad():
+    ...     (x * 2).requires_grad
+    True
+    """
+
+    def __init__(self) -> None:
+        super().__init__(True)
+
+
+class set_grad_enabled(_GradModeContext):
+    """Set grad mode on or off; as a call, a context manager or a decorator.
+
+    >>> import tpx as tp
+    >>> with tp.set_grad_enabled(False):
+    ...     tp.is_grad_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__(bool(mode))
+        self._previous.append(state.grad_enabled)
+        state.grad_enabled = bool(mode)
+        self._applied = True
+
+    def __enter__(self) -> None:
+        if self._applied:  # the constructor switched the mode already
+            self._applied = False
+            return
+        super().__enter__()
+
+    def __call__(self, fn: F) -> F:
+        if self._applied:  # used as a decorator: undo the constructor's switch
+            state.grad_enabled = self._previous.pop()
+            self._applied = False
+        return super().__call__(fn)
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops record gradient nodes in this thread.
+
+    >>> is_grad_enabled()
+    True
+    """
+    return state.grad_enabled
+
+
+@contextmanager
+def scope(name: str) -> Iterator[str]:
+    """Name the nodes recorded inside; nested scopes join with dots (``encoder.layer0``).
+
+    >>> import tpx as tp
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> with tp.scope("encoder"), tp.scope("proj"):
+    ...     (x * 2).grad_fn.scope
+    'encoder.proj'
+    """
+    if not name or not isinstance(name, str):
+        raise ValueError(f"scope: name must be a non-empty string, got {name!r}")
+    state.scopes.append(state.scope)
+    state.scope = f"{state.scope}.{name}" if state.scope else name
+    try:
+        yield state.scope
+    finally:
+        state.scope = state.scopes.pop()
+
+
+def current_scope() -> str:
+    """The dotted scope that new nodes get ('' outside every scope).
+
+    >>> current_scope()
+    ''
+    """
+    return state.scope
+
+
+@contextmanager
+def detect_anomaly() -> Iterator[None]:
+    """Raise :class:`~tpx.AnomalyError` at the first NaN/Inf in a forward output or gradient.
+
+    >>> import tpx as tp
+    >>> with tp.detect_anomaly():
+    ...     try:
+    ...         tp.zeros(1, requires_grad=True).log()
+    ...     except tp.AnomalyError as e:
+    ...         print(str(e).split(":")[0])
+    anomaly in forward of log (LogBackward)
+    """
+    previous = state.anomaly
+    state.anomaly = True
+    try:
+        yield
+    finally:
+        state.anomaly = previous
+
+
+# -- observers ----------------------------------------------------------------------------------
+observers: list[Any] = []
+"""Registered observers; empty means the hot paths skip every event (the cost is nil)."""
+
+EVENTS = (
+    "on_node_recorded",
+    "on_backward_start",
+    "on_node_executed",
+    "on_grad_accumulated",
+    "on_backward_end",
+)
+
+
+def add_observer(observer: Any) -> Handle:
+    """Register an object that receives graph events; returns a handle whose ``remove()``
+    unregisters it. An observer defines any of these methods:
+
+    - ``on_node_recorded(node, output)``: an op recorded ``node`` producing ``output``;
+    - ``on_backward_start(roots, grad_roots, order)``: a backward will run ``order``;
+    - ``on_node_executed(node, grad_output, grad_inputs, seconds)``: a node's rule ran;
+    - ``on_grad_accumulated(target, contribution, total, source)``: ``contribution`` from
+      ``source`` was summed into the gradient of ``target`` (a node), giving ``total``;
+    - ``on_backward_end(roots)``: the backward finished (also after an error).
+
+    >>> import tpx as tp
+    >>> class Count:
+    ...     n = 0
+    ...     def on_node_recorded(self, node, output):
+    ...         self.n += 1
+    >>> c = Count()
+    >>> with tp.add_observer(c):
+    ...     _ = tp.ones(2, requires_grad=True) * 3
+    >>> c.n
+    1
+    """
+    if not any(hasattr(observer, e) for e in EVENTS):
+        raise TypeError(f"add_observer: {observer!r} defines none of {', '.join(EVENTS)}")
+    observers.append(observer)
+    return Handle(lambda: observers.remove(observer) if observer in observers else None)
+
+
+def emit(event: str, *args: Any) -> None:
+    """Send ``event`` to every observer that handles it."""
+    for obs in tuple(observers):
+        fn = getattr(obs, event, None)
+        if fn is not None:
+            fn(*args)

@@ -1,0 +1,378 @@
+"""``tpx.Tensor``: a P10 tensor plus ``requires_grad``, ``grad`` and ``grad_fn``.
+
+Every P10 function dispatches to :func:`apply_op` when one of its inputs is a ``tpx.Tensor``
+(P10's ``__p10_apply__`` protocol). The op runs on P10; a GradFn node is recorded only when an
+input requires grad and grad mode is on.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+import p10
+from p10 import Handle
+from p10._methods import TensorMethods
+from p10._tensor import execute
+from tpx import _mode
+from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGradError
+from tpx._graph import AccumulateGrad, GradFn, user_frame
+from tpx._mode import state
+from tpx.rules import NON_DIFFERENTIABLE, RULES
+
+
+class Tensor(TensorMethods):
+    """A differentiable tensor that composes a :class:`p10.Tensor`.
+
+    >>> import tpx as tp
+    >>> x = tp.ones((2, 2), requires_grad=True)
+    >>> y = (x * 3).sum()
+    >>> y.backward()
+    >>> x.grad
+    tensor([[3., 3.],
+            [3., 3.]], dtype=float32)
+    """
+
+    __slots__ = ("__weakref__", "_accum", "_extra", "_rg", "_t", "_ver", "grad", "grad_fn")
+
+    @staticmethod
+    def __p10_apply__(op: Any, inputs: tuple, params: dict) -> Any:
+        return apply_op(op, inputs, params)
+
+    def __init__(self, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> None:
+        raw = data._t if isinstance(data, Tensor) else data
+        t = p10.asarray(raw, dtype=dtype, copy=True)
+        _init(self, t)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # -- autograd attributes ---------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients flow to this tensor (only floating tensors may require grad)."""
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` on a leaf in place; returns self.
+
+        >>> import tpx as tp
+        >>> tp.zeros(2).requires_grad_().requires_grad
+        True
+        """
+        if requires_grad and self._t.dtype.kind != "f":
+            raise RequiresGradError(
+                f"only floating tensors can require grad, got {self._t.dtype.name}; "
+                "cast first with .astype(tp.float32)"
+            )
+        if self.grad_fn is not None and not requires_grad:
+            raise RequiresGradError(
+                f"requires_grad_(False) on a non-leaf (output of {self.grad_fn.name}); "
+                "use .detach() instead"
+            )
+        self._rg = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded op (they get ``.grad`` in backward)."""
+        return self.grad_fn is None
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this value, cut from the graph (``requires_grad=False``).
+
+        >>> import tpx as tp
+        >>> (tp.ones(1, requires_grad=True) * 2).detach().requires_grad
+        False
+        """
+        return wrap(self._t)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` on this non-leaf after backward (leaves always keep it)."""
+        if self.grad_fn is not None:
+            self.grad_fn.retain = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """True after :meth:`retain_grad` on a non-leaf."""
+        return self.grad_fn is not None and self.grad_fn.retain is not None
+
+    def register_hook(self, fn: Any) -> Handle:
+        """``fn(grad)`` runs when this tensor's gradient is computed; it may return a new one.
+
+        >>> import tpx as tp
+        >>> x = tp.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 10)
+        >>> (x * 1).sum().backward(); x.grad.tolist()
+        [10.0, 10.0]
+        >>> h.remove()
+        """
+        if not self._rg:
+            raise RequiresGradError("register_hook: the tensor does not require grad")
+        if not callable(fn):
+            raise TypeError(f"register_hook: {fn!r} is not callable")
+        if self.grad_fn is not None:
+            holder = self.grad_fn
+            if holder.tensor_hooks is None:
+                holder.tensor_hooks = []
+            hooks = holder.tensor_hooks
+        else:
+            if self._extra is None:
+                self._extra = {}
+            hooks = self._extra.setdefault("hooks", [])
+        hooks.append(fn)
+        return Handle(lambda: hooks.remove(fn) if fn in hooks else None)
+
+    def backward(
+        self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False
+    ) -> None:
+        """Compute gradients of this tensor with respect to the leaves that require grad.
+
+        >>> import tpx as tp
+        >>> x = tp.asarray([1.0, 2.0], requires_grad=True)
+        >>> (x ** 2).sum().backward(); x.grad.tolist()
+        [2.0, 4.0]
+        """
+        from tpx._engine import backward
+
+        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph)
+
+    def _accumulator(self) -> AccumulateGrad:
+        acc = self._accum() if self._accum is not None else None
+        if acc is None:
+            acc = AccumulateGrad(self)
+            self._accum = weakref.ref(acc)
+        return acc
+
+    # -- value attributes ---------------------------------------------------------------------
+    @property
+    def p10(self) -> p10.Tensor:
+        """The underlying P10 tensor (no graph)."""
+        return self._t
+
+    data = p10
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The size of each dimension."""
+        return tuple(self._t._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self._t._data.shape)
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return self._t.size
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type."""
+        return self._t.dtype
+
+    @property
+    def backend(self) -> p10.Backend:
+        """The P10 backend that runs this tensor's ops."""
+        return self._t._backend
+
+    @property
+    def device(self) -> str:
+        """The device of the backend."""
+        return self._t.device
+
+    @property
+    def version(self) -> int:
+        """Number of in-place writes to this tensor's memory."""
+        return self._t.version
+
+    def numpy(self) -> np.ndarray:
+        """The value as a read-only NumPy array (no graph)."""
+        return self._t.numpy()
+
+    def item(self) -> bool | int | float:
+        """The value of a one-element tensor as a Python scalar."""
+        return self._t.item()
+
+    def tolist(self) -> Any:
+        """The value as nested Python lists."""
+        return self._t.tolist()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return self._t.__array__(dtype, copy)
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._t.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._t.__dlpack_device__()
+
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        import tpx
+
+        return tpx
+
+    def __repr__(self) -> str:
+        body = repr(self._t)[:-1]
+        if self.grad_fn is not None:
+            return f"{body}, grad_fn=<{self.grad_fn.name}>)"
+        return f"{body}, requires_grad=True)" if self._rg else body + ")"
+
+    def to(self, dtype: Any = None, *, backend: Any = None) -> Tensor:
+        """This tensor with another dtype and/or backend (recorded as a cast when needed)."""
+        out = self if dtype is None else self.astype(dtype, copy=False)
+        if backend is None:
+            return out
+        if out._rg:
+            raise NotImplementedError("to(backend=...) of a tensor that requires grad")
+        return wrap(out._t.to(backend=backend))
+
+    # -- in-place writes ----------------------------------------------------------------------
+    def _check_inplace(self, other_requires_grad: bool) -> bool:
+        recording = state.grad_enabled and (self._rg or other_requires_grad)
+        if recording and self._rg and self.grad_fn is None:
+            raise InplaceError(
+                f"a leaf tensor of shape {self.shape} that requires grad is used in an in-place "
+                "operation; do it under tp.no_grad() (as optimizers do) or on a clone()"
+            )
+        return recording
+
+    def _assign(self, result: Any) -> Tensor:
+        recording = self._check_inplace(getattr(result, "_rg", False))
+        self._t._assign(result._t if isinstance(result, Tensor) else result)
+        if recording:
+            self.grad_fn, self._rg = result.grad_fn, result._rg
+        self._ver = self._t.version
+        return self
+
+    def _setitem(self, key: Any, value: Any) -> None:
+        if self._check_inplace(getattr(value, "_rg", False)):
+            self._assign(p10.index_put(self, key, value))
+            return
+        raw = value._t if isinstance(value, Tensor) else value
+        self._t._setitem(key, raw)
+        self._ver = self._t.version
+
+
+def _init(t: Tensor, raw: p10.Tensor) -> None:
+    t._t = raw
+    t._rg = False
+    t.grad = None
+    t.grad_fn = None
+    t._ver = 0
+    t._accum = None
+    t._extra = None
+
+
+def wrap(raw: p10.Tensor) -> Tensor:
+    """A ``tpx.Tensor`` (no grad) around a P10 tensor, without copying."""
+    t = object.__new__(Tensor)
+    t._t = raw
+    t._rg = False
+    t.grad = None
+    t.grad_fn = None
+    t._ver = 0
+    t._accum = None
+    t._extra = None
+    return t
+
+
+def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
+    """Run ``op`` on P10 and, when an input requires grad in grad mode, record a GradFn."""
+    raw = []
+    needs = False
+    for x in inputs:
+        if x.__class__ is Tensor:
+            raw.append(x._t)
+            if x._rg:
+                needs = True
+        else:
+            raw.append(x)
+    out = execute(op, raw, params)
+    if needs and state.grad_enabled:
+        return _record(op, inputs, raw, params, out)
+    result = wrap(out)
+    if state.anomaly:
+        _check_finite(op, None, out)
+    return result
+
+
+def _edge(x: Any) -> Any:
+    if x.__class__ is not Tensor or not x._rg:
+        return None
+    fn = x.grad_fn
+    if fn is None:
+        return x._accumulator()
+    if x._ver != x._t.version:
+        raise InplaceError(
+            f"a tensor of shape {x.shape} (output of {fn.name} at {fn.source}) was modified "
+            "in place through another view after it was computed, so its graph no longer "
+            "describes its value; clone() it before writing into it"
+        )
+    return fn
+
+
+def _record(op: Any, inputs: tuple, raw: list, params: dict, out: p10.Tensor) -> Any:
+    rule = RULES.get(op)
+    if rule is None:
+        if op in NON_DIFFERENTIABLE:
+            return wrap(out)
+        raise MissingRuleError(
+            f"{op.value}: no gradient rule for this op; register one with "
+            f"tpx.register_rule(op, vjp) or call it under tp.no_grad()"
+        )
+    if out._data.dtype.kind != "f":
+        return wrap(out)
+    edges = tuple([_edge(x) for x in inputs])
+    node = GradFn(op, params, rule, edges, tuple([(r._data.shape, r.dtype) for r in raw]))
+    if rule.save or rule.save_output:
+        _save(node, rule, inputs, out)
+    node.scope = state.scope
+    node.code, node.lineno = user_frame()
+    node.out_meta = (out._data.shape, out.dtype)
+    t = wrap(out)
+    t._rg = True
+    t.grad_fn = node
+    if state.anomaly:
+        _check_finite(op, node, out)
+    if _mode.observers:
+        _mode.emit("on_node_recorded", node, t)
+    return t
+
+
+def _save(node: GradFn, rule: Any, inputs: tuple, out: p10.Tensor) -> None:
+    saved: list[Any] = [None] * (len(inputs) + 1)
+    versions: list[int] = [0] * (len(inputs) + 1)
+    for i in rule.save:
+        if i >= len(inputs):  # variadic ops list every position they might save
+            break
+        x = inputs[i]
+        saved[i] = x
+        versions[i] = x._t.version if x.__class__ is Tensor else x.version
+    if rule.save_output:
+        saved[-1] = out
+        versions[-1] = out.version
+    node.saved = tuple(saved)
+    node.versions = tuple(versions)
+
+
+def _check_finite(op: Any, node: GradFn | None, out: p10.Tensor) -> None:
+    arr = np.asarray(out)
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        kind = "NaN" if np.isnan(arr).any() else "Inf"
+        name = node.name if node is not None else "no grad"
+        code, line = user_frame()
+        where = f"{code.co_filename}:{line}" if code is not None else "<unknown>"
+        raise AnomalyError(
+            f"anomaly in forward of {op.value} ({name}): the output of shape {arr.shape} "
+            f"contains {kind}; produced at {where}"
+        )

@@ -1,0 +1,610 @@
+"""Every gradient rule, one entry per differentiable op, in :class:`p10.Op` order.
+
+A rule is ``vjp(ctx, g) -> tuple`` with one gradient (or None) per input; it computes the
+vector-Jacobian product with P10 functions, so the same code runs on P10 values in a plain
+backward and on TPX tensors (recorded again) under ``create_graph=True``.
+
+Conventions follow PyTorch: ``relu'(0) = 0``, ``abs'(0) = 0``, ``sign``/``floor``/``ceil``/
+``round`` have zero gradient, ``clip`` passes the gradient where ``min <= x <= max``.
+Deviations, documented: ``max``/``min`` (reductions, ``maximum``/``minimum`` and max pooling)
+split the gradient evenly between tied elements.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from typing import Any
+
+import p10
+from p10 import Op
+from tpx._graph import Rule, RuleContext
+
+Grads = tuple[Any, ...]
+
+
+def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``g`` over the axes that broadcasting added or stretched, back to ``shape``.
+
+    >>> unbroadcast(p10.ones((4, 2, 3)), (2, 1)).tolist()
+    [[12.0], [12.0]]
+    """
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1
+    )
+    if axes:
+        g = p10.sum(g, axis=axes, keepdims=True)
+    return p10.reshape(g, shape)
+
+
+def _zeros(ctx: RuleContext, i: int, like: Any) -> Any:
+    return p10.zeros(ctx.input_shapes[i], dtype=ctx.input_dtypes[i], backend=like.backend)
+
+
+def _keep(g: Any, ctx: RuleContext) -> Any:
+    """The gradient of a reduction reshaped as with ``keepdims=True``."""
+    axis, shape = ctx.params.get("axis"), ctx.input_shapes[0]
+    if ctx.params.get("keepdims"):
+        return g
+    axes = range(len(shape)) if axis is None else axis
+    kept = tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return p10.reshape(g, kept)
+
+
+def _reduced_count(ctx: RuleContext) -> int:
+    axis, shape = ctx.params.get("axis"), ctx.input_shapes[0]
+    return math.prod(shape) if axis is None else math.prod(shape[a] for a in axis)
+
+
+# -- elementwise unary ---------------------------------------------------------------------------
+def _neg(ctx: RuleContext, g: Any) -> Grads:
+    return (-g,)
+
+
+def _abs(ctx: RuleContext, g: Any) -> Grads:
+    return (g * p10.sign(ctx.inputs[0]),)
+
+
+def _exp(ctx: RuleContext, g: Any) -> Grads:
+    return (g * ctx.output,)
+
+
+def _log(ctx: RuleContext, g: Any) -> Grads:
+    return (g / ctx.inputs[0],)
+
+
+def _log1p(ctx: RuleContext, g: Any) -> Grads:
+    return (g / (ctx.inputs[0] + 1),)
+
+
+def _expm1(ctx: RuleContext, g: Any) -> Grads:
+    return (g * (ctx.output + 1),)
+
+
+def _sqrt(ctx: RuleContext, g: Any) -> Grads:
+    return (g / (ctx.output * 2),)
+
+
+def _square(ctx: RuleContext, g: Any) -> Grads:
+    return (g * ctx.inputs[0] * 2,)
+
+
+def _reciprocal(ctx: RuleContext, g: Any) -> Grads:
+    out = ctx.output
+    return (-g * out * out,)
+
+
+def _sin(ctx: RuleContext, g: Any) -> Grads:
+    return (g * p10.cos(ctx.inputs[0]),)
+
+
+def _cos(ctx: RuleContext, g: Any) -> Grads:
+    return (-g * p10.sin(ctx.inputs[0]),)
+
+
+def _tan(ctx: RuleContext, g: Any) -> Grads:
+    out = ctx.output
+    return (g * (out * out + 1),)
+
+
+def _tanh(ctx: RuleContext, g: Any) -> Grads:
+    out = ctx.output
+    return (g * (1 - out * out),)
+
+
+def _sigmoid(ctx: RuleContext, g: Any) -> Grads:
+    out = ctx.output
+    return (g * out * (1 - out),)
+
+
+def _relu(ctx: RuleContext, g: Any) -> Grads:
+    # NOTE: relu'(0) = 0, as PyTorch.
+    return (p10.where(ctx.output > 0, g, 0.0),)
+
+
+def _gelu(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    if ctx.params.get("approximate") == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        inner = (x + x * x * x * 0.044715) * k
+        t = p10.tanh(inner)
+        dinner = (x * x * (3 * 0.044715) + 1) * k
+        return (g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner),)
+    cdf = (p10.erf(x * (1 / math.sqrt(2.0))) + 1) * 0.5
+    pdf = p10.exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
+    return (g * (cdf + x * pdf),)
+
+
+def _erf(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    return (g * p10.exp(-(x * x)) * (2 / math.sqrt(math.pi)),)
+
+
+def _zero_grad(ctx: RuleContext, g: Any) -> Grads:
+    # NOTE: sign, floor, ceil, round and floor_divide are piecewise constant: zero gradient.
+    return tuple(_zeros(ctx, i, g) for i in range(len(ctx.input_shapes)))
+
+
+def _clip(ctx: RuleContext, g: Any) -> Grads:
+    x, lo, hi = ctx.inputs[0], ctx.params.get("min"), ctx.params.get("max")
+    inside = None
+    if lo is not None:
+        inside = x >= lo
+    if hi is not None:
+        inside = (x <= hi) if inside is None else p10.logical_and(inside, x <= hi)
+    return (g if inside is None else p10.where(inside, g, 0.0),)
+
+
+def _cast(ctx: RuleContext, g: Any) -> Grads:
+    return (p10.astype(g, ctx.input_dtypes[0]),)
+
+
+def _copy(ctx: RuleContext, g: Any) -> Grads:
+    return (g,)
+
+
+# -- elementwise binary and ternary --------------------------------------------------------------
+def _add(ctx: RuleContext, g: Any) -> Grads:
+    s0, s1 = ctx.input_shapes
+    return unbroadcast(g, s0), unbroadcast(g, s1)
+
+
+def _sub(ctx: RuleContext, g: Any) -> Grads:
+    s0, s1 = ctx.input_shapes
+    return unbroadcast(g, s0), unbroadcast(-g, s1)
+
+
+def _mul(ctx: RuleContext, g: Any) -> Grads:
+    (x, y), (n0, n1) = ctx.inputs, ctx.needs_input_grad
+    s0, s1 = ctx.input_shapes
+    return (
+        unbroadcast(g * y, s0) if n0 else None,
+        unbroadcast(g * x, s1) if n1 else None,
+    )
+
+
+def _div(ctx: RuleContext, g: Any) -> Grads:
+    (x, y), (n0, n1) = ctx.inputs, ctx.needs_input_grad
+    s0, s1 = ctx.input_shapes
+    return (
+        unbroadcast(g / y, s0) if n0 else None,
+        unbroadcast(-g * x / (y * y), s1) if n1 else None,
+    )
+
+
+def _pow(ctx: RuleContext, g: Any) -> Grads:
+    (x, y), (n0, n1) = ctx.inputs, ctx.needs_input_grad
+    s0, s1 = ctx.input_shapes
+    gx = gy = None
+    if n0:
+        # NOTE: the gradient is 0 where the exponent is 0, even at x = 0, as PyTorch.
+        gx = unbroadcast(p10.where(y == 0, 0.0, g * y * x ** (y - 1)), s0)
+    if n1:
+        safe_log = p10.log(p10.where(x == 0, 1.0, x))
+        gy = unbroadcast(g * x**y * safe_log, s1)
+    return gx, gy
+
+
+def _mod(ctx: RuleContext, g: Any) -> Grads:
+    (x, y), (_, n1) = ctx.inputs, ctx.needs_input_grad
+    s0, s1 = ctx.input_shapes
+    return unbroadcast(g, s0), (unbroadcast(-g * p10.floor(x / y), s1) if n1 else None)
+
+
+def _extremum(ctx: RuleContext, g: Any, wins: Any) -> Grads:
+    # NOTE: ties split the gradient evenly between both inputs.
+    x, y = ctx.inputs
+    s0, s1 = ctx.input_shapes
+    share = p10.where(wins, 1.0, p10.where(x == y, 0.5, 0.0))
+    share = p10.astype(share, g.dtype, copy=False)
+    return unbroadcast(g * share, s0), unbroadcast(g * (1 - share), s1)
+
+
+def _maximum(ctx: RuleContext, g: Any) -> Grads:
+    x, y = ctx.inputs
+    return _extremum(ctx, g, x > y)
+
+
+def _minimum(ctx: RuleContext, g: Any) -> Grads:
+    x, y = ctx.inputs
+    return _extremum(ctx, g, x < y)
+
+
+def _where(ctx: RuleContext, g: Any) -> Grads:
+    cond = ctx.inputs[0]
+    _, s1, s2 = ctx.input_shapes
+    _, n1, n2 = ctx.needs_input_grad
+    return (
+        None,
+        unbroadcast(p10.where(cond, g, 0.0), s1) if n1 else None,
+        unbroadcast(p10.where(cond, 0.0, g), s2) if n2 else None,
+    )
+
+
+# -- reductions ------------------------------------------------------------------------------------
+def _sum(ctx: RuleContext, g: Any) -> Grads:
+    return (p10.broadcast_to(_keep(g, ctx), ctx.input_shapes[0]),)
+
+
+def _mean(ctx: RuleContext, g: Any) -> Grads:
+    n = max(_reduced_count(ctx), 1)
+    return (p10.broadcast_to(_keep(g, ctx) / n, ctx.input_shapes[0]),)
+
+
+def _prod(ctx: RuleContext, g: Any) -> Grads:
+    x, axis = ctx.inputs[0], ctx.params.get("axis")
+    is_zero = x == 0
+    zeros = p10.sum(p10.astype(is_zero, "int64"), axis=axis, keepdims=True)
+    nonzero_prod = p10.prod(p10.where(is_zero, 1.0, x), axis=axis, keepdims=True)
+    # NOTE: with one zero only that element gets a gradient; with more, none does.
+    local = p10.where(
+        zeros == 0,
+        nonzero_prod / p10.where(is_zero, 1.0, x),
+        p10.where(p10.logical_and(is_zero, zeros == 1), nonzero_prod, 0.0),
+    )
+    return (_keep(g, ctx) * local,)
+
+
+def _max_min(ctx: RuleContext, g: Any) -> Grads:
+    # NOTE: max/min split the gradient evenly between tied elements.
+    x = ctx.inputs[0]
+    out = _keep(ctx.output, ctx)
+    hit = p10.astype(x == out, g.dtype)
+    count = p10.sum(hit, axis=ctx.params.get("axis"), keepdims=True)
+    return (_keep(g, ctx) * hit / count,)
+
+
+def _var(ctx: RuleContext, g: Any) -> Grads:
+    x, axis = ctx.inputs[0], ctx.params.get("axis")
+    n = _reduced_count(ctx) - ctx.params.get("correction", 0.0)
+    centered = x - p10.mean(x, axis=axis, keepdims=True)
+    return (_keep(g, ctx) * centered * (2.0 / n),)
+
+
+def _logsumexp(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    return (_keep(g, ctx) * p10.exp(x - _keep(ctx.output, ctx)),)
+
+
+def _cumsum(ctx: RuleContext, g: Any) -> Grads:
+    axis = ctx.params["axis"]
+    return (p10.flip(p10.cumsum(p10.flip(g, axis=axis), axis=axis), axis=axis),)
+
+
+# -- linear algebra --------------------------------------------------------------------------------
+def _matmul(ctx: RuleContext, g: Any) -> Grads:
+    (a, b), (na, nb) = ctx.inputs, ctx.needs_input_grad
+    sa, sb = ctx.input_shapes
+    a2 = p10.reshape(a, (1, sa[0])) if len(sa) == 1 else a
+    b2 = p10.reshape(b, (sb[0], 1)) if len(sb) == 1 else b
+    g2 = g
+    if len(sa) == 1:
+        g2 = p10.expand_dims(g2, axis=-2 if len(sb) > 1 else 0)
+    if len(sb) == 1:
+        g2 = p10.expand_dims(g2, axis=-1)
+    ga = gb = None
+    if na:
+        ga = p10.matmul(g2, p10.matrix_transpose(b2))
+        ga = (
+            p10.reshape(p10.sum(ga, axis=tuple(range(ga.ndim - 1))), sa)
+            if len(sa) == 1
+            else (unbroadcast(ga, sa))
+        )
+    if nb:
+        gb = p10.matmul(p10.matrix_transpose(a2), g2)
+        gb = unbroadcast(gb, sb if len(sb) > 1 else (sb[0], 1))
+        gb = p10.reshape(gb, sb)
+    return ga, gb
+
+
+def _einsum_grad(terms: list[str], out: str, operands: tuple, shapes: tuple, g: Any, i: int):
+    """Gradient of operand ``i`` of ``einsum(",".join(terms) + "->" + out)``."""
+    term = terms[i]
+    if len(set(term)) != len(term):
+        raise NotImplementedError(
+            f"einsum gradient: repeated index in operand {i} ({term!r}) is not supported; "
+            "take the diagonal explicitly before the einsum"
+        )
+    others = [t for j, t in enumerate(terms) if j != i]
+    present = set(out).union(*others) if others else set(out)
+    target = "".join(c for c in term if c in present)
+    spec = ",".join([out, *others]) + "->" + target
+    grad = p10.einsum(spec, g, *[o for j, o in enumerate(operands) if j != i])
+    if target != term:
+        kept = tuple(shapes[i][k] if c in present else 1 for k, c in enumerate(term))
+        grad = p10.broadcast_to(p10.reshape(grad, kept), shapes[i])
+    return grad
+
+
+def _einsum(ctx: RuleContext, g: Any) -> Grads:
+    lhs, out = ctx.params["subscripts"].split("->")
+    terms = lhs.split(",")
+    if "." in lhs:
+        raise NotImplementedError("einsum gradient: '...' subscripts are not supported")
+    return tuple(
+        _einsum_grad(terms, out, ctx.inputs, ctx.input_shapes, g, i) if need else None
+        for i, need in enumerate(ctx.needs_input_grad)
+    )
+
+
+def _tensordot(ctx: RuleContext, g: Any) -> Grads:
+    (a1, a2), (sa, sb) = ctx.params["axes"], ctx.input_shapes
+    letters = iter(string.ascii_letters)
+    ta = [next(letters) for _ in sa]
+    tb = [next(letters) for _ in sb]
+    for i, j in zip(a1, a2):
+        tb[j] = ta[i]
+    out = "".join(c for k, c in enumerate(ta) if k not in a1)
+    out += "".join(c for k, c in enumerate(tb) if k not in a2)
+    terms = ["".join(ta), "".join(tb)]
+    return tuple(
+        _einsum_grad(terms, out, ctx.inputs, ctx.input_shapes, g, i) if need else None
+        for i, need in enumerate(ctx.needs_input_grad)
+    )
+
+
+# -- shape -----------------------------------------------------------------------------------------
+def _reshape(ctx: RuleContext, g: Any) -> Grads:
+    return (p10.reshape(g, ctx.input_shapes[0]),)
+
+
+def _permute(ctx: RuleContext, g: Any) -> Grads:
+    axes = ctx.params["axes"]
+    inverse = tuple(sorted(range(len(axes)), key=lambda k: axes[k]))
+    return (p10.permute_dims(g, inverse),)
+
+
+def _broadcast_to(ctx: RuleContext, g: Any) -> Grads:
+    return (unbroadcast(g, ctx.input_shapes[0]),)
+
+
+def _concat(ctx: RuleContext, g: Any) -> Grads:
+    axis = ctx.params["axis"]
+    grads, start = [], 0
+    for shape, need in zip(ctx.input_shapes, ctx.needs_input_grad):
+        stop = start + shape[axis]
+        key = (slice(None),) * axis + (slice(start, stop),)
+        grads.append(g[key] if need else None)
+        start = stop
+    return tuple(grads)
+
+
+def _flip(ctx: RuleContext, g: Any) -> Grads:
+    return (p10.flip(g, axis=ctx.params.get("axis")),)
+
+
+def _tile(ctx: RuleContext, g: Any) -> Grads:
+    reps, shape = ctx.params["reps"], ctx.input_shapes[0]
+    d = max(len(reps), len(shape))
+    reps = (1,) * (d - len(reps)) + tuple(reps)
+    padded = (1,) * (d - len(shape)) + tuple(shape)
+    split = tuple(v for pair in zip(reps, padded) for v in pair)
+    summed = p10.sum(p10.reshape(g, split), axis=tuple(range(0, 2 * d, 2)))
+    return (p10.reshape(summed, shape),)
+
+
+def _repeat(ctx: RuleContext, g: Any) -> Grads:
+    repeats, axis, shape = ctx.params["repeats"], ctx.params.get("axis"), ctx.input_shapes[0]
+    if axis is None:
+        return (p10.reshape(p10.sum(p10.reshape(g, (-1, repeats)), axis=1), shape),)
+    split = shape[:axis] + (shape[axis], repeats) + shape[axis + 1 :]
+    return (p10.sum(p10.reshape(g, split), axis=axis + 1),)
+
+
+def _pad(ctx: RuleContext, g: Any) -> Grads:
+    shape = ctx.input_shapes[0]
+    key = tuple(slice(a, a + s) for (a, _), s in zip(ctx.params["pad_width"], shape))
+    return (g[key],)
+
+
+# -- indexing --------------------------------------------------------------------------------------
+def _getitem(ctx: RuleContext, g: Any) -> Grads:
+    index = ctx.inputs[1:]
+    zeros = _zeros(ctx, 0, g)
+    grad = p10.apply(Op.INDEX_ADD, zeros, g, *index, key=ctx.params["key"])
+    return (grad, *(None,) * len(index))
+
+
+def _gather(ctx: RuleContext, g: Any, values_shape: tuple) -> Any:
+    picked = p10.apply(Op.GETITEM, g, *ctx.inputs[2:], key=ctx.params["key"])
+    return unbroadcast(picked, values_shape)
+
+
+def _index_add(ctx: RuleContext, g: Any) -> Grads:
+    n_index = len(ctx.input_shapes) - 2
+    gv = _gather(ctx, g, ctx.input_shapes[1]) if ctx.needs_input_grad[1] else None
+    return (g, gv, *(None,) * n_index)
+
+
+def _index_put(ctx: RuleContext, g: Any) -> Grads:
+    n_index = len(ctx.input_shapes) - 2
+    key, index = ctx.params["key"], ctx.inputs[2:]
+    gb = None
+    if ctx.needs_input_grad[0]:
+        zero = p10.zeros((), dtype=g.dtype, backend=g.backend)
+        gb = p10.apply(Op.INDEX_PUT, g, zero, *index, key=key)
+    gv = _gather(ctx, g, ctx.input_shapes[1]) if ctx.needs_input_grad[1] else None
+    return (gb, gv, *(None,) * n_index)
+
+
+# -- neural-network kernels ------------------------------------------------------------------------
+def _softmax(ctx: RuleContext, g: Any) -> Grads:
+    out, axis = ctx.output, ctx.params["axis"]
+    return (out * (g - p10.sum(g * out, axis=axis, keepdims=True)),)
+
+
+def _log_softmax(ctx: RuleContext, g: Any) -> Grads:
+    out, axis = ctx.output, ctx.params["axis"]
+    return (g - p10.exp(out) * p10.sum(g, axis=axis, keepdims=True),)
+
+
+def _conv2d(ctx: RuleContext, g: Any) -> Grads:
+    (x, w), (nx, nw) = ctx.inputs, ctx.needs_input_grad
+    p = ctx.params
+    (n, c, h, wd), (o, cg, kh, kw) = ctx.input_shapes
+    groups, length = p["groups"], g.shape[2] * g.shape[3]
+    geom = {"stride": p["stride"], "padding": p["padding"], "dilation": p["dilation"]}
+    g_flat = p10.reshape(g, (n, groups, o // groups, length))
+    w_g = p10.reshape(w, (groups, o // groups, cg * kh * kw))
+    gx = gw = None
+    if nx:
+        cols = p10.reshape(p10.matmul(p10.matrix_transpose(w_g), g_flat), (n, c * kh * kw, length))
+        gx = p10.apply(Op.FOLD, cols, output_size=(h, wd), kernel_size=(kh, kw), **geom)
+    if nw:
+        cols = p10.apply(Op.UNFOLD, x, kernel_size=(kh, kw), **geom)
+        cols = p10.reshape(cols, (n, groups, cg * kh * kw, length))
+        gw = p10.sum(p10.matmul(g_flat, p10.matrix_transpose(cols)), axis=0)
+        gw = p10.reshape(gw, (o, cg, kh, kw))
+    return gx, gw
+
+
+def _unfold(ctx: RuleContext, g: Any) -> Grads:
+    size = ctx.input_shapes[0][2:]
+    return (p10.apply(Op.FOLD, g, output_size=size, **ctx.params),)
+
+
+def _fold(ctx: RuleContext, g: Any) -> Grads:
+    params = {k: v for k, v in ctx.params.items() if k != "output_size"}
+    return (p10.apply(Op.UNFOLD, g, **params),)
+
+
+def _pool_cols(ctx: RuleContext, x: Any, fill: float) -> tuple[Any, dict]:
+    p = ctx.params
+    (ph, pw), k = p["padding"], p["kernel_size"]
+    if ph or pw:
+        x = p10.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), value=fill)
+    geom = {"kernel_size": k, "stride": p["stride"], "padding": (0, 0), "dilation": (1, 1)}
+    return x, geom
+
+
+def _crop(ctx: RuleContext, grad: Any) -> Any:
+    (ph, pw), (h, w) = ctx.params["padding"], ctx.input_shapes[0][2:]
+    if not (ph or pw):
+        return grad
+    return grad[:, :, ph : ph + h, pw : pw + w]
+
+
+def _max_pool2d(ctx: RuleContext, g: Any) -> Grads:
+    # NOTE: ties inside a window split the gradient evenly (PyTorch picks one element).
+    xp, geom = _pool_cols(ctx, ctx.inputs[0], -math.inf)
+    n, c = ctx.input_shapes[0][:2]
+    kk, length = geom["kernel_size"][0] * geom["kernel_size"][1], g.shape[2] * g.shape[3]
+    cols = p10.reshape(p10.apply(Op.UNFOLD, xp, **geom), (n, c, kk, length))
+    hit = p10.astype(cols == p10.reshape(ctx.output, (n, c, 1, length)), g.dtype)
+    share = hit / p10.sum(hit, axis=2, keepdims=True)
+    gcols = p10.reshape(share * p10.reshape(g, (n, c, 1, length)), (n, c * kk, length))
+    grad = p10.apply(Op.FOLD, gcols, output_size=xp.shape[2:], **geom)
+    return (_crop(ctx, grad),)
+
+
+def _avg_pool2d(ctx: RuleContext, g: Any) -> Grads:
+    p, (n, c, h, w) = ctx.params, ctx.input_shapes[0]
+    k = p["kernel_size"]
+    kk, length = k[0] * k[1], g.shape[2] * g.shape[3]
+    gcols = p10.broadcast_to(p10.reshape(g, (n, c, 1, length)) / kk, (n, c, kk, length))
+    geom = {"kernel_size": k, "stride": p["stride"], "padding": p["padding"], "dilation": (1, 1)}
+    grad = p10.apply(Op.FOLD, p10.reshape(gcols, (n, c * kk, length)), output_size=(h, w), **geom)
+    return (grad,)
+
+
+# -- the table ------------------------------------------------------------------------------------
+_X, _Y, _XY = (0,), (1,), (0, 1)
+
+RULES: dict[Any, Rule] = {
+    Op.NEG: Rule(_neg),
+    Op.ABS: Rule(_abs, _X),
+    Op.EXP: Rule(_exp, save_output=True),
+    Op.LOG: Rule(_log, _X),
+    Op.LOG1P: Rule(_log1p, _X),
+    Op.EXPM1: Rule(_expm1, save_output=True),
+    Op.SQRT: Rule(_sqrt, save_output=True),
+    Op.SQUARE: Rule(_square, _X),
+    Op.RECIPROCAL: Rule(_reciprocal, save_output=True),
+    Op.SIN: Rule(_sin, _X),
+    Op.COS: Rule(_cos, _X),
+    Op.TAN: Rule(_tan, save_output=True),
+    Op.TANH: Rule(_tanh, save_output=True),
+    Op.SIGMOID: Rule(_sigmoid, save_output=True),
+    Op.RELU: Rule(_relu, save_output=True),
+    Op.GELU: Rule(_gelu, _X),
+    Op.ERF: Rule(_erf, _X),
+    Op.SIGN: Rule(_zero_grad),
+    Op.FLOOR: Rule(_zero_grad),
+    Op.CEIL: Rule(_zero_grad),
+    Op.ROUND: Rule(_zero_grad),
+    Op.CLIP: Rule(_clip, _X),
+    Op.CAST: Rule(_cast),
+    Op.COPY: Rule(_copy),
+    Op.ADD: Rule(_add),
+    Op.SUB: Rule(_sub),
+    Op.MUL: Rule(_mul, _XY),
+    Op.DIV: Rule(_div, _XY),
+    Op.FLOORDIV: Rule(_zero_grad),
+    Op.MOD: Rule(_mod, _XY),
+    Op.POW: Rule(_pow, _XY),
+    Op.MAXIMUM: Rule(_maximum, _XY),
+    Op.MINIMUM: Rule(_minimum, _XY),
+    Op.WHERE: Rule(_where, (0,)),
+    Op.SUM: Rule(_sum),
+    Op.MEAN: Rule(_mean),
+    Op.PROD: Rule(_prod, _X),
+    Op.MAX: Rule(_max_min, _X, save_output=True),
+    Op.MIN: Rule(_max_min, _X, save_output=True),
+    Op.VAR: Rule(_var, _X),
+    Op.LOGSUMEXP: Rule(_logsumexp, _X, save_output=True),
+    Op.CUMSUM: Rule(_cumsum),
+    Op.MATMUL: Rule(_matmul, _XY),
+    Op.TENSORDOT: Rule(_tensordot, _XY),
+    Op.EINSUM: Rule(_einsum, tuple(range(64))),
+    Op.RESHAPE: Rule(_reshape),
+    Op.PERMUTE: Rule(_permute),
+    Op.BROADCAST_TO: Rule(_broadcast_to),
+    Op.CONCAT: Rule(_concat),
+    Op.FLIP: Rule(_flip),
+    Op.TILE: Rule(_tile),
+    Op.REPEAT: Rule(_repeat),
+    Op.PAD: Rule(_pad),
+    Op.GETITEM: Rule(_getitem, tuple(range(1, 64))),
+    Op.INDEX_ADD: Rule(_index_add, tuple(range(2, 64))),
+    Op.INDEX_PUT: Rule(_index_put, tuple(range(2, 64))),
+    Op.SOFTMAX: Rule(_softmax, save_output=True),
+    Op.LOG_SOFTMAX: Rule(_log_softmax, save_output=True),
+    Op.CONV2D: Rule(_conv2d, _XY),
+    Op.UNFOLD: Rule(_unfold),
+    Op.FOLD: Rule(_fold),
+    Op.MAX_POOL2D: Rule(_max_pool2d, _X, save_output=True),
+    Op.AVG_POOL2D: Rule(_avg_pool2d),
+}
+"""The gradient rule of every differentiable op."""
+
+NON_DIFFERENTIABLE: frozenset[Any] = frozenset(
+    {
+        Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN, Op.ISINF, Op.ISFINITE, Op.EQ, Op.NE, Op.LT,
+        Op.LE, Op.GT, Op.GE, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR, Op.BITWISE_AND,
+        Op.BITWISE_OR, Op.BITWISE_XOR, Op.ARGMAX, Op.ARGMIN, Op.ALL, Op.ANY,
+    }
+)  # fmt: skip
+"""Ops whose outputs never require grad (comparisons, logic, indices)."""
