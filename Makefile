@@ -8,9 +8,12 @@ export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: setup demo test lint format bench clean
+.PHONY: setup system-deps demo test lint format bench clean
 
-setup: $(STAMP)
+setup: system-deps $(STAMP)
+
+system-deps:
+	@tools/install_system_deps.sh
 
 $(STAMP): pyproject.toml requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
