@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tpx import _mode
@@ -30,6 +31,7 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
     """Run ``cls.forward`` with grad mode off and record one node whose rule is ``backward``."""
     needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     ctx = FunctionCtx(needs)
+    start = time.perf_counter() if _mode.observers else 0.0
     with _mode.no_grad():
         out = cls.forward(ctx, *args, **kwargs)
     if not isinstance(out, Tensor):
@@ -53,4 +55,5 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
     out.grad_fn = node
     if _mode.observers:
         _mode.emit("on_node_recorded", node, out)
+        _mode.emit("on_node_forward", node, args, out, time.perf_counter() - start)
     return out

@@ -172,6 +172,7 @@ observers: list[Any] = []
 
 EVENTS = (
     "on_node_recorded",
+    "on_node_forward",
     "on_backward_start",
     "on_node_executed",
     "on_grad_accumulated",
@@ -184,6 +185,8 @@ def add_observer(observer: Any) -> Handle:
     unregisters it. An observer defines any of these methods:
 
     - ``on_node_recorded(node, output)``: an op recorded ``node`` producing ``output``;
+    - ``on_node_forward(node, inputs, output, seconds)``: right after ``on_node_recorded``,
+      with the op's inputs in argument order and the seconds its forward took;
     - ``on_backward_start(roots, grad_roots, order)``: a backward will run ``order``;
     - ``on_node_executed(node, grad_output, grad_inputs, seconds)``: a node's rule ran;
     - ``on_grad_accumulated(target, contribution, total, source)``: ``contribution`` from

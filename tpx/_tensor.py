@@ -7,6 +7,7 @@ input requires grad and grad mode is on.
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any
 
@@ -297,9 +298,10 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
                 needs = True
         else:
             raw.append(x)
+    start = time.perf_counter() if _mode.observers else 0.0
     out = execute(op, raw, params)
     if needs and state.grad_enabled:
-        return _record(op, inputs, raw, params, out)
+        return _record(op, inputs, raw, params, out, start)
     result = wrap(out)
     if state.anomaly:
         _check_finite(op, None, out)
@@ -321,7 +323,9 @@ def _edge(x: Any) -> Any:
     return fn
 
 
-def _record(op: Any, inputs: tuple, raw: list, params: dict, out: p10.Tensor) -> Any:
+def _record(
+    op: Any, inputs: tuple, raw: list, params: dict, out: p10.Tensor, start: float = 0.0
+) -> Any:
     rule = RULES.get(op)
     if rule is None:
         if op in NON_DIFFERENTIABLE:
@@ -346,6 +350,7 @@ def _record(op: Any, inputs: tuple, raw: list, params: dict, out: p10.Tensor) ->
         _check_finite(op, node, out)
     if _mode.observers:
         _mode.emit("on_node_recorded", node, t)
+        _mode.emit("on_node_forward", node, inputs, t, time.perf_counter() - start)
     return t
 
 
