@@ -1,0 +1,1 @@
+"""The tpx-inspect HTTP API: a FastAPI app factory over saved (and live) traces."""
