@@ -1,0 +1,404 @@
+"""The case table of the rule sweep: for every op of ``tpx.rules.RULES``, functions and inputs.
+
+Each :class:`Case` names the op it exercises, a function of tpx tensors that records that op,
+and a maker of float64 inputs (from a generator seeded by the case id) chosen away from kinks:
+relu and abs away from 0, floor and mod away from jumps, max/min without near-ties. Conventions
+at kinks are tested separately, with exact expected values.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import p10
+from p10 import Op
+
+Maker = Callable[[np.random.Generator], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One check of one rule: ``fn(*inputs)`` records ``op``; inputs come from ``make``."""
+
+    op: Op
+    name: str
+    fn: Callable[..., Any]
+    makers: tuple[Maker, ...]
+    mode: str = "full"
+    gradgrad: bool = True
+
+    @property
+    def id(self) -> str:
+        """``'op-name'``, the pytest id."""
+        return f"{self.op.value}-{self.name}"
+
+    def inputs(self) -> list[np.ndarray]:
+        """The inputs, from a generator seeded by the case id (stable across runs)."""
+        rng = np.random.default_rng(zlib.crc32(self.id.encode()))
+        return [m(rng) for m in self.makers]
+
+
+# -- input makers -----------------------------------------------------------------------------------
+def u(shape: tuple[int, ...], lo: float = -2.0, hi: float = 2.0) -> Maker:
+    """Uniform values in ``[lo, hi)``."""
+    return lambda rng: rng.uniform(lo, hi, shape)
+
+
+def pos(shape: tuple[int, ...], lo: float = 0.5, hi: float = 2.0) -> Maker:
+    """Positive values (for log, sqrt, the base of pow...)."""
+    return u(shape, lo, hi)
+
+
+def away(shape: tuple[int, ...], points: tuple[float, ...] = (0.0,), margin: float = 0.2,
+         lo: float = -2.0, hi: float = 2.0) -> Maker:  # fmt: skip
+    """Uniform values at least ``margin`` away from every kink in ``points``."""
+
+    def make(rng: np.random.Generator) -> np.ndarray:
+        x = rng.uniform(lo, hi, shape)
+        for _ in range(1000):
+            near = np.zeros(x.shape, bool)
+            for p in points:
+                near |= np.abs(x - p) < margin
+            if not near.any():
+                return x
+            x = np.where(near, rng.uniform(lo, hi, x.shape), x)
+        raise AssertionError("away(): no values away from the kinks")
+
+    return make
+
+
+def between_ints(shape: tuple[int, ...]) -> Maker:
+    """Values whose fractional part is in [0.1, 0.4] or [0.6, 0.9] (floor, ceil, round)."""
+
+    def make(rng: np.random.Generator) -> np.ndarray:
+        frac = rng.uniform(0.1, 0.4, shape) + 0.5 * rng.integers(0, 2, shape)
+        return rng.integers(-3, 3, shape) + frac
+
+    return make
+
+
+def spaced(shape: tuple[int, ...], gap: float = 0.3) -> Maker:
+    """Distinct values, at least ``gap / 2`` apart (max, min, max pooling without ties)."""
+
+    def make(rng: np.random.Generator) -> np.ndarray:
+        n = int(np.prod(shape))
+        vals = (np.arange(n) - n / 2) * gap + rng.uniform(0, gap / 2, n)
+        return rng.permutation(vals).reshape(shape)
+
+    return make
+
+
+def grid(shape: tuple[int, ...], offset: float) -> Maker:
+    """Values on a half-integer grid shifted by ``offset`` (plus jitter below 0.05): two grids
+    with offsets 0 and 0.25 never come closer than 0.15, whatever the broadcasting."""
+    return lambda rng: rng.integers(-4, 5, shape) * 0.5 + offset + rng.uniform(-0.05, 0.05, shape)
+
+
+def const(value: Any) -> Maker:
+    """A fixed array."""
+    return lambda rng: np.array(value, dtype=np.float64)
+
+
+def with_zeros(shape: tuple[int, ...], flat_positions: tuple[int, ...]) -> Maker:
+    """Values away from 0 except exact zeros at ``flat_positions`` (prod with zeros)."""
+    base = away(shape, (0.0,), 0.3, -1.8, 1.8)
+
+    def make(rng: np.random.Generator) -> np.ndarray:
+        x = base(rng).reshape(-1)
+        x[list(flat_positions)] = 0.0
+        return x.reshape(shape)
+
+    return make
+
+
+def _ints(values: list) -> Any:
+    return p10.asarray(np.array(values, dtype=np.int64))
+
+
+def _mask(values: list) -> Any:
+    return p10.asarray(np.array(values, dtype=bool))
+
+
+# -- the table --------------------------------------------------------------------------------------
+CASES: list[Case] = []
+
+
+def case(op: Op, name: str, fn: Callable[..., Any], *makers: Maker, **kw: Any) -> None:
+    """Add one case to :data:`CASES`."""
+    CASES.append(Case(op, name, fn, tuple(makers), **kw))
+
+
+SHAPES = [(), (5,), (2, 3, 4)]
+
+_UNARY: list[tuple[Op, Callable[..., Any], Callable[[tuple[int, ...]], Maker]]] = [
+    (Op.NEG, p10.negative, u),
+    (Op.ABS, p10.abs, away),
+    (Op.EXP, p10.exp, u),
+    (Op.LOG, p10.log, pos),
+    (Op.LOG1P, p10.log1p, lambda s: u(s, -0.5, 2.0)),
+    (Op.EXPM1, p10.expm1, u),
+    (Op.SQRT, p10.sqrt, pos),
+    (Op.SQUARE, p10.square, u),
+    (Op.RECIPROCAL, p10.reciprocal, lambda s: away(s, (0.0,), 0.5)),
+    (Op.SIN, p10.sin, u),
+    (Op.COS, p10.cos, u),
+    (Op.TAN, p10.tan, lambda s: u(s, -1.2, 1.2)),
+    (Op.TANH, p10.tanh, u),
+    (Op.SIGMOID, p10.sigmoid, u),
+    (Op.RELU, p10.relu, away),
+    (Op.ERF, p10.erf, u),
+    (Op.SIGN, p10.sign, away),
+    (Op.FLOOR, p10.floor, between_ints),
+    (Op.CEIL, p10.ceil, between_ints),
+    (Op.ROUND, p10.round, between_ints),
+    (Op.COPY, p10.positive, u),
+    (Op.CAST, lambda x: p10.astype(x, p10.float64, copy=True), u),
+]
+for _op, _fn, _maker in _UNARY:
+    for _shape in SHAPES:
+        case(_op, f"{len(_shape)}d", _fn, _maker(_shape))
+
+for _approx in ("none", "tanh"):
+    for _shape in SHAPES:
+        case(Op.GELU, f"{_approx}-{len(_shape)}d", lambda x, a=_approx: p10.gelu(x, a), u(_shape))
+
+_CLIP_PTS = (-0.5, 0.7)
+case(Op.CLIP, "min", lambda x: p10.clip(x, min=-0.5), away((2, 3), _CLIP_PTS))
+case(Op.CLIP, "max", lambda x: p10.clip(x, max=0.7), away((5,), _CLIP_PTS))
+case(Op.CLIP, "both", lambda x: p10.clip(x, -0.5, 0.7), away((2, 3, 2), _CLIP_PTS))
+case(Op.CLIP, "0d", lambda x: p10.clip(x, -0.5, 0.7), away((), _CLIP_PTS))
+
+BIN_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((2, 1, 4), (3, 1)), ((), (2, 3)), ((2, 3), ())]
+
+
+def _bshape(a: tuple, b: tuple) -> str:
+    return "x".join(map(str, a)) + "_" + "x".join(map(str, b))
+
+
+for _s0, _s1 in BIN_SHAPES:
+    _id = _bshape(_s0, _s1)
+    case(Op.ADD, _id, p10.add, u(_s0), u(_s1))
+    case(Op.SUB, _id, p10.subtract, u(_s0), u(_s1))
+    case(Op.MUL, _id, p10.multiply, u(_s0), u(_s1))
+    case(Op.DIV, _id, p10.divide, u(_s0), away(_s1, (0.0,), 0.5))
+    case(Op.POW, _id, p10.pow, pos(_s0), u(_s1))
+    case(Op.MAXIMUM, _id, p10.maximum, grid(_s0, 0.0), grid(_s1, 0.25))
+    case(Op.MINIMUM, _id, p10.minimum, grid(_s0, 0.0), grid(_s1, 0.25))
+case(Op.ADD, "scalar", lambda x: x + 1.5, u((2, 3)))
+case(Op.SUB, "rscalar", lambda x: 1.5 - x, u((2, 3)))
+case(Op.MUL, "scalar", lambda x: x * 2.5, u((2, 3)))
+case(Op.MUL, "same", lambda x: x * x, u((4,)))
+case(Op.DIV, "rscalar", lambda x: 2.0 / x, away((4,), (0.0,), 0.5))
+case(Op.POW, "int-exponent-neg-base", lambda x: x**3, away((2, 3)))
+case(Op.POW, "square-neg-base", lambda x: x**2, away((4,)))
+case(Op.POW, "scalar-base", lambda y: p10.pow(2.0, y), u((2, 3)))
+case(Op.MAXIMUM, "clip-tensor-bounds", lambda x, lo: p10.clip(x, min=lo), grid((2, 3), 0.0),
+     grid((3,), 0.25))  # fmt: skip
+
+
+def _mod_pair(s0: tuple, s1: tuple) -> tuple[Maker, Maker]:
+    """Makers of ``x`` and ``y`` for mod/floordiv: y away from 0, x / y away from integers."""
+
+    def both() -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(zlib.crc32(repr((s0, s1)).encode()))
+        y = away(s1, (0.0,), 0.6)(rng)
+        ratio = rng.integers(-3, 3, s0) + rng.uniform(0.2, 0.8, s0)
+        # NOTE: y is the same for every x element here (equal shapes or a 0-d y).
+        return np.broadcast_to(y, s0) * ratio, y
+
+    return (lambda rng: both()[0]), (lambda rng: both()[1])
+
+
+for _s0, _s1 in [((3,), (3,)), ((2, 3), (2, 3)), ((4,), ())]:
+    case(Op.MOD, _bshape(_s0, _s1), p10.remainder, *_mod_pair(_s0, _s1))
+    case(Op.FLOORDIV, _bshape(_s0, _s1), p10.floor_divide, *_mod_pair(_s0, _s1))
+
+_COND = [[True, False, True], [False, False, True]]
+case(Op.WHERE, "broadcast", lambda x, y: p10.where(_mask(_COND), x, y), u((3,)), u(()))
+case(Op.WHERE, "same", lambda x, y: p10.where(_mask([True, False, False]), x, y), u((3,)),
+     u((3,)))  # fmt: skip
+case(Op.WHERE, "outer", lambda x, y: p10.where(_mask([[True], [False]]), x, y), u((1, 3)),
+     u((2, 3)))  # fmt: skip
+case(Op.WHERE, "scalar-other", lambda x: p10.where(_mask(_COND), x, 0.0), u((2, 3)))
+
+# -- reductions ---------------------------------------------------------------------------------
+REDUCTIONS = [
+    ((), None, False),
+    ((5,), None, False),
+    ((2, 3, 4), None, True),
+    ((2, 3, 4), 1, False),
+    ((2, 3, 4), -1, True),
+    ((2, 3, 4), (0, 2), False),
+    ((2, 3, 4), (-1, 0), True),
+]
+
+
+def _rid(shape: tuple, axis: Any, keepdims: bool) -> str:
+    return f"{len(shape)}d-axis{axis}-{'keep' if keepdims else 'drop'}".replace(" ", "")
+
+
+for _shape, _axis, _keep in REDUCTIONS:
+    _id = _rid(_shape, _axis, _keep)
+    _kw = {"axis": _axis, "keepdims": _keep}
+    case(Op.SUM, _id, lambda x, kw=_kw: p10.sum(x, **kw), u(_shape))
+    case(Op.MEAN, _id, lambda x, kw=_kw: p10.mean(x, **kw), u(_shape))
+    case(Op.PROD, _id, lambda x, kw=_kw: p10.prod(x, **kw), away(_shape, (0.0,), 0.3))
+    case(Op.MAX, _id, lambda x, kw=_kw: p10.max(x, **kw), spaced(_shape))
+    case(Op.MIN, _id, lambda x, kw=_kw: p10.min(x, **kw), spaced(_shape))
+    case(Op.LOGSUMEXP, _id, lambda x, kw=_kw: p10.logsumexp(x, **kw), u(_shape))
+    case(Op.VAR, _id, lambda x, kw=_kw: p10.var(x, **kw), u(_shape))
+    if _shape:
+        case(Op.VAR, _id + "-corr1", lambda x, kw=_kw: p10.var(x, correction=1, **kw), u(_shape))
+case(Op.PROD, "one-zero-row", lambda x: p10.prod(x, axis=1), with_zeros((3, 4), (1,)))
+case(Op.PROD, "two-zeros-row", lambda x: p10.prod(x, axis=-1), with_zeros((3, 4), (0, 2, 5)))
+case(Op.PROD, "zeros-all", lambda x: p10.prod(x), with_zeros((2, 3), (4,)))
+case(Op.PROD, "zeros-keep", lambda x: p10.prod(x, axis=0, keepdims=True),
+     with_zeros((3, 2), (0, 2)))  # fmt: skip
+case(Op.CUMSUM, "1d", lambda x: p10.cumsum(x, axis=0), u((5,)))
+case(Op.CUMSUM, "axis-1", lambda x: p10.cumsum(x, axis=-1), u((2, 3, 4)))
+case(Op.CUMSUM, "axis0", lambda x: p10.cumsum(x, axis=0), u((3, 2)))
+case(Op.CUMSUM, "flat", lambda x: p10.cumsum(x), u((2, 3)))
+
+# -- linear algebra -----------------------------------------------------------------------------
+for _s0, _s1 in [
+    ((3, 4), (4, 2)),
+    ((4,), (4, 2)),
+    ((3, 4), (4,)),
+    ((4,), (4,)),
+    ((2, 3, 4), (4, 5)),
+    ((3, 4), (2, 4, 2)),
+    ((2, 1, 3, 4), (3, 4, 2)),
+    ((3,), (2, 3, 4)),
+    ((2, 3, 4), (4,)),
+]:
+    case(Op.MATMUL, _bshape(_s0, _s1), p10.matmul, u(_s0), u(_s1))
+case(Op.MATMUL, "same-operand", lambda x: x @ p10.matrix_transpose(x), u((3, 2)))
+
+for _name, _s0, _s1, _axes in [
+    ("axes1", (2, 3), (3, 4), 1),
+    ("axes2", (2, 3, 4), (3, 4, 2), 2),
+    ("axes0", (2,), (3,), 0),
+    ("pairs", (3, 2), (4, 3), ((0,), (1,))),
+    ("two-pairs", (2, 3, 4), (3, 5, 2), ((1, 0), (0, 2))),
+]:
+    case(Op.TENSORDOT, _name, lambda a, b, ax=_axes: p10.tensordot(a, b, axes=ax), u(_s0), u(_s1))
+
+for _spec, _shapes in [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("i,i->", [(4,), (4,)]),
+    ("ij->", [(2, 3)]),
+    ("ij->ji", [(2, 3)]),
+    ("ijk,ik->j", [(2, 3, 2), (2, 2)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
+    ("ij,j->i", [(3, 4), (4,)]),
+]:
+    case(Op.EINSUM, _spec.replace(",", "_").replace("->", "_to_"),
+         lambda *xs, s=_spec: p10.einsum(s, *xs), *[u(s) for s in _shapes])  # fmt: skip
+
+# -- shape --------------------------------------------------------------------------------------
+case(Op.RESHAPE, "3d-2d", lambda x: p10.reshape(x, (4, 6)), u((2, 3, 4)))
+case(Op.RESHAPE, "infer", lambda x: p10.reshape(x, (2, -1)), u((6,)))
+case(Op.RESHAPE, "0d", lambda x: p10.reshape(x, (1, 1)), u(()))
+case(Op.PERMUTE, "3d", lambda x: p10.permute_dims(x, (2, 0, 1)), u((2, 3, 4)))
+case(Op.PERMUTE, "transpose", lambda x: p10.matrix_transpose(x), u((2, 3)))
+case(Op.PERMUTE, "swapaxes", lambda x: p10.swapaxes(x, 0, -1), u((2, 3, 4)))
+for _s0, _s1 in [((3,), (2, 3)), ((2, 1), (2, 4)), ((), (3,)), ((1, 3), (2, 2, 3))]:
+    case(Op.BROADCAST_TO, _bshape(_s0, _s1), lambda x, s=_s1: p10.broadcast_to(x, s), u(_s0))
+case(Op.CONCAT, "axis0", lambda a, b: p10.concat([a, b], axis=0), u((2, 3)), u((1, 3)))
+case(Op.CONCAT, "axis-1-three", lambda a, b, c: p10.concat([a, b, c], axis=-1), u((2, 1)),
+     u((2, 3)), u((2, 2)))  # fmt: skip
+case(Op.CONCAT, "flat", lambda a, b: p10.concat([a, b], axis=None), u((2, 2)), u((3,)))
+case(Op.CONCAT, "stack", lambda a, b: p10.stack([a, b], axis=1), u((2, 3)), u((2, 3)))
+case(Op.FLIP, "all", lambda x: p10.flip(x), u((2, 3)))
+case(Op.FLIP, "axis0", lambda x: p10.flip(x, axis=0), u((3, 2)))
+case(Op.FLIP, "axes", lambda x: p10.flip(x, axis=(-1, 0)), u((2, 3, 4)))
+case(Op.TILE, "1d", lambda x: p10.tile(x, (2,)), u((3,)))
+case(Op.TILE, "more-reps", lambda x: p10.tile(x, (2, 1, 2)), u((2, 3)))
+case(Op.TILE, "fewer-reps", lambda x: p10.tile(x, (3,)), u((2, 3)))
+case(Op.REPEAT, "flat", lambda x: p10.repeat(x, 2), u((2, 3)))
+case(Op.REPEAT, "axis1", lambda x: p10.repeat(x, 3, axis=1), u((2, 3)))
+case(Op.REPEAT, "axis-2", lambda x: p10.repeat(x, 2, axis=-2), u((2, 3)))
+case(Op.PAD, "1d", lambda x: p10.pad(x, 1), u((3,)))
+case(Op.PAD, "2d-value", lambda x: p10.pad(x, ((1, 0), (2, 1)), value=1.5), u((2, 3)))
+case(Op.PAD, "2d-one-side", lambda x: p10.pad(x, ((0, 0), (0, 2))), u((2, 3)))
+
+# -- indexing -----------------------------------------------------------------------------------
+_GETITEM: list[tuple[str, Callable[[Any], Any]]] = [
+    ("int", lambda x: x[1]),
+    ("neg-int", lambda x: x[-1, :]),
+    ("slice", lambda x: x[1:3]),
+    ("neg-step", lambda x: x[::-2]),
+    ("int-slice", lambda x: x[1, ::2]),
+    ("ellipsis-none", lambda x: x[..., None, 1:3]),
+    ("int-array-repeats", lambda x: x[_ints([0, 2, 0])]),
+    ("column-array", lambda x: x[:, _ints([4, 1, 1])]),
+    ("two-arrays", lambda x: x[_ints([[0], [3]]), _ints([[1, 1, 4]])]),
+    ("mask-2d", lambda x: x[_mask(np.arange(20).reshape(4, 5) % 3 == 0)]),
+    ("mask-rows", lambda x: x[_mask([True, False, True, True])]),
+]
+for _name, _fn in _GETITEM:
+    case(Op.GETITEM, _name, _fn, u((4, 5)))
+
+case(Op.INDEX_ADD, "repeats", lambda x, v: p10.index_add(x, _ints([0, 2, 0]), v), u((4, 3)),
+     u((3, 3)))  # fmt: skip
+case(Op.INDEX_ADD, "broadcast-values", lambda x, v: p10.index_add(x, _ints([1, 1]), v),
+     u((3, 2)), u((2,)))  # fmt: skip
+case(Op.INDEX_ADD, "slice", lambda x, v: p10.index_add(x, slice(1, 3), v), u((4, 2)), u((2, 2)))
+case(Op.INDEX_ADD, "mask", lambda x, v: p10.index_add(x, _mask([[True, False], [True, True]]), v),
+     u((2, 2)), u((3,)))  # fmt: skip
+case(Op.INDEX_PUT, "slice", lambda x, v: p10.index_put(x, slice(1, 3), v), u((4, 2)), u((2, 2)))
+case(Op.INDEX_PUT, "int-array", lambda x, v: p10.index_put(x, _ints([3, 0]), v), u((4, 2)),
+     u((2, 2)))  # fmt: skip
+case(Op.INDEX_PUT, "broadcast-scalar", lambda x, v: p10.index_put(x, (slice(None), 1), v),
+     u((3, 2)), u(()))  # fmt: skip
+case(Op.INDEX_PUT, "repeats", lambda x, v: p10.index_put(x, _ints([1, 1, 2]), v), u((4, 2)),
+     u((3, 2)))  # fmt: skip
+case(Op.INDEX_PUT, "mask", lambda x, v: p10.index_put(x, _mask([[True, False], [False, True]]), v),
+     u((2, 2)), u((2,)))  # fmt: skip
+
+# -- neural-network kernels ---------------------------------------------------------------------
+for _shape, _axis in [((5,), -1), ((2, 3, 4), 1), ((3, 4), 0)]:
+    _id = f"{len(_shape)}d-axis{_axis}"
+    case(Op.SOFTMAX, _id, lambda x, a=_axis: p10.softmax(x, axis=a), u(_shape))
+    case(Op.LOG_SOFTMAX, _id, lambda x, a=_axis: p10.log_softmax(x, axis=a), u(_shape))
+
+for _name, _sx, _sw, _kw in [
+    ("basic", (1, 2, 5, 5), (3, 2, 3, 3), {}),
+    ("stride2-pad1", (2, 2, 5, 5), (2, 2, 3, 3), {"stride": 2, "padding": 1}),
+    ("dilation2", (1, 1, 6, 6), (2, 1, 2, 2), {"dilation": 2}),
+    ("groups2", (1, 4, 4, 4), (4, 2, 2, 2), {"groups": 2}),
+    ("mixed", (1, 2, 5, 4), (2, 2, 2, 3), {"stride": (2, 1), "padding": (0, 1)}),
+]:
+    case(Op.CONV2D, _name, lambda x, w, kw=_kw: p10.conv2d(x, w, **kw), u(_sx), u(_sw))
+case(Op.CONV2D, "bias", lambda x, w, b: p10.conv2d(x, w, b, padding=1), u((1, 2, 3, 3)),
+     u((2, 2, 2, 2)), u((2,)))  # fmt: skip
+case(Op.CONV2D, "large-random", lambda x, w: p10.conv2d(x, w, padding=1, groups=2),
+     u((2, 4, 8, 8)), u((6, 2, 3, 3)), mode="random")  # fmt: skip
+
+for _name, _sx, _kw in [
+    ("k2", (1, 2, 4, 4), {"kernel_size": 2}),
+    ("k3-s2-p1", (1, 1, 5, 5), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ("k2-dil2", (1, 1, 5, 5), {"kernel_size": 2, "dilation": 2}),
+]:
+    case(Op.UNFOLD, _name, lambda x, kw=_kw: p10.unfold(x, **kw), u(_sx))
+for _name, _sc, _kw in [
+    ("k2", (1, 8, 4), {"output_size": 3, "kernel_size": 2}),
+    ("k2-p1", (1, 4, 16), {"output_size": 3, "kernel_size": 2, "padding": 1}),
+    ("k2-s2", (2, 4, 4), {"output_size": 4, "kernel_size": 2, "stride": 2}),
+]:
+    case(Op.FOLD, _name, lambda x, kw=_kw: p10.fold(x, **kw), u(_sc))
+
+for _name, _sx, _kw in [
+    ("k2", (1, 2, 4, 4), {"kernel_size": 2}),
+    ("k3-s2-p1", (1, 1, 5, 5), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    ("k2x3-s1x2", (2, 1, 4, 5), {"kernel_size": (2, 3), "stride": (1, 2)}),
+]:
+    case(Op.MAX_POOL2D, _name, lambda x, kw=_kw: p10.max_pool2d(x, **kw), spaced(_sx, 0.2))
+    case(Op.AVG_POOL2D, _name, lambda x, kw=_kw: p10.avg_pool2d(x, **kw), u(_sx))

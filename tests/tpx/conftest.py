@@ -1,0 +1,12 @@
+"""Shared setup of the TPX tests: the helpers next to this file are importable by name."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# NOTE: tests/ is not a package; make the checker (_fd) and the case table importable whatever
+# pytest's import mode and rootdir are.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)

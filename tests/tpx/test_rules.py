@@ -1,0 +1,181 @@
+"""The rule table swept against finite differences, first and second order, plus its coverage,
+its float32 behaviour and the documented conventions at kinks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from _fd import check_vjp, gradient_function
+from _rule_cases import CASES, Case
+
+import p10
+import tpx as tp
+from p10 import Op
+from tpx.rules import NON_DIFFERENTIABLE, RULES
+
+BUILTIN_RULE_OPS = [op for op in RULES if isinstance(op, Op)]
+
+
+def run_case(c: Case, **tolerances: Any) -> None:
+    """Check the first-order rule of ``c.op`` on ``c``'s inputs (the function the sweep uses)."""
+    check_vjp(c.fn, c.inputs(), mode=c.mode, name=c.id, **tolerances)
+
+
+def run_gradgrad_case(c: Case) -> None:
+    """Check second derivatives: the gradient of ``c.fn``, recorded with create_graph, is
+    itself checked against finite differences (with the incoming gradient as an input too)."""
+    xs = c.inputs()
+    wrt = [i for i, a in enumerate(xs) if a.dtype.kind == "f"]
+    with tp.no_grad():
+        out_shape = c.fn(*[tp.asarray(a) for a in xs]).shape
+    v = np.random.default_rng(1).uniform(-1.0, 1.0, out_shape)
+    h = gradient_function(c.fn, len(xs), wrt)
+    check_vjp(h, [*xs, v], mode=c.mode, name=c.id + " (second order)", atol=1e-5, rtol=1e-4)
+
+
+def _recorded_ops(c: Case) -> set[Any]:
+    xs = [tp.asarray(a, requires_grad=True) for a in c.inputs()]
+    out = c.fn(*xs)
+    return {n.op for n in tp.reachable([out.grad_fn])}
+
+
+# -- coverage --------------------------------------------------------------------------------
+def test_every_differentiable_op_has_a_rule() -> None:
+    missing = [op.value for op in Op if op not in NON_DIFFERENTIABLE and op not in RULES]
+    assert missing == []
+    assert [op.value for op in NON_DIFFERENTIABLE if op in RULES] == []
+
+
+def test_every_rule_has_cases() -> None:
+    covered = {c.op for c in CASES}
+    assert [op.value for op in BUILTIN_RULE_OPS if op not in covered] == []
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.id)
+def test_case_records_its_op(c: Case) -> None:
+    assert c.op in _recorded_ops(c)
+
+
+# -- the sweep ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.id)
+def test_rule_matches_finite_differences(c: Case) -> None:
+    run_case(c)
+
+
+GRADGRAD_CASES = [c for c in CASES if c.gradgrad]
+
+
+@pytest.mark.parametrize("c", GRADGRAD_CASES, ids=lambda c: c.id)
+def test_rule_second_order_matches_finite_differences(c: Case) -> None:
+    run_gradgrad_case(c)
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.id)
+def test_float32_inputs_give_float32_gradients(c: Case) -> None:
+    xs = [tp.asarray(a.astype(np.float32), requires_grad=True) for a in c.inputs()]
+    out = c.fn(*xs)
+    go = tp.asarray(np.ones(out.shape, np.float32))
+    grads = tp.grad(out, xs, go, allow_unused=True)
+    assert out.dtype == np.float32
+    assert [g.dtype for g in grads if g is not None] == [np.dtype(np.float32)] * len(
+        [g for g in grads if g is not None]
+    )
+    assert any(g is not None for g in grads)
+
+
+# -- non-differentiable ops ------------------------------------------------------------------
+def _f(values: Any) -> Any:
+    return tp.asarray(np.asarray(values, np.float64), requires_grad=True)
+
+
+def _i(values: Any) -> Any:
+    return tp.asarray(np.asarray(values, np.int64))
+
+
+_NON_DIFF_CALLS: dict[Op, Any] = {
+    Op.LOGICAL_NOT: lambda: p10.logical_not(_f([0.0, 1.5])),
+    Op.BITWISE_INVERT: lambda: p10.bitwise_invert(_i([1, 2])),
+    Op.ISNAN: lambda: p10.isnan(_f([0.0, 1.5])),
+    Op.ISINF: lambda: p10.isinf(_f([0.0, 1.5])),
+    Op.ISFINITE: lambda: p10.isfinite(_f([0.0, 1.5])),
+    Op.EQ: lambda: p10.equal(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.NE: lambda: p10.not_equal(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.LT: lambda: p10.less(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.LE: lambda: p10.less_equal(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.GT: lambda: p10.greater(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.GE: lambda: p10.greater_equal(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.LOGICAL_AND: lambda: p10.logical_and(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.LOGICAL_OR: lambda: p10.logical_or(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.LOGICAL_XOR: lambda: p10.logical_xor(_f([0.0, 1.5]), _f([0.0, 1.0])),
+    Op.BITWISE_AND: lambda: p10.bitwise_and(_i([1, 2]), _i([3, 3])),
+    Op.BITWISE_OR: lambda: p10.bitwise_or(_i([1, 2]), _i([3, 3])),
+    Op.BITWISE_XOR: lambda: p10.bitwise_xor(_i([1, 2]), _i([3, 3])),
+    Op.ARGMAX: lambda: p10.argmax(_f([[0.0, 1.5], [2.0, 1.0]]), axis=1),
+    Op.ARGMIN: lambda: p10.argmin(_f([[0.0, 1.5], [2.0, 1.0]])),
+    Op.ALL: lambda: p10.all(_f([0.0, 1.5])),
+    Op.ANY: lambda: p10.any(_f([0.0, 1.5]), axis=0),
+}
+
+
+def test_every_non_differentiable_op_is_exercised() -> None:
+    assert sorted(op.value for op in NON_DIFFERENTIABLE) == sorted(
+        op.value for op in _NON_DIFF_CALLS
+    )
+
+
+@pytest.mark.parametrize("op", list(_NON_DIFF_CALLS), ids=lambda op: op.value)
+def test_non_differentiable_outputs_do_not_require_grad(op: Op) -> None:
+    out = _NON_DIFF_CALLS[op]()
+    assert (out.requires_grad, out.grad_fn) == (False, None)
+    assert out.dtype.kind in "biu"
+
+
+# -- conventions at kinks -------------------------------------------------------------------
+def _grad(fn: Any, *values: Any) -> list[list[float]]:
+    xs = [_f(v) for v in values]
+    grads = tp.grad(fn(*xs).sum(), xs)
+    return [g.tolist() for g in grads]
+
+
+def test_relu_abs_sign_have_zero_gradient_at_zero() -> None:
+    assert _grad(p10.relu, [-1.0, 0.0, 2.0]) == [[0.0, 0.0, 1.0]]
+    assert _grad(p10.abs, [-1.0, 0.0, 2.0]) == [[-1.0, 0.0, 1.0]]
+    assert _grad(p10.sign, [-1.0, 0.0, 2.0]) == [[0.0, 0.0, 0.0]]
+    assert _grad(p10.floor, [-1.0, 0.0, 2.5]) == [[0.0, 0.0, 0.0]]
+
+
+def test_max_min_split_ties_evenly() -> None:
+    assert _grad(p10.max, [1.0, 3.0, 3.0]) == [[0.0, 0.5, 0.5]]
+    assert _grad(p10.min, [2.0, 2.0, 2.0, 5.0]) == [[1 / 3, 1 / 3, 1 / 3, 0.0]]
+    rows = _grad(lambda x: p10.max(x, axis=1), [[1.0, 1.0], [0.0, 2.0]])
+    assert rows == [[[0.5, 0.5], [0.0, 1.0]]]
+
+
+def test_maximum_minimum_split_ties_evenly() -> None:
+    assert _grad(p10.maximum, [1.0, 2.0, 3.0], [1.0, 5.0, 0.0]) == [
+        [0.5, 0.0, 1.0],
+        [0.5, 1.0, 0.0],
+    ]
+    assert _grad(p10.minimum, [2.0], [2.0]) == [[0.5], [0.5]]
+
+
+def test_max_pool_splits_ties_within_a_window() -> None:
+    x = [[[[1.0, 1.0], [0.0, 1.0]]]]
+    assert _grad(lambda t: p10.max_pool2d(t, 2), x) == [[[[[1 / 3, 1 / 3], [0.0, 1 / 3]]]]]
+
+
+def test_clip_passes_gradient_at_its_bounds() -> None:
+    got = _grad(lambda x: p10.clip(x, -1.0, 1.0), [-2.0, -1.0, 0.0, 1.0, 2.0])
+    assert got == [[0.0, 1.0, 1.0, 1.0, 0.0]]
+
+
+def test_pow_at_zero() -> None:
+    # d/dx x**0 = 0 even at x = 0; d/dy 0**y = 0 for y > 0 (no NaN from log(0)), as PyTorch.
+    assert _grad(lambda x, y: x**y, [0.0, 0.0], [0.0, 2.0]) == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_prod_with_zeros() -> None:
+    assert _grad(p10.prod, [2.0, 0.0, 3.0]) == [[0.0, 6.0, 0.0]]
+    assert _grad(p10.prod, [2.0, 0.0, 0.0]) == [[0.0, 0.0, 0.0]]
