@@ -1,0 +1,190 @@
+"""The per-node local check: each node's rule against finite differences of its own forward.
+
+For every node of a recorded graph, the forward is rerun in float64 from the node's real
+recorded inputs, and ``<u, J v>`` from central differences along a random direction ``v`` of
+one input is compared with ``<vjp(u), v>`` from the node's rule, for ``u`` the node's real
+incoming gradient and random cotangents. Checking one input at a time says which input's
+gradient is wrong. Where the left and right differences disagree as much as the mismatch, the
+point is not differentiable along ``v`` (a relu at 0, a max tie) and the comparison is counted
+as inconclusive rather than failed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tpx_inspect.checks.record import GraphRecord, NodeRecord
+from tpx_inspect.checks.replay import Replay, why_not_replayable
+from tpx_inspect.checks.report import CheckResult, Finding, finding_at
+
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """Step, tolerances and how many random directions/cotangents the local check uses."""
+
+    eps: float = 1e-6
+    atol: float = 1e-8
+    rtol: float = 1e-5
+    directions: int = 2
+    cotangents: int = 1
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One scalar comparison ``<u, J v>`` (numerical) against ``<vjp(u), v>`` (analytical)."""
+
+    input: int
+    cotangent: str
+    numerical: float
+    analytical: float
+    tolerance: float
+    asymmetry: float
+
+    @property
+    def mismatch(self) -> float:
+        """``|numerical - analytical|``."""
+        return abs(self.numerical - self.analytical)
+
+    @property
+    def failed(self) -> bool:
+        """Out of tolerance, and not explained by a kink (left/right differences)."""
+        return self.mismatch > self.tolerance + self.asymmetry
+
+    @property
+    def inconclusive(self) -> bool:
+        """Out of tolerance, but the point is not differentiable along the direction."""
+        return self.mismatch > self.tolerance and not self.failed
+
+
+def check_node(node: NodeRecord, grad_output: np.ndarray | None, opts: LocalOptions) -> list:
+    """Every :class:`Comparison` for one node (empty when it has nothing to differentiate).
+
+    >>> import tpx as tp
+    >>> from tpx_inspect.checks.record import record
+    >>> with record() as rec:
+    ...     _ = tp.asarray([0.5, 1.5], requires_grad=True).sin()
+    >>> cs = check_node(rec.graph().nodes[-1], None, LocalOptions())
+    >>> len(cs), any(c.failed for c in cs)
+    (2, False)
+    """
+    replay = Replay(node)
+    xs = replay.inputs()
+    y = replay.forward(xs)
+    rng = np.random.default_rng([opts.seed, node.id])
+    us = _cotangents(y, grad_output, opts.cotangents, rng)
+    grads = {name: replay.vjp(xs, y, u) for name, u in us}
+    out = []
+    for i in replay.differentiable():
+        for _ in range(opts.directions):
+            v = rng.standard_normal(np.shape(xs[i]))
+            plus, minus = _shifted(replay, xs, i, v * opts.eps)
+            for name, u in us:
+                out.append(_compare(i, name, u, v, y, plus, minus, grads[name], opts))
+    return out
+
+
+def _cotangents(y: np.ndarray, real: np.ndarray | None, n: int, rng: Any) -> list:
+    us = []
+    if real is not None and np.isfinite(real).all() and np.any(real):
+        us.append(("incoming gradient", np.asarray(real, dtype=np.float64)))
+    us += [(f"random cotangent {k}", rng.standard_normal(y.shape)) for k in range(n)]
+    return us
+
+
+def _shifted(replay: Replay, xs: list, i: int, step: np.ndarray) -> tuple:
+    values = []
+    for sign in (1.0, -1.0):
+        moved = list(xs)
+        moved[i] = xs[i] + sign * step
+        values.append(replay.forward(moved))
+    return values[0], values[1]
+
+
+def _compare(i, name, u, v, y, plus, minus, grads, opts) -> Comparison:
+    h = opts.eps
+    central = (plus - minus) / (2 * h)
+    numerical = float(np.sum(u * central))
+    gi = grads[i] if i < len(grads) else None
+    analytical = 0.0 if gi is None else float(np.sum(np.reshape(gi, np.shape(v)) * v))
+    if gi is not None and np.shape(gi) != np.shape(v):
+        analytical = float("nan")
+    asym = abs(float(np.sum(u * ((plus - y) - (y - minus)))) / h)
+    scale = float(np.sum(np.abs(u * central))) + abs(analytical)
+    roundoff = 64 * _EPS64 * float(np.sum(np.abs(u) * (np.abs(plus) + np.abs(minus)))) / h
+    tol = opts.atol + opts.rtol * scale + roundoff
+    return Comparison(i, name, numerical, analytical, tol, asym)
+
+
+def _finding(node: NodeRecord, c: Comparison) -> Finding:
+    return finding_at(
+        node, "rule",
+        f"the rule of {node.op.value if node.op is not None else node.name} ({node.name}) "
+        f"disagrees with finite differences of its forward for input {c.input} along the "
+        f"{c.cotangent}: numerical {c.numerical:.6g}, analytical {c.analytical:.6g} "
+        f"(|diff| {c.mismatch:.3g} > tolerance {c.tolerance:.3g})",
+        input=c.input, cotangent=c.cotangent, numerical=c.numerical,
+        analytical=c.analytical, tolerance=c.tolerance,
+    )  # fmt: skip
+
+
+def backward_order(graph: GraphRecord) -> list[int]:
+    """Node ids in backward order (that of the first backward, then reverse recording order)."""
+    seen: set[int] = set()
+    order = []
+    for bw in graph.backwards:
+        for nid in bw.order:
+            if nid not in seen:
+                seen.add(nid)
+                order.append(nid)
+    order += [n.id for n in reversed(graph.nodes) if n.id not in seen]
+    return order
+
+
+def local_check(graph: GraphRecord, opts: LocalOptions | None = None) -> CheckResult:
+    """Check every node's rule locally; findings come in backward order (first = first bad).
+
+    >>> import tpx as tp
+    >>> from tpx_inspect.checks.record import record
+    >>> with record() as rec:
+    ...     x = tp.asarray([0.5, 1.5], dtype=tp.float64, requires_grad=True)
+    ...     (x.sin() * x).sum().backward()
+    >>> r = local_check(rec.graph())
+    >>> r.passed, r.checked
+    (True, 3)
+    """
+    opts = opts or LocalOptions()
+    start = time.perf_counter()
+    findings, checked, skipped, notes = [], 0, 0, []
+    for nid in backward_order(graph):
+        node = graph.node(nid)
+        if node.is_leaf:
+            continue
+        reason = why_not_replayable(node) or _nonfinite(node)
+        if reason is not None:
+            skipped += 1
+            notes.append(f"{node.where()}: skipped, {reason}")
+            continue
+        comparisons = check_node(node, graph.incoming(nid), opts)
+        checked += 1
+        bad = [c for c in comparisons if c.failed]
+        if bad:
+            findings.append(_finding(node, bad[0]))
+        elif any(c.inconclusive for c in comparisons):
+            notes.append(f"{node.where()}: not differentiable at the recorded point; skipped")
+    seconds = time.perf_counter() - start
+    return CheckResult("local", checked, tuple(findings), skipped, seconds, tuple(notes))
+
+
+def _nonfinite(node: NodeRecord) -> str | None:
+    values = [x for x in node.inputs or () if isinstance(x, np.ndarray) and x.dtype.kind == "f"]
+    values.append(node.output)
+    if not all(np.isfinite(v).all() for v in values if v is not None):
+        return "non-finite values (see the nonfinite check)"
+    return None

@@ -1,0 +1,299 @@
+"""What the checks read: a :class:`GraphRecord` of node values and backward events.
+
+The checks never touch live ``GradFn`` objects; they read records. A record is made live by
+:func:`record` (an observer of TPX's public observer API that keeps every node's input and
+output values and every backward event) or offline from a saved trace that holds the values
+(:func:`from_trace`). Node ids are small integers in recording order, never ``id()``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import p10
+import tpx
+from tpx import _function_apply, _tensor
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One node of a recorded graph, with the values needed to replay it.
+
+    ``inputs`` holds every input of the op in argument order (NumPy copies of tensors, other
+    arguments as given), or ``None`` when the values were not recorded. Leaves
+    (``AccumulateGrad``) have ``op=None`` and their value as ``output``.
+    """
+
+    id: int
+    name: str
+    op: Any
+    params: Mapping[str, Any]
+    edges: tuple[int | None, ...]
+    inputs: tuple[Any, ...] | None
+    output: np.ndarray | None
+    backend: str = "numpy"
+    scope: str = ""
+    source: str = "<unknown>"
+    rule: Any = None
+    function: Any = None
+    hooked: bool = False
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for an ``AccumulateGrad`` node (a leaf tensor that requires grad)."""
+        return self.op is None
+
+    def where(self) -> str:
+        """``Name #id (scope s) at file:line``, the way every finding names its node."""
+        scope = f" in scope {self.scope!r}" if self.scope else ""
+        return f"{self.name} #{self.id}{scope} at {self.source}"
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One node run by a backward: the gradient it received and those its rule returned."""
+
+    node: int
+    grad_output: np.ndarray
+    grad_inputs: tuple[np.ndarray | None, ...]
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """``value`` from node ``source`` was summed into ``target``'s gradient, giving ``total``."""
+
+    target: int
+    source: int
+    value: np.ndarray
+    total: np.ndarray
+
+
+@dataclass(frozen=True)
+class BackwardRecord:
+    """One backward pass: roots with their seed gradients, the planned order, what ran."""
+
+    roots: tuple[int, ...]
+    seeds: tuple[np.ndarray, ...]
+    order: tuple[int, ...]
+    executions: tuple[Execution, ...]
+    contributions: tuple[Contribution, ...]
+
+
+@dataclass(frozen=True)
+class GraphRecord:
+    """Nodes in recording order plus the backward passes that ran over them.
+
+    >>> import tpx as tp
+    >>> with record() as rec:
+    ...     x = tp.asarray([1.0, 2.0], requires_grad=True)
+    ...     (x * x).sum().backward()
+    >>> g = rec.graph()
+    >>> [n.name for n in g.nodes], len(g.backwards[0].executions)
+    (['AccumulateGrad', 'MulBackward', 'SumBackward'], 3)
+    """
+
+    nodes: tuple[NodeRecord, ...]
+    backwards: tuple[BackwardRecord, ...] = ()
+
+    def node(self, node_id: int) -> NodeRecord:
+        """The node with id ``node_id``."""
+        return self.nodes[node_id]
+
+    def consumers(self) -> dict[int, list[int]]:
+        """For each node id, the ids of the nodes that take it as an input (argument order)."""
+        out: dict[int, list[int]] = {n.id: [] for n in self.nodes}
+        for n in self.nodes:
+            for e in n.edges:
+                if e is not None:
+                    out[e].append(n.id)
+        return out
+
+    def incoming(self, node_id: int) -> np.ndarray | None:
+        """The gradient ``node_id`` received in the first backward that ran it, if any."""
+        for bw in self.backwards:
+            for ex in bw.executions:
+                if ex.node == node_id:
+                    return ex.grad_output
+        return None
+
+
+def to_numpy(value: Any) -> Any:
+    """A NumPy copy of a P10/TPX tensor; other values unchanged."""
+    if isinstance(value, (tpx.Tensor, p10.Tensor)):
+        return np.array(value.numpy())
+    return value
+
+
+def _backend_name(value: Any) -> str:
+    backend = getattr(value, "backend", None)
+    return getattr(backend, "name", "numpy")
+
+
+class Recorder:
+    """An observer that keeps every node's values and every backward event.
+
+    Use it through :func:`record`; ``graph()`` freezes what it saw into a :class:`GraphRecord`.
+    """
+
+    def __init__(self, keep_values: bool = True) -> None:
+        self.keep_values = keep_values
+        self._ids: dict[Any, int] = {}
+        self._nodes: list[dict[str, Any]] = []
+        self._backwards: list[dict[str, Any]] = []
+        self.forward_calls = 0
+
+    # -- node ids ------------------------------------------------------------------------------
+    def _id(self, node: Any) -> int:
+        nid = self._ids.get(node)
+        if nid is not None:
+            return nid
+        # NOTE: iterative post-order, so inputs get smaller ids than their consumers even for
+        # nodes recorded before observation began (deep graphs must not recurse).
+        stack = [node]
+        while stack:
+            top = stack[-1]
+            if top in self._ids:
+                stack.pop()
+                continue
+            missing = [e for e in top.edges if e is not None and e not in self._ids]
+            if missing:
+                stack.extend(reversed(missing))
+                continue
+            stack.pop()
+            self._ids[top] = len(self._nodes)
+            self._nodes.append(self._describe(top, self._ids[top]))
+        return self._ids[node]
+
+    def _describe(self, node: Any, nid: int) -> dict[str, Any]:
+        if isinstance(node, tpx.AccumulateGrad):
+            value = to_numpy(node.variable) if self.keep_values else None
+            return {
+                "id": nid, "name": node.name, "op": None, "params": {}, "edges": (),
+                "inputs": (), "output": value, "backend": _backend_name(node.variable),
+                "scope": "", "source": "<leaf>",
+            }  # fmt: skip
+        edges = tuple(None if e is None else self._ids[e] for e in node.edges)
+        return {
+            "id": nid, "name": node.name, "op": node.op, "params": dict(node.params),
+            "edges": edges, "inputs": None, "output": None, "backend": "numpy",
+            "scope": node.scope, "source": node.source, "rule": node.rule,
+            "function": _function_class(node),
+        }  # fmt: skip
+
+    # -- observer events -------------------------------------------------------------------------
+    def on_node_recorded(self, node: Any, output: Any) -> None:
+        entry = self._nodes[self._id(node)]
+        entry["backend"] = _backend_name(output)
+        if self.keep_values:
+            entry["output"] = to_numpy(output)
+            inputs = _recorded_inputs(sys._getframe(1))
+            entry["inputs"] = None if inputs is None else tuple(to_numpy(x) for x in inputs)
+
+    def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
+        ids = tuple(self._id(r) for r in roots)
+        seeds = tuple(to_numpy(grads[r]) for r in roots)
+        self._backwards.append(
+            {"roots": ids, "seeds": seeds, "order": tuple(self._id(n) for n in order),
+             "executions": [], "contributions": []}
+        )  # fmt: skip
+
+    def on_node_executed(self, node: Any, grad_output: Any, grad_inputs: tuple, s: float) -> None:
+        if not self._backwards:
+            return
+        nid = self._id(node)
+        if _has_hooks(node):
+            self._nodes[nid]["hooked"] = True
+        ex = Execution(nid, to_numpy(grad_output), tuple(to_numpy(g) for g in grad_inputs))
+        self._backwards[-1]["executions"].append(ex)
+
+    def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
+        if not self._backwards:
+            return
+        c = Contribution(self._id(target), self._id(source), to_numpy(contribution),
+                         to_numpy(total))  # fmt: skip
+        self._backwards[-1]["contributions"].append(c)
+
+    # -- result -------------------------------------------------------------------------------
+    def graph(self) -> GraphRecord:
+        """Freeze what was observed so far into a :class:`GraphRecord`."""
+        nodes = tuple(NodeRecord(**n) for n in self._nodes)
+        backwards = tuple(
+            BackwardRecord(b["roots"], b["seeds"], b["order"], tuple(b["executions"]),
+                           tuple(b["contributions"]))
+            for b in self._backwards
+        )  # fmt: skip
+        return GraphRecord(nodes, backwards)
+
+
+def _has_hooks(node: Any) -> bool:
+    hooks = [getattr(node, "_pre_hooks", None), getattr(node, "tensor_hooks", None)]
+    if isinstance(node, tpx.AccumulateGrad) and node.variable._extra:
+        hooks.append(node.variable._extra.get("hooks"))
+    return any(hooks)
+
+
+# NOTE: ``on_node_recorded`` gives the node and its output only; the op's inputs (constants
+# that need no grad included) are read from the recording frame of TPX, found by code object.
+_RECORD_CODES = {
+    _tensor._record.__code__: lambda f: f.f_locals["raw"],
+    _function_apply.apply_function.__code__: lambda f: f.f_locals["args"],
+}
+
+
+def _recorded_inputs(frame: Any) -> tuple[Any, ...] | None:
+    for _ in range(4):
+        if frame is None:
+            return None
+        read = _RECORD_CODES.get(frame.f_code)
+        if read is not None:
+            return tuple(read(frame))
+        frame = frame.f_back
+    return None
+
+
+def _function_class(node: Any) -> Any:
+    """The ``tp.Function`` subclass that recorded ``node``, or None for built-in ops."""
+    if node.ctx is None:
+        return None
+    stack = list(tpx.Function.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        if cls.__dict__.get("_op") is node.op:
+            return cls
+        stack.extend(cls.__subclasses__())
+    return None
+
+
+@dataclass
+class Recording:
+    """The handle :func:`record` yields; ``graph()`` gives the :class:`GraphRecord` so far."""
+
+    recorder: Recorder = field(default_factory=Recorder)
+
+    def graph(self) -> GraphRecord:
+        """The frozen record of everything observed so far."""
+        return self.recorder.graph()
+
+
+@contextmanager
+def record(keep_values: bool = True) -> Iterator[Recording]:
+    """Observe every node recorded and every backward run inside the block.
+
+    >>> import tpx as tp
+    >>> with record() as rec:
+    ...     y = tp.asarray([0.5], requires_grad=True).sin()
+    >>> rec.graph().nodes[-1].name
+    'SinBackward'
+    """
+    rec = Recording(Recorder(keep_values))
+    handle = tpx.add_observer(rec.recorder)
+    try:
+        yield rec
+    finally:
+        handle.remove()

@@ -1,0 +1,56 @@
+"""Rich terminal rendering of a :class:`~tpx_inspect.checks.report.Report`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def summary_table(report: Any) -> Table:
+    """One row per check: status, items checked and skipped, failures, time.
+
+    >>> from tpx_inspect.checks.report import CheckResult, Report
+    >>> summary_table(Report((CheckResult("order", 3),))).row_count
+    1
+    """
+    table = Table(title="tpx-inspect checks", title_justify="left")
+    for col in ("check", "status", "checked", "skipped", "failures", "seconds"):
+        table.add_column(col, justify="right" if col not in ("check", "status") else "left")
+    for r in report.results:
+        status = "[green]PASS[/green]" if r.passed else "[bold red]FAIL[/bold red]"
+        table.add_row(
+            r.check, status, str(r.checked), str(r.skipped), str(len(r.errors)),
+            f"{r.seconds:.3f}",
+        )  # fmt: skip
+    return table
+
+
+def findings_table(result: Any, limit: int = 20) -> Table:
+    """The findings of one check: category, node (op, scope, source) and message."""
+    table = Table(title=f"{result.check}: findings", title_justify="left", show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("category")
+    table.add_column("node")
+    table.add_column("message", overflow="fold")
+    for i, f in enumerate(result.findings[:limit]):
+        style = "red" if f.is_error else "yellow"
+        table.add_row(str(i + 1), f"[{style}]{f.category}[/{style}]", f.where, f.message)
+    if len(result.findings) > limit:
+        table.caption = f"{len(result.findings) - limit} more findings in --json output"
+    return table
+
+
+def render_report(report: Any, console: Console | None = None) -> None:
+    """Print the summary, then the findings of every check that has some."""
+    console = console or Console()
+    console.print(summary_table(report))
+    for r in report.results:
+        if r.findings:
+            console.print(findings_table(r))
+    first = report.first_failure
+    if first is not None:
+        console.print(f"[bold red]first failure:[/bold red] {first.category} at {first.where}")
+    else:
+        console.print("[green]all checks passed[/green]")
