@@ -200,11 +200,16 @@ def _pow(ctx: RuleContext, g: Any) -> Grads:
     s0, s1 = ctx.input_shapes
     gx = gy = None
     if n0:
-        # NOTE: the gradient is 0 where the exponent is 0, even at x = 0, as PyTorch.
-        gx = unbroadcast(p10.where(y == 0, 0.0, g * y * x ** (y - 1)), s0)
+        # NOTE: the gradient is 0 where the exponent is 0, even at x = 0, as PyTorch. The
+        # exponent is made safe first so that 0 ** -1 never appears: an inf in the unused
+        # branch of a where would give NaN second derivatives.
+        zero_exp = y == 0
+        safe_y = p10.where(zero_exp, 1.0, y)
+        gx = unbroadcast(p10.where(zero_exp, 0.0, g * safe_y * x ** (safe_y - 1)), s0)
     if n1:
+        # NOTE: d/dy x**y = x**y log(x) is taken as 0 at x = 0 (no NaN from log(0)).
         safe_log = p10.log(p10.where(x == 0, 1.0, x))
-        gy = unbroadcast(g * x**y * safe_log, s1)
+        gy = unbroadcast(g * ctx.output * safe_log, s1)
     return gx, gy
 
 
@@ -257,6 +262,10 @@ def _mean(ctx: RuleContext, g: Any) -> Grads:
 def _prod(ctx: RuleContext, g: Any) -> Grads:
     x, axis = ctx.inputs[0], ctx.params.get("axis")
     is_zero = x == 0
+    if not p10.any(is_zero).item():
+        return (_keep(g, ctx) * _keep(ctx.output, ctx) / x,)
+    if _recording(x):
+        return (_keep(g, ctx) * _product_of_others(x, axis),)
     zeros = p10.sum(p10.astype(is_zero, "int64"), axis=axis, keepdims=True)
     nonzero_prod = p10.prod(p10.where(is_zero, 1.0, x), axis=axis, keepdims=True)
     # NOTE: with one zero only that element gets a gradient; with more, none does.
@@ -266,6 +275,31 @@ def _prod(ctx: RuleContext, g: Any) -> Grads:
         p10.where(p10.logical_and(is_zero, zeros == 1), nonzero_prod, 0.0),
     )
     return (_keep(g, ctx) * local,)
+
+
+def _recording(x: Any) -> bool:
+    """True under ``create_graph``: the rule then sees TPX tensors instead of P10 ones."""
+    return x.__class__ is not p10.Tensor
+
+
+def _product_of_others(x: Any, axis: tuple[int, ...] | None) -> Any:
+    """``prod_{j != i} x_j`` over the reduced axes, for every ``i``, without dividing by x.
+
+    NOTE: it forms an ``(n, n)`` matrix per reduced row; used only when x holds zeros under
+    ``create_graph``, where it keeps second derivatives exact (the plain formula is O(n)).
+    """
+    shape = x.shape
+    axes = tuple(range(len(shape))) if axis is None else tuple(axis)
+    rest = tuple(a for a in range(len(shape)) if a not in axes)
+    order = rest + axes
+    moved = p10.permute_dims(x, order)
+    n = math.prod(shape[a] for a in axes)
+    rows = p10.reshape(moved, (*(shape[a] for a in rest), 1, n))
+    eye = p10.eye(n, dtype=p10.bool, backend=x.backend)
+    others = p10.prod(p10.where(eye, 1.0, rows), axis=-1)
+    others = p10.reshape(others, moved.shape)
+    inverse = tuple(sorted(range(len(order)), key=lambda k: order[k]))
+    return p10.permute_dims(others, inverse)
 
 
 def _max_min(ctx: RuleContext, g: Any) -> Grads:
@@ -442,12 +476,26 @@ def _index_add(ctx: RuleContext, g: Any) -> Grads:
 def _index_put(ctx: RuleContext, g: Any) -> Grads:
     n_index = len(ctx.input_shapes) - 2
     key, index = ctx.params["key"], ctx.inputs[2:]
-    gb = None
+    gb = gv = None
     if ctx.needs_input_grad[0]:
         zero = p10.zeros((), dtype=g.dtype, backend=g.backend)
         gb = p10.apply(Op.INDEX_PUT, g, zero, *index, key=key)
-    gv = _gather(ctx, g, ctx.input_shapes[1]) if ctx.needs_input_grad[1] else None
+    if ctx.needs_input_grad[1]:
+        picked = p10.apply(Op.GETITEM, g, *index, key=key)
+        if index:
+            # NOTE: with repeated indices only the write that lands (the last) gets a gradient.
+            picked = p10.where(_landed(ctx, picked.shape), picked, 0.0)
+        gv = unbroadcast(picked, ctx.input_shapes[1])
     return (gb, gv, *(None,) * n_index)
+
+
+def _landed(ctx: RuleContext, shape: tuple[int, ...]) -> Any:
+    """Where each written element of ``base[key] = values`` is the one that stays."""
+    key, index, backend = ctx.params["key"], ctx.inputs[2:], ctx.inputs[2].backend
+    ids = p10.reshape(p10.arange(math.prod(shape), dtype=p10.int64, backend=backend), shape)
+    slots = p10.full(ctx.input_shapes[0], -1, dtype=p10.int64, backend=backend)
+    slots = p10.apply(Op.INDEX_PUT, slots, ids, *index, key=key)
+    return p10.apply(Op.GETITEM, slots, *index, key=key) == ids
 
 
 # -- neural-network kernels ------------------------------------------------------------------------
@@ -564,13 +612,13 @@ RULES: dict[Any, Rule] = {
     Op.DIV: Rule(_div, _XY),
     Op.FLOORDIV: Rule(_zero_grad),
     Op.MOD: Rule(_mod, _XY),
-    Op.POW: Rule(_pow, _XY),
+    Op.POW: Rule(_pow, _XY, save_output=True),
     Op.MAXIMUM: Rule(_maximum, _XY),
     Op.MINIMUM: Rule(_minimum, _XY),
     Op.WHERE: Rule(_where, (0,)),
     Op.SUM: Rule(_sum),
     Op.MEAN: Rule(_mean),
-    Op.PROD: Rule(_prod, _X),
+    Op.PROD: Rule(_prod, _X, save_output=True),
     Op.MAX: Rule(_max_min, _X, save_output=True),
     Op.MIN: Rule(_max_min, _X, save_output=True),
     Op.VAR: Rule(_var, _X),

@@ -187,8 +187,7 @@ def gradient_function(f: Fn, n_inputs: int, wrt: Sequence[int]) -> Fn:
         wanted = [xs[i] for i in wrt]
         grads = tp.grad(out, wanted, v, create_graph=True, allow_unused=True)
         parts = [
-            p10.reshape(tp.zeros_like(x) if g is None else g, (-1,))
-            for g, x in zip(grads, wanted)
+            p10.reshape(tp.zeros_like(x) if g is None else g, (-1,)) for g, x in zip(grads, wanted)
         ]
         return p10.concat(parts, axis=0)
 

@@ -43,7 +43,7 @@ class Case:
         return [m(rng) for m in self.makers]
 
 
-# -- input makers -----------------------------------------------------------------------------------
+# -- input makers ---------------------------------------------------------------------------------
 def u(shape: tuple[int, ...], lo: float = -2.0, hi: float = 2.0) -> Maker:
     """Uniform values in ``[lo, hi)``."""
     return lambda rng: rng.uniform(lo, hi, shape)
@@ -124,7 +124,7 @@ def _mask(values: list) -> Any:
     return p10.asarray(np.array(values, dtype=bool))
 
 
-# -- the table --------------------------------------------------------------------------------------
+# -- the table ------------------------------------------------------------------------------------
 CASES: list[Case] = []
 
 
@@ -226,7 +226,7 @@ case(Op.WHERE, "outer", lambda x, y: p10.where(_mask([[True], [False]]), x, y), 
      u((2, 3)))  # fmt: skip
 case(Op.WHERE, "scalar-other", lambda x: p10.where(_mask(_COND), x, 0.0), u((2, 3)))
 
-# -- reductions ---------------------------------------------------------------------------------
+# -- reductions -----------------------------------------------------------------------------------
 REDUCTIONS = [
     ((), None, False),
     ((5,), None, False),
@@ -264,7 +264,7 @@ case(Op.CUMSUM, "axis-1", lambda x: p10.cumsum(x, axis=-1), u((2, 3, 4)))
 case(Op.CUMSUM, "axis0", lambda x: p10.cumsum(x, axis=0), u((3, 2)))
 case(Op.CUMSUM, "flat", lambda x: p10.cumsum(x), u((2, 3)))
 
-# -- linear algebra -----------------------------------------------------------------------------
+# -- linear algebra -------------------------------------------------------------------------------
 for _s0, _s1 in [
     ((3, 4), (4, 2)),
     ((4,), (4, 2)),
@@ -302,7 +302,7 @@ for _spec, _shapes in [
     case(Op.EINSUM, _spec.replace(",", "_").replace("->", "_to_"),
          lambda *xs, s=_spec: p10.einsum(s, *xs), *[u(s) for s in _shapes])  # fmt: skip
 
-# -- shape --------------------------------------------------------------------------------------
+# -- shape ----------------------------------------------------------------------------------------
 case(Op.RESHAPE, "3d-2d", lambda x: p10.reshape(x, (4, 6)), u((2, 3, 4)))
 case(Op.RESHAPE, "infer", lambda x: p10.reshape(x, (2, -1)), u((6,)))
 case(Op.RESHAPE, "0d", lambda x: p10.reshape(x, (1, 1)), u(()))
@@ -329,7 +329,7 @@ case(Op.PAD, "1d", lambda x: p10.pad(x, 1), u((3,)))
 case(Op.PAD, "2d-value", lambda x: p10.pad(x, ((1, 0), (2, 1)), value=1.5), u((2, 3)))
 case(Op.PAD, "2d-one-side", lambda x: p10.pad(x, ((0, 0), (0, 2))), u((2, 3)))
 
-# -- indexing -----------------------------------------------------------------------------------
+# -- indexing -------------------------------------------------------------------------------------
 _GETITEM: list[tuple[str, Callable[[Any], Any]]] = [
     ("int", lambda x: x[1]),
     ("neg-int", lambda x: x[-1, :]),
@@ -363,7 +363,7 @@ case(Op.INDEX_PUT, "repeats", lambda x, v: p10.index_put(x, _ints([1, 1, 2]), v)
 case(Op.INDEX_PUT, "mask", lambda x, v: p10.index_put(x, _mask([[True, False], [False, True]]), v),
      u((2, 2)), u((2,)))  # fmt: skip
 
-# -- neural-network kernels ---------------------------------------------------------------------
+# -- neural-network kernels -----------------------------------------------------------------------
 for _shape, _axis in [((5,), -1), ((2, 3, 4), 1), ((3, 4), 0)]:
     _id = f"{len(_shape)}d-axis{_axis}"
     case(Op.SOFTMAX, _id, lambda x, a=_axis: p10.softmax(x, axis=a), u(_shape))

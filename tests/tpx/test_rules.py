@@ -76,13 +76,10 @@ def test_rule_second_order_matches_finite_differences(c: Case) -> None:
 def test_float32_inputs_give_float32_gradients(c: Case) -> None:
     xs = [tp.asarray(a.astype(np.float32), requires_grad=True) for a in c.inputs()]
     out = c.fn(*xs)
-    go = tp.asarray(np.ones(out.shape, np.float32))
-    grads = tp.grad(out, xs, go, allow_unused=True)
-    assert out.dtype == np.float32
-    assert [g.dtype for g in grads if g is not None] == [np.dtype(np.float32)] * len(
-        [g for g in grads if g is not None]
-    )
-    assert any(g is not None for g in grads)
+    go = tp.asarray(np.ones(out.shape, out.dtype))
+    grads = [g for g in tp.grad(out, xs, go, allow_unused=True) if g is not None]
+    assert grads
+    assert [g.dtype.name for g in grads] == ["float32"] * len(grads)
 
 
 # -- non-differentiable ops ------------------------------------------------------------------
