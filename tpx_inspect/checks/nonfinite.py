@@ -1,0 +1,105 @@
+"""The first non-finite value, forward and backward: the producer apart from the passers-on.
+
+Forward: a node whose output holds NaN/Inf while all its floating inputs are finite produced
+it; a node with a non-finite input only passed it on. Backward: a node whose rule returned a
+non-finite gradient from a finite incoming gradient and finite forward values produced it; an
+accumulation of finite parts into a non-finite total (``inf + -inf``) produced it too.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from tpx_inspect.checks.record import GraphRecord, NodeRecord
+from tpx_inspect.checks.report import CheckResult, Finding, finding_at
+
+
+def _finite(x: Any) -> bool:
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+        return True
+    return bool(np.isfinite(x).all())
+
+
+def _kind(x: np.ndarray) -> str:
+    return "NaN" if np.isnan(x).any() else "Inf"
+
+
+def _forward_values_finite(node: NodeRecord) -> bool:
+    return all(_finite(x) for x in node.inputs or ()) and _finite(node.output)
+
+
+def forward_findings(graph: GraphRecord) -> list[Finding]:
+    """One finding per forward producer of NaN/Inf, in recording order; passers-on listed."""
+    producers: list[NodeRecord] = []
+    passed_on: list[int] = []
+    for node in graph.nodes:
+        if node.output is None or _finite(node.output):
+            continue
+        if all(_finite(x) for x in node.inputs or ()):
+            producers.append(node)
+        else:
+            passed_on.append(node.id)
+    return [
+        finding_at(
+            n,
+            "nonfinite-forward",
+            f"{n.where()} produced {_kind(n.output)} in the forward from finite inputs"
+            + (f"; {len(passed_on)} later nodes only passed it on" if i == 0 and passed_on else ""),
+            role="producer",
+            passed_on=passed_on if i == 0 else [],
+        )
+        for i, n in enumerate(producers)
+    ]
+
+
+def backward_findings(graph: GraphRecord) -> list[Finding]:
+    """One finding per backward producer of NaN/Inf (a rule or an accumulation)."""
+    findings: list[Finding] = []
+    for k, bw in enumerate(graph.backwards):
+        passed_on: list[int] = []
+        for ex in bw.executions:
+            node = graph.node(ex.node)
+            bad = [i for i, g in enumerate(ex.grad_inputs) if not _finite(g)]
+            if not bad:
+                continue
+            if not _finite(ex.grad_output) or not _forward_values_finite(node):
+                passed_on.append(node.id)
+                continue
+            findings.append(finding_at(
+                node, "nonfinite-backward",
+                f"backward {k}: the rule of {node.where()} returned "
+                f"{_kind(ex.grad_inputs[bad[0]])} for input {bad[0]} from a finite incoming "
+                "gradient and finite forward values",
+                role="producer", inputs=bad, passed_on=passed_on,
+            ))  # fmt: skip
+        for c in bw.contributions:
+            if _finite(c.value) and not _finite(c.total):
+                target = graph.node(c.target)
+                findings.append(finding_at(
+                    target, "nonfinite-backward",
+                    f"backward {k}: accumulating finite gradients into {target.where()} gave "
+                    f"{_kind(c.total)} (opposite infinities)",
+                    role="accumulation", source=c.source,
+                ))  # fmt: skip
+    return findings
+
+
+def nonfinite_check(graph: GraphRecord) -> CheckResult:
+    """Find the producers of the first NaN/Inf of the forward and of each backward.
+
+    >>> import tpx as tp
+    >>> from tpx_inspect.checks.record import record
+    >>> with record() as rec:
+    ...     x = tp.asarray([0.0, 1.0], requires_grad=True)
+    ...     (x.sqrt() * 0).sum().backward()
+    >>> r = nonfinite_check(rec.graph())
+    >>> [(f.category, f.name) for f in r.findings]
+    [('nonfinite-backward', 'SqrtBackward')]
+    """
+    start = time.perf_counter()
+    findings = forward_findings(graph) + backward_findings(graph)
+    checked = len(graph.nodes) + sum(len(bw.executions) for bw in graph.backwards)
+    return CheckResult("nonfinite", checked, tuple(findings), seconds=time.perf_counter() - start)
