@@ -1,0 +1,64 @@
+"""tpx_inspect: capture TPX graphs into a documented trace format, read them, export them.
+
+API overview (others build the CLI, the server, the viewer and the checks on it):
+
+- Capture: ``with capture(policy, values=..., params=..., path=...) as cap:`` (also a
+  decorator) records every graph whose backward runs inside; ``cap.add(loss)`` records a
+  graph without backward; ``cap.trace`` is the :class:`Trace`. ``trace(fn, *args)`` captures one
+  call; ``run_script(path, args, output=...)`` runs a script under capture and always saves.
+  :class:`Policy` picks steps (``first:N``, ``every:K``, ``nonfinite``, ``all``).
+- Records (``tpx_inspect.records``, frozen dataclasses): :class:`Trace` -> ``runs`` ->
+  :class:`Run` -> ``graphs`` -> :class:`Graph` with ``nodes`` (:class:`Node`: id, kind, op,
+  name, label, params, scope, source, inputs (:class:`Edge`), shape, dtype, saved) and
+  ``stats`` (:class:`NodeStats` per node: output, grad, grads_out, consts, times, order,
+  released), ``order`` (backward execution order), ``accumulations``, ``peak_saved_bytes``.
+  Reading: ``graph.node(i)``, ``input_nodes(i)``, ``consumers(i)``, ``output(i)``,
+  ``grad(i)``, ``grads_out(i)``, ``backward_order``, ``find(scope=, op=, source=, kind=)``,
+  ``value(summary)``, ``node_values(i)`` (full arrays for replay).
+- Format: ``save(trace, path)`` writes JSON + ``.npz`` sidecar; ``load(path)`` validates
+  (:class:`TraceFormatError`); ``to_json(trace)``; the JSON Schema is ``schema_path()``.
+- Export: ``to_dot(graph, ...)``, ``render(graph, path, format=...)`` (Graphviz binaries),
+  ``to_model_explorer(graph)``; ``collapse(graph, ...)`` groups scopes and stubs long edges.
+
+>>> import tpx as tp, tpx_inspect
+>>> with tpx_inspect.capture() as cap:
+...     w = tp.ones((3, 2), requires_grad=True)
+...     loss = (tp.ones((4, 3)) @ w).relu().mean()
+...     loss.backward()
+>>> g = cap.trace.graphs[0]
+>>> [n.title for n in g.nodes]
+['leaf', 'matmul', 'relu', 'mean']
+>>> g.grad(0).shape, g.node(1).inputs[1].shape
+((3, 2), (3, 2))
+"""
+
+from tpx_inspect.capture import (
+    DEFAULT_POLICY,
+    FORMAT_VERSION,
+    Capture,
+    Policy,
+    ScriptResult,
+    capture,
+    run_script,
+    trace,
+)
+from tpx_inspect.records import (
+    Accumulation,
+    Edge,
+    ErrorInfo,
+    Graph,
+    Node,
+    NodeStats,
+    NodeValues,
+    Run,
+    Saved,
+    Source,
+    Trace,
+)
+from tpx_inspect.summary import TensorSummary, summarize
+
+__all__ = [
+    "DEFAULT_POLICY", "FORMAT_VERSION", "Accumulation", "Capture", "Edge", "ErrorInfo", "Graph",
+    "Node", "NodeStats", "NodeValues", "Policy", "Run", "Saved", "ScriptResult", "Source",
+    "TensorSummary", "Trace", "capture", "run_script", "summarize", "trace",
+]  # fmt: skip

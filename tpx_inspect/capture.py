@@ -1,0 +1,390 @@
+"""Capture: observe TPX through its observer API and keep the graphs whose backward ran.
+
+``with capture() as cap:`` records; ``cap.trace`` is the :class:`~tpx_inspect.records.Trace`.
+What is kept is decided by a :class:`Policy` (which backward steps) and a value policy (which
+full tensor values). Capture only reads: it never writes a tensor, so results are bitwise
+identical with and without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import runpy
+import sys
+import traceback
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import tpx
+from tpx_inspect._build import GraphBuilder, PendingNode, saved_meta
+from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
+from tpx_inspect.summary import is_finite, summarize, to_numpy
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FORMAT_VERSION = 1
+"""Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
+
+VALUE_POLICIES = ("none", "small", "all")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Which backward steps a capture keeps.
+
+    All fields unset keeps every step. Otherwise a step is kept when it is among the ``first``
+    steps, or a multiple of ``every``, or (``nonfinite``) when an output or gradient of its
+    graph holds NaN/Inf. Steps of a structure already kept store per-node statistics only.
+
+    >>> Policy.parse("first:10,every:100,nonfinite")
+    Policy(first=10, every=100, nonfinite=True)
+    >>> Policy.parse("all").wants(12345), Policy(first=2).wants(2)
+    (True, False)
+    """
+
+    first: int | None = None
+    every: int | None = None
+    nonfinite: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("first", "every"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < (0 if name == "first" else 1)):
+                raise ValueError(f"Policy.{name} must be a positive integer or None, got {v!r}")
+
+    @property
+    def keeps_all(self) -> bool:
+        """True when every step is kept."""
+        return self.first is None and self.every is None and not self.nonfinite
+
+    def wants(self, step: int) -> bool:
+        """Whether ``step`` is kept regardless of its values."""
+        if self.keeps_all:
+            return True
+        if self.first is not None and step < self.first:
+            return True
+        return self.every is not None and step % self.every == 0
+
+    @classmethod
+    def parse(cls, spec: str | Policy) -> Policy:
+        """A policy from ``'all'`` or a comma list of ``first:N``, ``every:K``, ``nonfinite``."""
+        if isinstance(spec, Policy):
+            return spec
+        fields: dict[str, Any] = {}
+        for part in (p.strip() for p in spec.split(",")):
+            name, _, arg = part.partition(":")
+            if part == "all":
+                continue
+            if part == "nonfinite":
+                fields["nonfinite"] = True
+            elif name in ("first", "every") and arg.isdigit():
+                fields[name] = int(arg)
+            else:
+                raise ValueError(
+                    f"unknown capture policy {part!r} in {spec!r}; use 'all' or a comma list "
+                    "of 'first:N', 'every:K', 'nonfinite'"
+                )
+        return cls(**fields)
+
+    def to_json(self) -> dict[str, Any]:
+        """The policy as a JSON object."""
+        return {"first": self.first, "every": self.every, "nonfinite": self.nonfinite}
+
+
+DEFAULT_POLICY = Policy(first=10, every=100, nonfinite=True)
+"""Keep the first 10 steps, every 100th and any with a NaN/Inf: cheap for training loops."""
+
+
+class _Backward:
+    """What one running backward reported, kept until it ends."""
+
+    __slots__ = ("accs", "executed", "order", "root_grads", "roots", "step", "wanted")
+
+    def __init__(self, step: int, roots: Any, root_grads: dict, order: list, wanted: bool):
+        self.step = step
+        self.roots = tuple(roots)
+        self.root_grads = root_grads
+        self.order = order
+        self.wanted = wanted
+        self.executed: list[tuple] = []
+        self.accs: list[tuple] = []
+
+
+class Capture:
+    """Records every graph whose backward runs inside; a context manager and a decorator.
+
+    Options: ``policy`` (a :class:`Policy` or its string form), ``values`` (``none`` /
+    ``small`` / ``all``: which full values to keep), ``value_limit`` (elements, for
+    ``small``), ``params`` (``{name: tensor}`` or ``named_parameters()``-style pairs to label
+    parameters), ``timing`` (False records zero times: deterministic output), ``source_root``
+    (source paths below it are stored relative), ``path`` (save there on exit, even after an
+    error), ``name`` (the run's name).
+
+    >>> import tpx as tp
+    >>> w = tp.ones((2, 2), requires_grad=True)
+    >>> with Capture(params={"w": w}) as cap:
+    ...     (tp.ones((1, 2)) @ w).sum().backward()
+    >>> [(n.kind, n.title) for n in cap.trace.graphs[0].nodes]
+    [('param', 'w'), ('op', 'matmul'), ('loss', 'sum')]
+    """
+
+    def __init__(
+        self,
+        policy: Policy | str = DEFAULT_POLICY,
+        *,
+        values: str = "small",
+        value_limit: int = 4096,
+        params: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+        timing: bool = True,
+        source_root: str | None = None,
+        path: str | None = None,
+        name: str = "capture",
+    ) -> None:
+        if values not in VALUE_POLICIES:
+            raise ValueError(f"values must be one of {VALUE_POLICIES}, got {values!r}")
+        self.policy = Policy.parse(policy)
+        self.values = values
+        self.value_limit = value_limit if values == "small" else (0 if values == "none" else -1)
+        self.timing = timing
+        self.path = path
+        self.name = name
+        root = os.getcwd() if source_root is None else source_root
+        self._builder = GraphBuilder(os.path.abspath(root), self._keep_value, _labels(params))
+        self._pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._stack: list[_Backward | None] = []
+        self._graphs: list[Graph] = []
+        self._steps = 0
+        self._depth = 0
+        self._handle: Any = None
+        self._error: ErrorInfo | None = None
+        self._finished = False
+
+    # -- context manager and decorator ----------------------------------------------------------
+    def __enter__(self) -> Capture:
+        if self._depth == 0:
+            self._handle = tpx.add_observer(self)
+        self._depth += 1
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._depth -= 1
+        if self._depth:
+            return
+        try:
+            self._handle.remove()
+            if exc is not None and not _clean_exit(exc):
+                self.record_error(exc)
+        finally:
+            self._finished = True
+            if self.path is not None:
+                self.save(self.path)
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    # -- public -----------------------------------------------------------------------------------
+    def add(self, *roots: Any) -> Graph:
+        """Record the graph behind ``roots`` (tensors) now, without running backward."""
+        nodes = []
+        for t in roots:
+            if not isinstance(t, tpx.Tensor) or not t.requires_grad:
+                raise TypeError(f"capture.add: expected tensors that require grad, got {t!r}")
+            nodes.append(t.grad_fn if t.grad_fn is not None else t._accumulator())
+        return self._store(self._build("roots", -1, nodes, tpx.reachable(nodes), None))
+
+    def record_error(self, exc: BaseException) -> None:
+        """Record ``exc`` as the error that ended this run, plus a ``partial`` graph of what
+        was recorded since the last backward."""
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self._error = ErrorInfo(type(exc).__name__, str(exc), tb)
+        alive = [n for n, p in list(self._pending.items()) if p.step == self._steps]
+        if alive:
+            used = {id(e) for n in alive for e in n.edges if e is not None}
+            roots = [n for n in alive if id(n) not in used]
+            self._store(self._build("partial", -1, roots, tpx.reachable(roots), None))
+
+    @property
+    def trace(self) -> Trace:
+        """The trace recorded so far (one run)."""
+        status = "error" if self._error else ("ok" if self._finished else "running")
+        run = Run(
+            0, self.name, status, self._steps, self.policy.to_json(), tuple(self._graphs),
+            self._error,
+        )  # fmt: skip
+        meta = {"producer": "tpx_inspect", "tpx_version": tpx.__version__, "values": self.values}
+        return Trace(FORMAT_VERSION, (run,), meta)
+
+    def save(self, path: str) -> tuple[str, str]:
+        """Save the trace so far to ``path`` (JSON) and its ``.npz`` sidecar."""
+        return self.trace.save(path)
+
+    # -- observer events ----------------------------------------------------------------------
+    def on_node_forward(self, node: Any, inputs: tuple, output: Any, seconds: float) -> None:
+        wanted = self.policy.wants(self._steps)
+        if not wanted and not self.policy.nonfinite:
+            return
+        raw = output._t
+        consts = tuple(
+            None if e is not None else getattr(x, "_t", x) for x, e in zip(inputs, node.edges)
+        )
+        seconds = seconds if self.timing else 0.0
+        pending = PendingNode(seconds, raw, consts, saved_meta(node), self._steps)
+        if wanted:
+            pending.freeze(self._keep_value)
+        self._pending[node] = pending
+
+    def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
+        step = self._steps
+        self._steps += 1
+        wanted = self.policy.wants(step)
+        if not wanted and not self.policy.nonfinite:
+            self._stack.append(None)
+            return
+        self._stack.append(_Backward(step, roots, grads, order, wanted))
+
+    def on_node_executed(self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float):
+        b = self._stack[-1] if self._stack else None
+        if b is not None:
+            freed = getattr(node, "saved", 0) is None
+            seconds = seconds if self.timing else 0.0
+            b.executed.append((node, grad_output, grad_inputs, seconds, freed))
+
+    def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any):
+        b = self._stack[-1] if self._stack else None
+        if b is not None:
+            b.accs.append((target, contribution, total, source))
+
+    def on_backward_end(self, roots: Any) -> None:
+        b = self._stack.pop() if self._stack else None
+        if b is None:
+            return
+        if not b.wanted and self._all_finite(b):
+            return
+        self._store(self._build("backward", b.step, list(b.roots), b.order, b))
+
+    # -- internals ----------------------------------------------------------------------------
+    def _keep_value(self, a: Any) -> bool:
+        return self.value_limit < 0 or to_numpy(a).size <= self.value_limit
+
+    def _all_finite(self, b: _Backward) -> bool:
+        for _node, g, gins, _, _ in b.executed:
+            if not is_finite(g) or not all(x is None or is_finite(x) for x in gins):
+                return False
+        for node in b.order:
+            p = self._pending.get(node)
+            if p is not None and not is_finite(p.raw):
+                return False
+        return True
+
+    def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None):
+        return self._builder.build(
+            run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,
+            pending=self._pending, backward=b, timing=self.timing,
+        )  # fmt: skip
+
+    def _store(self, graph: Graph) -> Graph:
+        self._graphs.append(graph)
+        return graph
+
+
+def capture(policy: Policy | str = DEFAULT_POLICY, **options: Any) -> Capture:
+    """Record the graphs whose backward runs inside (a context manager and a decorator).
+
+    >>> import tpx as tp, tpx_inspect
+    >>> with tpx_inspect.capture() as cap:
+    ...     x = tp.ones(3, requires_grad=True)
+    ...     (x * x).sum().backward()
+    >>> g = cap.trace.graphs[0]
+    >>> g.grad(0).preview, g.find(op="mul")[0].inputs[0].shape
+    ((2.0, 2.0, 2.0), (3,))
+    """
+    return Capture(policy, **options)
+
+
+def trace(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Trace:
+    """Call ``fn(*args, **kwargs)`` under a capture that keeps every step; returns the trace
+    (with the exception recorded if ``fn`` raised; the exception is not re-raised).
+
+    >>> import tpx as tp, tpx_inspect
+    >>> def step(x):
+    ...     (x.exp() * 3).sum().backward()
+    >>> t = tpx_inspect.trace(step, tp.zeros(2, requires_grad=True))
+    >>> [n.op for n in t.graphs[0].nodes]
+    [None, 'exp', 'mul', 'sum']
+    """
+    cap = Capture("all")
+    try:
+        with cap:
+            fn(*args, **kwargs)
+    except Exception:
+        pass  # recorded in the trace by __exit__
+    return cap.trace
+
+
+@dataclass(frozen=True)
+class ScriptResult:
+    """What :func:`run_script` produced: the trace, the paths written, the script's error."""
+
+    trace: Trace
+    paths: tuple[str, str] | None
+    error: BaseException | None
+    exit_code: int
+
+
+def run_script(
+    script: str,
+    args: Iterable[str] = (),
+    *,
+    output: str | None = None,
+    policy: Policy | str = DEFAULT_POLICY,
+    **options: Any,
+) -> ScriptResult:
+    """Run a Python script as ``__main__`` under capture; always save to ``output`` (when
+    given), also when the script raises or calls ``sys.exit``. Never raises the script's
+    error: it is returned and recorded in the trace (for the CLI to report).
+    """
+    cap = Capture(policy, name=os.path.basename(script), **options)
+    argv, path0 = sys.argv, sys.path[0] if sys.path else None
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    error: BaseException | None = None
+    code = 0
+    try:
+        with cap:
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        error = e if code else None
+    except BaseException as e:
+        error, code = e, 1
+    finally:
+        sys.argv = argv
+        if sys.path and sys.path[0] != path0:
+            sys.path.pop(0)
+    paths = cap.save(output) if output is not None else None
+    return ScriptResult(cap.trace, paths, error, code)
+
+
+def _clean_exit(exc: BaseException) -> bool:
+    return isinstance(exc, SystemExit) and exc.code in (None, 0)
+
+
+def _labels(params: Any) -> dict[int, tuple[str, Any]]:
+    if params is None:
+        return {}
+    items = params.items() if isinstance(params, Mapping) else params
+    return {id(t): (str(name), t) for name, t in items}
+
+
+__all__ = [
+    "DEFAULT_POLICY", "FORMAT_VERSION", "Capture", "Policy", "ScriptResult", "capture",
+    "run_script", "summarize", "trace",
+]  # fmt: skip

@@ -1,0 +1,159 @@
+"""Tensor summaries: the numbers a person reads first when a gradient looks wrong.
+
+A :class:`TensorSummary` holds shape, dtype, min, max, mean, std, L2 norm, the counts of NaN,
+Inf and zeros and a small preview of the first elements; ``value`` is the id of the full
+value in the trace's sidecar when the value policy kept it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+PREVIEW = 6
+"""How many leading elements a summary previews."""
+
+STAT_FIELDS = ("min", "max", "mean", "std", "norm", "nan", "inf", "zeros")
+"""The numeric fields of a summary, in the column order of compact per-step tables."""
+
+
+@dataclass(frozen=True)
+class TensorSummary:
+    """What a trace knows about one tensor value.
+
+    Statistics are over the finite elements (``None`` when there are none, or for
+    non-numeric dtypes); ``nan``/``inf``/``zeros`` count elements.
+
+    >>> import numpy as np
+    >>> s = summarize(np.array([3.0, 0.0, np.nan, -4.0]))
+    >>> s.shape, s.min, s.max, s.nan, s.zeros, s.norm
+    ((4,), -4.0, 3.0, 1, 1, 5.0)
+    >>> s.finite
+    False
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    norm: float | None = None
+    nan: int = 0
+    inf: int = 0
+    zeros: int = 0
+    preview: tuple[float, ...] = ()
+    value: int | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    @property
+    def finite(self) -> bool:
+        """True when the value holds no NaN and no Inf."""
+        return self.nan == 0 and self.inf == 0
+
+    def stats_row(self) -> list[float]:
+        """The numeric fields as floats in :data:`STAT_FIELDS` order (NaN for ``None``)."""
+        return [
+            math.nan if v is None else float(v) for v in (getattr(self, f) for f in STAT_FIELDS)
+        ]
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A NumPy view of a ``tpx.Tensor``, ``p10.Tensor`` or array-like, without copying.
+
+    >>> to_numpy([1, 2]).tolist()
+    [1, 2]
+    """
+    inner = getattr(x, "_t", None)
+    if inner is not None:
+        x = inner
+    data = getattr(x, "_data", None)
+    if isinstance(data, np.ndarray):
+        return data
+    return np.asarray(x)
+
+
+def summarize(x: Any, value: int | None = None, preview: int = PREVIEW) -> TensorSummary:
+    """Summarize a tensor (``tpx``/``p10``/NumPy); ``value`` is a sidecar id to attach.
+
+    >>> summarize(np.zeros((2, 3), np.float32)).mean
+    0.0
+    >>> summarize(np.array([True, False])).dtype
+    'bool'
+    """
+    a = to_numpy(x)
+    shape = tuple(int(d) for d in a.shape)
+    dtype = a.dtype.name
+    head = tuple(_num(v) for v in a.reshape(-1)[:preview].tolist())
+    if a.dtype.kind not in "fiub" or a.size == 0:
+        return TensorSummary(shape, dtype, preview=head, value=value)
+    if a.dtype.kind == "b":
+        a = a.view(np.uint8)
+    zeros = a.size - int(np.count_nonzero(a))
+    if a.dtype.kind != "f":
+        return _stats(shape, dtype, a.astype(np.float64), 0, 0, zeros, head, value)
+    total = float(np.add.reduce(a, axis=None, dtype=np.float64))
+    if math.isfinite(total):
+        return _stats(shape, dtype, a, 0, 0, zeros, head, value, total)
+    nan = int(np.count_nonzero(np.isnan(a)))
+    inf = int(np.count_nonzero(np.isinf(a)))
+    if nan + inf == 0:  # the float64 sum overflowed; every element is finite
+        return _stats(shape, dtype, a, 0, 0, zeros, head, value)
+    finite = a[np.isfinite(a)]
+    return _stats(shape, dtype, finite, nan, inf, zeros, head, value)
+
+
+def _stats(shape, dtype, a, nan, inf, zeros, head, value, total=None) -> TensorSummary:
+    if a.size == 0:
+        return TensorSummary(
+            shape, dtype, None, None, None, None, None, nan, inf, zeros, head, value
+        )
+    a64 = a.astype(np.float64, copy=False)
+    if total is None:
+        total = float(a64.sum())
+    mean = total / a.size
+    sq = float(np.vdot(a64.reshape(-1), a64.reshape(-1)))
+    var = max(sq / a.size - mean * mean, 0.0)
+    lo, hi = float(a.min()), float(a.max())
+    return TensorSummary(
+        shape, dtype, lo, hi, mean, math.sqrt(var), math.sqrt(sq), nan, inf, zeros, head, value
+    )
+
+
+def _num(v: Any) -> float:
+    return float(v) if not isinstance(v, complex) else float(v.real)
+
+
+def is_finite(x: Any) -> bool:
+    """Cheap check that a tensor holds no NaN/Inf (one pass; non-float dtypes are finite).
+
+    >>> is_finite(np.array([1.0, np.inf])), is_finite(np.array([1, 2]))
+    (False, True)
+    """
+    a = to_numpy(x)
+    if a.dtype.kind != "f":
+        return True
+    if math.isfinite(float(np.add.reduce(a, axis=None, dtype=np.float64))):
+        return True
+    return bool(np.isfinite(a).all())
+
+
+def summary_from_row(shape: tuple[int, ...], dtype: str, row: Any) -> TensorSummary:
+    """Rebuild a summary (without preview) from a :meth:`TensorSummary.stats_row`.
+
+    >>> s = summarize(np.array([1.0, -2.0]))
+    >>> summary_from_row(s.shape, s.dtype, s.stats_row()) == TensorSummary(
+    ...     (2,), 'float64', -2.0, 1.0, -0.5, 1.5, s.norm)
+    True
+    """
+    vals = [float(v) for v in row]
+    f = [None if math.isnan(v) else v for v in vals[:5]]
+    counts = [0 if math.isnan(v) else int(v) for v in vals[5:8]]
+    return TensorSummary(tuple(shape), dtype, *f, *counts)
