@@ -1,0 +1,481 @@
+"""Stateless layers and losses, as ``torch.nn.functional``, composed from P10 ops.
+
+Every function records ordinary TPX nodes (no private kernels), so the graph of a model shows
+the ops a layer is made of, under the layer's scope.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+import p10
+import p10.random
+import tpx as tp
+from p10 import ShapeError
+
+Tensor = tp.Tensor
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _tensor(x: Any) -> Tensor:
+    return x if isinstance(x, Tensor) else tp.asarray(x)
+
+
+# -- layers -----------------------------------------------------------------------------------
+def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
+    """``x @ weight.T + bias`` with ``weight`` of shape ``(out_features, in_features)``.
+
+    >>> import tpx as tp
+    >>> linear(tp.ones((2, 3)), tp.ones((4, 3)), tp.zeros(4)).tolist()[0]
+    [3.0, 3.0, 3.0, 3.0]
+    """
+    x, weight = _tensor(x), _tensor(weight)
+    if x.ndim < 1 or weight.ndim != 2 or x.shape[-1] != weight.shape[1]:
+        raise ShapeError(
+            f"linear: input {x.shape} does not match weight {weight.shape}; the input's last "
+            f"dimension must be in_features={weight.shape[-1]}"
+        )
+    out = tp.matmul(x, weight.mT)
+    return out if bias is None else out + bias
+
+
+def conv2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """2-D convolution of NCHW ``x`` with OIHW ``weight`` (``tp.conv2d``).
+
+    >>> import tpx as tp
+    >>> conv2d(tp.ones((1, 1, 4, 4)), tp.ones((2, 1, 3, 3)), padding=1).shape
+    (1, 2, 4, 4)
+    """
+    return tp.conv2d(x, weight, bias, stride, padding, dilation, groups)
+
+
+def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Maximum over windows of NCHW ``x``.
+
+    >>> import tpx as tp
+    >>> max_pool2d(tp.ones((1, 1, 4, 4)), 2).shape
+    (1, 1, 2, 2)
+    """
+    return tp.max_pool2d(x, kernel_size, stride, padding)
+
+
+def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Mean over windows of NCHW ``x``.
+
+    >>> import tpx as tp
+    >>> avg_pool2d(tp.ones((1, 1, 4, 4)), 2).shape
+    (1, 1, 2, 2)
+    """
+    return tp.avg_pool2d(x, kernel_size, stride, padding)
+
+
+def flatten(x: Any, start_dim: int = 1, end_dim: int = -1) -> Tensor:
+    """Merge dimensions ``start_dim..end_dim`` into one (batch kept by default).
+
+    >>> import tpx as tp
+    >>> flatten(tp.ones((2, 3, 4))).shape
+    (2, 12)
+    """
+    return _tensor(x).flatten(start_dim, end_dim)
+
+
+def relu(x: Any) -> Tensor:
+    """``max(x, 0)``.
+
+    >>> import tpx as tp
+    >>> relu(tp.asarray([-1.0, 2.0])).tolist()
+    [0.0, 2.0]
+    """
+    return tp.relu(x)
+
+
+def gelu(x: Any, approximate: str = "none") -> Tensor:
+    """``x * Phi(x)`` (exact, with erf) or its tanh approximation.
+
+    >>> import tpx as tp
+    >>> round(gelu(tp.asarray([1.0])).item(), 4)
+    0.8413
+    """
+    return tp.gelu(x, approximate=approximate)
+
+
+def tanh(x: Any) -> Tensor:
+    """Hyperbolic tangent.
+
+    >>> import tpx as tp
+    >>> tanh(tp.zeros(1)).tolist()
+    [0.0]
+    """
+    return tp.tanh(x)
+
+
+def sigmoid(x: Any) -> Tensor:
+    """``1 / (1 + exp(-x))``.
+
+    >>> import tpx as tp
+    >>> sigmoid(tp.zeros(1)).tolist()
+    [0.5]
+    """
+    return tp.sigmoid(x)
+
+
+def silu(x: Any) -> Tensor:
+    """``x * sigmoid(x)``.
+
+    >>> import tpx as tp
+    >>> silu(tp.zeros(1)).tolist()
+    [0.0]
+    """
+    x = _tensor(x)
+    return x * tp.sigmoid(x)
+
+
+def softmax(x: Any, dim: int = -1) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim``.
+
+    >>> import tpx as tp
+    >>> softmax(tp.zeros(2)).tolist()
+    [0.5, 0.5]
+    """
+    return tp.softmax(x, axis=dim)
+
+
+def log_softmax(x: Any, dim: int = -1) -> Tensor:
+    """``log(softmax(x))`` along ``dim``, without overflow.
+
+    >>> import tpx as tp
+    >>> round(log_softmax(tp.zeros(2)).tolist()[0], 4)
+    -0.6931
+    """
+    return tp.log_softmax(x, axis=dim)
+
+
+def dropout(
+    x: Any, p: float = 0.5, training: bool = True, generator: p10.random.Generator | None = None
+) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``; the
+    identity when not ``training``. The mask comes from ``generator`` (seeded) or P10's default.
+
+    >>> import p10, tpx as tp
+    >>> y = dropout(tp.ones(1000), 0.5, generator=p10.random.Generator(0))
+    >>> sorted(set(y.tolist())), 400 < int((y == 0).sum()) < 600
+    ([0.0, 2.0], True)
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    x = _tensor(x)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    gen = p10.random.default_generator if generator is None else generator
+    mask = gen.bernoulli(1.0 - p, x.shape, dtype=x.dtype) * (1.0 / (1.0 - p))
+    return x * mask
+
+
+def embedding(indices: Any, weight: Any) -> Tensor:
+    """Rows of ``weight`` picked by integer ``indices`` (shape ``indices.shape + (dim,)``).
+
+    >>> import tpx as tp
+    >>> embedding(tp.asarray([[0, 2]]), tp.eye(3)).tolist()
+    [[[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]]
+    """
+    indices, weight = _tensor(indices), _tensor(weight)
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"embedding: indices must be integers, got {indices.dtype.name}")
+    return weight[indices]
+
+
+def one_hot(indices: Any, num_classes: int) -> Tensor:
+    """Integer ``indices`` as one-hot rows (int64), shape ``indices.shape + (num_classes,)``.
+
+    >>> import tpx as tp
+    >>> one_hot(tp.asarray([1, 0]), 3).tolist()
+    [[0, 1, 0], [1, 0, 0]]
+    """
+    idx = np.asarray(_tensor(indices).numpy())
+    return tp.asarray((idx[..., None] == np.arange(num_classes)).astype(np.int64))
+
+
+def layer_norm(
+    x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5
+) -> Tensor:
+    """Normalise over the last ``len(normalized_shape)`` dims to mean 0 and variance 1, then
+    scale by ``weight`` and shift by ``bias``.
+
+    >>> import tpx as tp
+    >>> y = layer_norm(tp.asarray([[1.0, 2.0, 3.0]]), (3,))
+    >>> [round(v, 3) for v in y.tolist()[0]]
+    [-1.225, 0.0, 1.225]
+    """
+    x = _tensor(x)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape) :]) != shape:
+        raise ShapeError(f"layer_norm: input {x.shape} does not end with normalized_shape {shape}")
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    centred = x - x.mean(axis=axes, keepdims=True)
+    var = (centred * centred).mean(axis=axes, keepdims=True)
+    out = centred / tp.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def batch_norm(
+    x: Any,
+    running_mean: Any,
+    running_var: Any,
+    weight: Any = None,
+    bias: Any = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel (dim 1) of ``(N, C)``, ``(N, C, L)`` or ``(N, C, H, W)`` input.
+
+    In training it uses the batch statistics and updates ``running_mean``/``running_var`` in
+    place (``(1 - momentum) * running + momentum * batch``, the variance unbiased); otherwise
+    it uses the running statistics.
+
+    >>> import tpx as tp
+    >>> rm, rv = tp.zeros(2), tp.ones(2)
+    >>> y = batch_norm(tp.asarray([[0.0, 1.0], [2.0, 3.0]]), rm, rv, training=True)
+    >>> [round(v, 3) for v in y.tolist()[0]], rm.tolist()
+    ([-1.0, -1.0], [0.1, 0.2])
+    """
+    x = _tensor(x)
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: input must be (N, C, ...), got shape {x.shape}")
+    axes = (0, *range(2, x.ndim))
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if training:
+        mean = x.mean(axis=axes, keepdims=True)
+        centred = x - mean
+        var = (centred * centred).mean(axis=axes, keepdims=True)
+        if running_mean is not None:
+            _update_running(running_mean, running_var, mean, var, x.size // x.shape[1], momentum)
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+        centred = x - mean
+    out = centred / tp.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    return out if bias is None else out + bias.reshape(shape)
+
+
+def _update_running(rm: Tensor, rv: Tensor, mean: Tensor, var: Tensor, n: int, m: float) -> None:
+    if n < 2:
+        raise ValueError(f"batch_norm: training needs more than 1 value per channel, got {n}")
+    with tp.no_grad():
+        rm.copy_(rm * (1 - m) + mean.reshape(rm.shape) * m)
+        rv.copy_(rv * (1 - m) + var.reshape(rv.shape) * (m * n / (n - 1)))
+
+
+def scaled_dot_product_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    generator: p10.random.Generator | None = None,
+) -> Tensor:
+    """``softmax(q @ k.T * scale + mask) @ v`` over the last two dims (``(..., L, E)``).
+
+    ``attn_mask`` is boolean (True = may attend) or added to the scores; ``is_causal`` lets
+    position i attend to positions <= i only.
+
+    >>> import tpx as tp
+    >>> q = tp.ones((1, 3, 2)); v = tp.asarray([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+    >>> scaled_dot_product_attention(q, q, v, is_causal=True).tolist()[0][1]
+    [0.5, 0.5]
+    """
+    q, k, v = _tensor(q), _tensor(k), _tensor(v)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = tp.matmul(q, k.mT) * scale
+    if is_causal:
+        length, source = scores.shape[-2:]
+        mask = tp.asarray(np.tril(np.ones((length, source), dtype=bool)))
+        scores = tp.where(mask, scores, float("-inf"))
+    if attn_mask is not None:
+        attn_mask = _tensor(attn_mask)
+        if attn_mask.dtype.kind == "b":
+            scores = tp.where(attn_mask, scores, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = tp.softmax(scores, axis=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True, generator)
+    return tp.matmul(weights, v)
+
+
+# -- losses -----------------------------------------------------------------------------------
+def _reduce(loss: Tensor, reduction: str, fn: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{fn}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
+    """Mean squared error.
+
+    >>> import tpx as tp
+    >>> mse_loss(tp.asarray([1.0, 2.0]), tp.asarray([1.0, 4.0])).item()
+    2.0
+    """
+    input, target = _tensor(input), _tensor(target)
+    if input.shape != target.shape:
+        raise ShapeError(f"mse_loss: input {input.shape} and target {target.shape} differ")
+    diff = input - target
+    return _reduce(diff * diff, reduction, "mse_loss")
+
+
+def _class_last(input: Tensor, target: Tensor, fn: str) -> tuple[Tensor, Tensor]:
+    """``(M, C)`` scores and ``(M,)`` targets from ``(N, C, d1, ...)`` and ``(N, d1, ...)``."""
+    if input.ndim == 1:
+        input, target = input.reshape(1, -1), target.reshape(1)
+    expected = (input.shape[0], *input.shape[2:])
+    if target.shape != expected:
+        raise ShapeError(
+            f"{fn}: input of shape {input.shape} (N, C, ...) needs an integer target of shape "
+            f"{expected}, got {target.shape}"
+        )
+    if target.dtype.kind not in "iu":
+        raise TypeError(f"{fn}: target must hold integer class indices, got {target.dtype.name}")
+    if input.ndim > 2:
+        axes = (0, *range(2, input.ndim), 1)
+        input = tp.permute_dims(input, axes)
+    return input.reshape(-1, input.shape[-1]), target.reshape(-1)
+
+
+def nll_loss(
+    input: Any,
+    target: Any,
+    weight: Any = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> Tensor:
+    """Negative log-likelihood of integer ``target`` under log-probabilities ``input`` of
+    shape ``(N, C, ...)``; targets equal to ``ignore_index`` count for nothing.
+
+    >>> import tpx as tp
+    >>> nll_loss(tp.asarray([[-1.0, -2.0], [-3.0, -4.0]]), tp.asarray([1, 0])).item()
+    2.5
+    """
+    input, target = _tensor(input), _tensor(target)
+    logp, flat = _class_last(input, target, "nll_loss")
+    return _nll(logp, flat, target.shape, weight, ignore_index, reduction, 0.0, "nll_loss")
+
+
+def _nll(
+    logp: Tensor,
+    target: Tensor,
+    shape: tuple,
+    weight: Any,
+    ignore_index: int,
+    reduction: str,
+    smoothing: float,
+    fn: str,
+) -> Tensor:
+    classes = logp.shape[-1]
+    valid = target != ignore_index
+    safe = tp.where(valid, target, 0)
+    _check_classes(safe, classes, fn)
+    picked = tp.take_along_axis(logp, safe.reshape(-1, 1), axis=1).reshape(-1)
+    w = valid.astype(logp.dtype)
+    if weight is not None:
+        weight = _tensor(weight).astype(logp.dtype)
+        w = w * tp.take(weight, safe, axis=0)
+    loss = -(picked * w)
+    if smoothing > 0.0:
+        per_class = logp if weight is None else logp * weight
+        smooth = -per_class.sum(axis=-1) * valid.astype(logp.dtype)
+        loss = loss * (1.0 - smoothing) + smooth * (smoothing / classes)
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    return _reduce(loss.reshape(shape), reduction, fn)
+
+
+def _check_classes(target: Tensor, classes: int, fn: str) -> None:
+    if target.size and (int(target.max()) >= classes or int(target.min()) < 0):
+        raise IndexError(
+            f"{fn}: target holds class {int(target.max())} or {int(target.min())}, outside "
+            f"[0, {classes}) for input with {classes} classes"
+        )
+
+
+def cross_entropy(
+    input: Any,
+    target: Any,
+    weight: Any = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross entropy of integer ``target`` and logits ``input`` (``(N, C, ...)``), computed
+    through ``log_softmax`` so large logits do not overflow. ``label_smoothing`` mixes the
+    target with the uniform distribution, as PyTorch does.
+
+    >>> import tpx as tp
+    >>> round(cross_entropy(tp.asarray([[0.0, 0.0]]), tp.asarray([1])).item(), 4)
+    0.6931
+    >>> cross_entropy(tp.asarray([[1000.0, 0.0]]), tp.asarray([0])).item()
+    0.0
+    """
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    input, target = _tensor(input), _tensor(target)
+    logits, flat = _class_last(input, target, "cross_entropy")
+    logp = tp.log_softmax(logits, axis=-1)
+    return _nll(
+        logp, flat, target.shape, weight, ignore_index, reduction, label_smoothing, "cross_entropy"
+    )
+
+
+def binary_cross_entropy_with_logits(
+    input: Any,
+    target: Any,
+    weight: Any = None,
+    reduction: str = "mean",
+    pos_weight: Any = None,
+) -> Tensor:
+    """Binary cross entropy of probabilities ``sigmoid(input)`` against ``target`` in [0, 1],
+    computed stably as ``(1 - y) x + l (log1p(exp(-|x|)) + max(-x, 0))`` with
+    ``l = 1 + (pos_weight - 1) y``.
+
+    >>> import tpx as tp
+    >>> round(binary_cross_entropy_with_logits(tp.zeros(2), tp.ones(2)).item(), 4)
+    0.6931
+    >>> binary_cross_entropy_with_logits(tp.asarray([-500.0]), tp.asarray([0.0])).item()
+    0.0
+    """
+    input, target = _tensor(input), _tensor(target)
+    if input.shape != target.shape:
+        raise ShapeError(
+            f"binary_cross_entropy_with_logits: input {input.shape} and target "
+            f"{target.shape} differ"
+        )
+    target = target.astype(input.dtype)
+    softplus_neg = tp.log1p(tp.exp(-tp.abs(input))) + tp.relu(-input)
+    if pos_weight is not None:
+        softplus_neg = softplus_neg * ((_tensor(pos_weight) - 1.0) * target + 1.0)
+    loss = (1.0 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
