@@ -8,17 +8,14 @@ output values and every backward event) or offline from a saved trace that holds
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 import p10
 import tpx
-from tpx import _function_apply, _tensor
 
 
 @dataclass(frozen=True)
@@ -192,8 +189,10 @@ class Recorder:
         entry["backend"] = _backend_name(output)
         if self.keep_values:
             entry["output"] = to_numpy(output)
-            inputs = _recorded_inputs(sys._getframe(1))
-            entry["inputs"] = None if inputs is None else tuple(to_numpy(x) for x in inputs)
+
+    def on_node_forward(self, node: Any, inputs: tuple, output: Any, seconds: float) -> None:
+        if self.keep_values:
+            self._nodes[self._id(node)]["inputs"] = tuple(to_numpy(x) for x in inputs)
 
     def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
         ids = tuple(self._id(r) for r in roots)
@@ -238,25 +237,6 @@ def _has_hooks(node: Any) -> bool:
     return any(hooks)
 
 
-# NOTE: ``on_node_recorded`` gives the node and its output only; the op's inputs (constants
-# that need no grad included) are read from the recording frame of TPX, found by code object.
-_RECORD_CODES = {
-    _tensor._record.__code__: lambda f: f.f_locals["raw"],
-    _function_apply.apply_function.__code__: lambda f: f.f_locals["args"],
-}
-
-
-def _recorded_inputs(frame: Any) -> tuple[Any, ...] | None:
-    for _ in range(4):
-        if frame is None:
-            return None
-        read = _RECORD_CODES.get(frame.f_code)
-        if read is not None:
-            return tuple(read(frame))
-        frame = frame.f_back
-    return None
-
-
 def _function_class(node: Any) -> Any:
     """The ``tp.Function`` subclass that recorded ``node``, or None for built-in ops."""
     if node.ctx is None:
@@ -270,20 +250,32 @@ def _function_class(node: Any) -> Any:
     return None
 
 
-@dataclass
 class Recording:
-    """The handle :func:`record` yields; ``graph()`` gives the :class:`GraphRecord` so far."""
+    """A context manager that observes TPX while entered; ``graph()`` gives what it saw.
 
-    recorder: Recorder = field(default_factory=Recorder)
+    Reusable as the ``cap`` of :func:`tpx_inspect.script.run_captured`.
+    """
+
+    def __init__(self, keep_values: bool = True) -> None:
+        self.recorder = Recorder(keep_values)
+        self._handle: Any = None
+
+    def __enter__(self) -> Recording:
+        self._handle = tpx.add_observer(self.recorder)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
 
     def graph(self) -> GraphRecord:
         """The frozen record of everything observed so far."""
         return self.recorder.graph()
 
 
-@contextmanager
-def record(keep_values: bool = True) -> Iterator[Recording]:
-    """Observe every node recorded and every backward run inside the block.
+def record(keep_values: bool = True) -> Recording:
+    """Observe every node recorded and every backward run inside the ``with`` block.
 
     >>> import tpx as tp
     >>> with record() as rec:
@@ -291,9 +283,4 @@ def record(keep_values: bool = True) -> Iterator[Recording]:
     >>> rec.graph().nodes[-1].name
     'SinBackward'
     """
-    rec = Recording(Recorder(keep_values))
-    handle = tpx.add_observer(rec.recorder)
-    try:
-        yield rec
-    finally:
-        handle.remove()
+    return Recording(keep_values)

@@ -1,0 +1,53 @@
+"""Checks that name the one GradFn, accumulation or kernel that is wrong.
+
+- Whole function: :func:`gradcheck` / :func:`gradgradcheck` (float64 central differences,
+  full-Jacobian or fast random-projection mode, messages naming output, input and element).
+- Per recorded graph (:func:`record` live, or :func:`from_trace_graph` offline): the local
+  check of every node's rule (``local``), ``accumulation``, ``kernel`` (against the numpy
+  spec), ``order`` and ``nonfinite``; on a function also ``tracing`` (grad mode on vs off).
+- Drivers: :func:`run_all_checks`, :func:`run_graph_checks`, :func:`run_script_checks`,
+  :func:`run_trace_checks`, :func:`load_target`; results are a :class:`Report` (``to_json``,
+  ``render``, ``exit_code`` 0 when all pass, 1 when one fails).
+
+>>> import tpx as tp
+>>> from tpx_inspect.checks import run_all_checks
+>>> x = tp.asarray([0.5, 1.5], requires_grad=True)
+>>> run_all_checks(lambda t: (t.sin() * t).sum(), [x]).exit_code
+0
+"""
+
+from tpx_inspect.checks.accumulation import accumulation_check
+from tpx_inspect.checks.gradcheck import (
+    GradcheckError,
+    GradcheckResult,
+    Mismatch,
+    gradcheck,
+    gradgradcheck,
+)
+from tpx_inspect.checks.kernels import kernel_check
+from tpx_inspect.checks.local import LocalOptions, local_check
+from tpx_inspect.checks.nonfinite import nonfinite_check
+from tpx_inspect.checks.offline import from_trace_graph
+from tpx_inspect.checks.order import order_check
+from tpx_inspect.checks.record import GraphRecord, NodeRecord, Recording, record
+from tpx_inspect.checks.report import CATEGORIES, CheckResult, Finding, Report
+from tpx_inspect.checks.runner import (
+    FUNCTION_CHECKS,
+    GRAPH_CHECKS,
+    capture_call,
+    run_all_checks,
+    run_graph_checks,
+    run_script_checks,
+    run_trace_checks,
+)
+from tpx_inspect.checks.targets import TargetError, load_target
+from tpx_inspect.checks.tracing import tracing_check
+
+__all__ = [
+    "CATEGORIES", "FUNCTION_CHECKS", "GRAPH_CHECKS", "CheckResult", "Finding", "GradcheckError",
+    "GradcheckResult", "GraphRecord", "LocalOptions", "Mismatch", "NodeRecord", "Recording",
+    "Report", "TargetError", "accumulation_check", "capture_call", "from_trace_graph",
+    "gradcheck", "gradgradcheck", "kernel_check", "load_target", "local_check",
+    "nonfinite_check", "order_check", "record", "run_all_checks", "run_graph_checks",
+    "run_script_checks", "run_trace_checks", "tracing_check",
+]  # fmt: skip

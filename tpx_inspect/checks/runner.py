@@ -1,0 +1,226 @@
+"""Run the checks: on a function with its inputs, on a script, on a saved trace.
+
+These are the library calls behind ``tpx-inspect gradcheck TARGET`` and ``tpx-inspect check
+script.py``: each returns a :class:`~tpx_inspect.checks.report.Report` whose ``exit_code`` is
+0 when every check passed and 1 when one failed.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import tpx
+from tpx_inspect.checks.accumulation import accumulation_check
+from tpx_inspect.checks.gradcheck import gradcheck
+from tpx_inspect.checks.kernels import kernel_check
+from tpx_inspect.checks.local import LocalOptions, local_check
+from tpx_inspect.checks.nonfinite import nonfinite_check
+from tpx_inspect.checks.order import order_check
+from tpx_inspect.checks.record import GraphRecord, record
+from tpx_inspect.checks.report import CheckResult, Finding, Report
+from tpx_inspect.checks.tracing import tracing_check
+
+GRAPH_CHECKS = ("local", "accumulation", "kernel", "order", "nonfinite")
+"""The checks that read a recorded graph (live or from a trace), in the order they run."""
+
+FUNCTION_CHECKS = ("gradcheck", *GRAPH_CHECKS, "tracing")
+"""Every check :func:`run_all_checks` can run on a function."""
+
+Progress = Callable[[str, int, int], None]
+"""``progress(check, index, total)``: called before each check starts (for a progress bar)."""
+
+
+def run_graph_checks(
+    graph: GraphRecord,
+    checks: Sequence[str] = GRAPH_CHECKS,
+    *,
+    local_options: LocalOptions | None = None,
+    progress: Progress | None = None,
+) -> Report:
+    """Run the graph checks named in ``checks`` on a recorded graph.
+
+    >>> import tpx as tp
+    >>> from tpx_inspect.checks.record import record
+    >>> with record() as rec:
+    ...     x = tp.asarray([0.5, 2.0], requires_grad=True)
+    ...     (x.exp() * x).sum().backward()
+    >>> report = run_graph_checks(rec.graph())
+    >>> report.passed, [r.check for r in report.results]
+    (True, ['local', 'accumulation', 'kernel', 'order', 'nonfinite'])
+    """
+    _validate(checks, GRAPH_CHECKS)
+    runs = {
+        "local": lambda: local_check(graph, local_options),
+        "accumulation": lambda: accumulation_check(graph),
+        "kernel": lambda: kernel_check(graph),
+        "order": lambda: order_check(graph),
+        "nonfinite": lambda: nonfinite_check(graph),
+    }
+    results = []
+    for k, name in enumerate(checks):
+        if progress is not None:
+            progress(name, k, len(checks))
+        results.append(runs[name]())
+    return Report(tuple(results))
+
+
+def _validate(checks: Sequence[str], known: Sequence[str]) -> None:
+    unknown = [c for c in checks if c not in known]
+    if unknown:
+        raise ValueError(f"unknown check(s) {unknown}; choose from {', '.join(known)}")
+
+
+def _fresh(x: Any) -> Any:
+    """A new leaf sharing ``x``'s value, so the checks never touch the caller's ``.grad``."""
+    if isinstance(x, tpx.Tensor) and x.requires_grad:
+        return x.detach().requires_grad_(True)
+    return x
+
+
+def _float_outputs(out: Any) -> list[Any]:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o for o in outs if isinstance(o, tpx.Tensor) and o.requires_grad]
+
+
+def capture_call(fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0) -> GraphRecord:
+    """Run ``fn(*inputs)`` and a backward from its outputs under :func:`record`.
+
+    Scalar outputs are seeded with 1, others with a standard normal cotangent drawn from
+    ``seed``; leaves are fresh copies, so the caller's tensors keep their ``.grad``.
+
+    >>> import tpx as tp
+    >>> g = capture_call(lambda t: t.tanh(), [tp.ones(3, requires_grad=True)])
+    >>> [n.name for n in g.nodes], len(g.backwards)
+    (['AccumulateGrad', 'TanhBackward'], 1)
+    """
+    args = [_fresh(x) for x in inputs]
+    rng = np.random.default_rng(seed)
+    with record() as rec:
+        outs = _float_outputs(fn(*args))
+        if outs:
+            grads = [
+                None if o.size == 1 else tpx.asarray(rng.standard_normal(o.shape), dtype=o.dtype)
+                for o in outs
+            ]
+            tpx.backward(outs, grads)
+    return rec.graph()
+
+
+def _gradcheck_result(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> CheckResult:
+    start = time.perf_counter()
+    args = [_float64(x) for x in inputs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = gradcheck(fn, args, fast_mode=True, seed=seed, raise_exception=False)
+    findings = tuple(
+        Finding("gradcheck", m.message(), details={"output": m.output, "input": m.input})
+        for m in result.mismatches
+    )
+    note = ("inputs upcast to float64; fast mode (random projections)",)
+    return CheckResult("gradcheck", result.checked, findings, 0, time.perf_counter() - start, note)
+
+
+def _float64(x: Any) -> Any:
+    if isinstance(x, tpx.Tensor) and x.requires_grad and x.dtype.kind == "f":
+        return tpx.asarray(np.asarray(x.numpy(), np.float64), requires_grad=True)
+    return x
+
+
+def run_all_checks(
+    fn: Callable[..., Any],
+    inputs: Sequence[Any],
+    *,
+    checks: Sequence[str] = FUNCTION_CHECKS,
+    seed: int = 0,
+    local_options: LocalOptions | None = None,
+    progress: Progress | None = None,
+) -> Report:
+    """Every check on ``fn(*inputs)``: whole-function gradcheck (float64, fast mode), the
+    graph checks on one recorded forward and backward, and tracing on vs off.
+
+    >>> import tpx as tp
+    >>> x = tp.asarray([[0.5, -1.0], [2.0, 0.3]], requires_grad=True)
+    >>> report = run_all_checks(lambda a: (a @ a).tanh().sum(), [x])
+    >>> report.passed, report.exit_code, len(report.results)
+    (True, 0, 7)
+    """
+    _validate(checks, FUNCTION_CHECKS)
+    results: list[CheckResult] = []
+    total = len(checks)
+    if "gradcheck" in checks:
+        if progress is not None:
+            progress("gradcheck", 0, total)
+        results.append(_gradcheck_result(fn, inputs, seed))
+    graph_checks = [c for c in checks if c in GRAPH_CHECKS]
+    if graph_checks:
+        graph = capture_call(fn, inputs, seed=seed)
+        offset = len(results)
+
+        def shifted(name: str, k: int, _: int) -> None:
+            if progress is not None:
+                progress(name, k + offset, total)
+
+        report = run_graph_checks(graph, graph_checks, local_options=local_options,
+                                  progress=shifted)  # fmt: skip
+        results += report.results
+    if "tracing" in checks:
+        if progress is not None:
+            progress("tracing", len(results), total)
+        results.append(tracing_check(fn, [_fresh(x) for x in inputs], seed)[0])
+    return Report(tuple(results))
+
+
+def run_script_checks(
+    path: str, args: Sequence[str] = (), checks: Sequence[str] = GRAPH_CHECKS, **options: Any
+) -> Report:
+    """Run a script (as ``python path args``) under :func:`record`, then the graph checks.
+
+    A script that fails is reported as a ``script`` check with its exit code.
+    """
+    from tpx_inspect.script import run_captured
+
+    rec = record()
+    outcome = run_captured(rec, path, list(args))
+    report = run_graph_checks(rec.graph(), checks, **options)
+    if outcome.ok:
+        return report
+    failed = Finding("script", f"{path} exited with code {outcome.exit_code}: {outcome.error}")
+    return Report((CheckResult("script", 1, (failed,)), *report.results))
+
+
+def run_trace_checks(trace: Any, checks: Sequence[str] = GRAPH_CHECKS, **options: Any) -> Report:
+    """The graph checks on every graph of a saved trace (a path or a ``Trace``).
+
+    Results of several graphs are merged check by check; each finding names its graph in
+    ``details['graph']``.
+    """
+    from tpx_inspect.checks.offline import from_trace_graph
+    from tpx_inspect.records import Trace
+
+    if not isinstance(trace, Trace):
+        trace = Trace.load(str(trace))
+    reports = [
+        (g.id, run_graph_checks(from_trace_graph(g), checks, **options)) for g in trace.graphs
+    ]
+    return _merge(reports, checks)
+
+
+def _merge(reports: list[tuple[int, Report]], checks: Sequence[str]) -> Report:
+    merged = []
+    for name in checks:
+        parts = [(gid, r.result(name)) for gid, r in reports]
+        findings = tuple(
+            Finding(f.category, f"graph {gid}: {f.message}", f.node, f.op, f.name, f.scope,
+                    f.source, f.severity, {**f.details, "graph": gid})
+            for gid, p in parts for f in p.findings
+        )  # fmt: skip
+        merged.append(CheckResult(
+            name, sum(p.checked for _, p in parts), findings, sum(p.skipped for _, p in parts),
+            sum(p.seconds for _, p in parts), tuple(n for _, p in parts for n in p.notes),
+        ))  # fmt: skip
+    return Report(tuple(merged))
