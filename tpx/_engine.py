@@ -208,8 +208,9 @@ def _execute(node: GradFn, g: Any, retain_graph: bool, create_graph: bool) -> tu
     if state.anomaly:
         _check_grad(node, g, "incoming gradient")
     grad_inputs = node.rule.vjp(ctx, g)
-    if not retain_graph:
+    if not retain_graph and node.saved is not None:
         node.saved = None
+        node.freed = True
     grad_inputs = _check_rule_output(node, grad_inputs, create_graph)
     for fn in node._hooks or ():
         out = fn(node, grad_inputs, g)
@@ -219,8 +220,8 @@ def _execute(node: GradFn, g: Any, retain_graph: bool, create_graph: bool) -> tu
 
 
 def _context(node: GradFn, create_graph: bool) -> RuleContext:
-    rule, saved = node.rule, node.saved
-    if saved is None and not (rule.save or rule.save_output):
+    saved = node.saved
+    if saved is None and not node.freed:
         return RuleContext(node, (), None)
     if saved is None:
         raise BackwardError(
@@ -235,7 +236,7 @@ def _context(node: GradFn, create_graph: bool) -> RuleContext:
                 what = "its output" if i == len(saved) - 1 else f"input {i}"
                 raise InplaceError(
                     f"one of the values needed for gradient computation has been modified by "
-                    f"an in-place operation: {what} of {node.name} (shape {raw.shape}, "
+                    f"an inplace operation: {what} of {node.name} (shape {raw.shape}, "
                     f"{raw.dtype.name}, recorded at {node.source}) is at version {raw.version}; "
                     f"expected version {version}. Clone it before modifying it in place"
                 )

@@ -20,11 +20,21 @@ def _rule_for(cls: type) -> Rule:
     if rule is None:
 
         def vjp(ctx: RuleContext, g: Any) -> tuple:
-            out = cls.backward(ctx.node.ctx, g if isinstance(g, Tensor) else wrap(g))
+            fctx = ctx.node.ctx
+            # NOTE: the saved tensors live on the node (version-checked, freed after backward)
+            fctx.saved_tensors = tuple(_as_tensor(s) for s in ctx.inputs)
+            try:
+                out = cls.backward(fctx, _as_tensor(g))
+            finally:
+                fctx.saved_tensors = ()
             return out if isinstance(out, tuple) else (out,)
 
         rule = _rules[cls] = Rule(vjp)
     return rule
+
+
+def _as_tensor(x: Any) -> Any:
+    return x if x is None or x.__class__ is Tensor else wrap(x)
 
 
 def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
@@ -46,8 +56,10 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
     node = GradFn(cls._op, {}, _rule_for(cls), edges, meta)
     node.ctx = ctx
     saved = tuple(ctx.saved_tensors)
-    node.saved = (*saved, None)
-    node.versions = (*(getattr(s, "version", 0) for s in saved), 0)
+    ctx.saved_tensors = ()
+    if saved:
+        node.saved = (*saved, None)
+        node.versions = (*(getattr(s, "version", 0) for s in saved), 0)
     node.scope = state.scope
     node.code, node.lineno = user_frame()
     node.out_meta = (out.shape, out.dtype)

@@ -51,7 +51,7 @@ class Rule:
 
 
 def _camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_"))
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
 class Node:
@@ -93,6 +93,7 @@ class GradFn(Node):
         "code",
         "ctx",
         "edges",
+        "freed",
         "in_meta",
         "lineno",
         "op",
@@ -115,6 +116,7 @@ class GradFn(Node):
         self.in_meta = in_meta
         self.out_meta: tuple = ()
         self.saved: tuple | None = None
+        self.freed = False
         self.versions: tuple = ()
         self.ctx: Any = None
         self.scope = ""
@@ -149,7 +151,7 @@ class GradFn(Node):
     @property
     def is_freed(self) -> bool:
         """True once backward released the saved values (``retain_graph=False``)."""
-        return self.saved is None and bool(self.rule.save or self.rule.save_output)
+        return self.freed
 
     def __repr__(self) -> str:
         return f"<{self.name} #{self.seq} scope={self.scope!r}>"

@@ -16,7 +16,7 @@ import numpy as np
 import p10
 from p10 import Handle
 from p10._methods import TensorMethods
-from p10._tensor import execute
+from p10._tensor import VIEW_OPS, execute
 from tpx import _mode
 from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGradError
 from tpx._graph import AccumulateGrad, GradFn, user_frame
@@ -240,15 +240,25 @@ class Tensor(TensorMethods):
     # -- in-place writes ----------------------------------------------------------------------
     def _check_inplace(self, other_requires_grad: bool) -> bool:
         recording = state.grad_enabled and (self._rg or other_requires_grad)
-        if recording and self._rg and self.grad_fn is None:
-            raise InplaceError(
-                f"a leaf tensor of shape {self.shape} that requires grad is used in an in-place "
-                "operation; do it under tp.no_grad() (as optimizers do) or on a clone()"
-            )
+        if recording and self._rg:
+            if self.grad_fn is None:
+                raise InplaceError(
+                    f"a leaf tensor of shape {self.shape} that requires grad is used in an "
+                    "in-place operation; do it under tp.no_grad() (as optimizers do) or on a "
+                    "clone()"
+                )
+            if _view_of_leaf(self):
+                raise InplaceError(
+                    f"a view of a leaf tensor that requires grad (this view has shape "
+                    f"{self.shape}) is used in an in-place operation; do it under tp.no_grad() "
+                    "or on a clone()"
+                )
         return recording
 
     def _assign(self, result: Any) -> Tensor:
         recording = self._check_inplace(getattr(result, "_rg", False))
+        if recording and result.grad_fn is not None:
+            _snapshot_saved(result.grad_fn, self)
         self._t._assign(result._t if isinstance(result, Tensor) else result)
         if recording:
             self.grad_fn, self._rg = result.grad_fn, result._rg
@@ -262,6 +272,26 @@ class Tensor(TensorMethods):
         raw = value._t if isinstance(value, Tensor) else value
         self._t._setitem(key, raw)
         self._ver = self._t.version
+
+
+def _view_of_leaf(t: Tensor) -> bool:
+    """True when ``t`` shares memory (its version counter) with a leaf that requires grad."""
+    vc = t._t._vc
+    node = t.grad_fn
+    while vc is not None and node is not None and node.op in VIEW_OPS:
+        node = node.edges[0]
+    return node.__class__ is AccumulateGrad and vc is not None and node.variable._t._vc is vc
+
+
+def _snapshot_saved(node: GradFn, target: Tensor) -> None:
+    """Before ``target`` is overwritten by the result of ``node`` (``x *= x``), keep a copy
+    of its old value wherever ``node`` saved it, so the gradient stays correct."""
+    saved = node.saved
+    if not saved or not any(s is target for s in saved):
+        return
+    old = wrap(p10.asarray(target._t, copy=True))
+    node.saved = tuple(old if s is target else s for s in saved)
+    node.versions = tuple(0 if s is target else v for s, v in zip(saved, node.versions))
 
 
 def _init(t: Tensor, raw: p10.Tensor) -> None:
@@ -281,7 +311,7 @@ def wrap(raw: p10.Tensor) -> Tensor:
     t._rg = False
     t.grad = None
     t.grad_fn = None
-    t._ver = 0
+    t._ver = raw.version  # a view shares its base's counter, which may be past 0
     t._accum = None
     t._extra = None
     return t
