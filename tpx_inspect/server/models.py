@@ -1,0 +1,287 @@
+"""Pydantic models of every response of the tpx-inspect HTTP API (the OpenAPI schema's source).
+
+JSON has no NaN or Infinity: every float that may be non-finite is typed :data:`Number`,
+written as a number when finite and as the string ``"nan"``, ``"inf"`` or ``"-inf"`` otherwise
+(see :func:`number`).
+
+>>> number(float("nan")), number(2.5), number(None)
+('nan', 2.5, None)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Number = float | Literal["nan", "inf", "-inf"] | None
+
+
+def number(x: Any) -> Number:
+    """``x`` as a JSON-safe number: finite floats as they are, NaN/Inf as strings.
+
+    >>> number(float("-inf")), number(3)
+    ('-inf', 3.0)
+    """
+    if x is None:
+        return None
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+class ErrorBody(BaseModel):
+    """The body of every 4xx answer: ``{"detail": "one line"}``."""
+
+    detail: str
+
+
+class Summary(BaseModel):
+    """Statistics of one tensor (a node's output, a gradient)."""
+
+    shape: list[int]
+    dtype: str
+    min: Number = None
+    max: Number = None
+    mean: Number = None
+    std: Number = None
+    norm: Number = None
+    nan: int = 0
+    inf: int = 0
+    zeros: int = 0
+    preview: list[Number] = Field(default_factory=list)
+    has_value: bool = Field(False, description="the full value is stored in the trace")
+
+
+class Values(BaseModel):
+    """A full value, flattened in C order and cut at ``limit`` elements."""
+
+    shape: list[int]
+    dtype: str
+    offset: int
+    data: list[Number]
+    total: int
+    truncated: bool
+
+
+class RunInfo(BaseModel):
+    """One run folder (one trace) the server knows."""
+
+    id: str
+    name: str
+    status: str = Field(description="running, ok, error, or unreadable")
+    live: bool
+    graphs: int
+    steps: int
+    error: str | None = None
+
+
+class GraphInfo(BaseModel):
+    """One recorded graph of a run (one backward call or training step)."""
+
+    id: int
+    run: str
+    capture: int = Field(description="index of the capture inside the trace")
+    step: int
+    kind: str
+    detail: str
+    nodes: int
+    edges: int
+    roots: list[int]
+    finite: bool
+    nonfinite_nodes: int
+    peak_saved_bytes: int
+    backward_seconds: float
+
+
+class Page(BaseModel):
+    """Pagination of a list: ``offset``, ``limit`` and the ``total`` available."""
+
+    offset: int
+    limit: int
+    total: int
+
+
+class GraphList(BaseModel):
+    """A page of the graphs of a run."""
+
+    run: str
+    page: Page
+    graphs: list[GraphInfo]
+
+
+class EdgeInfo(BaseModel):
+    """One input of a node, in argument order (``src`` is null for a no-grad input)."""
+
+    src: int | None
+    shape: list[int]
+    dtype: str
+
+
+class NodeInfo(BaseModel):
+    """The static record of one node plus the figures a list shows."""
+
+    id: int
+    kind: str
+    op: str | None
+    name: str
+    title: str
+    label: str
+    scope: str
+    source: str | None
+    shape: list[int]
+    dtype: str
+    inputs: list[EdgeInfo]
+    saved_bytes: int
+    order: int | None
+    grad_norm: Number = None
+    forward_seconds: float = 0.0
+    backward_seconds: float | None = None
+    nonfinite: bool = False
+
+
+class NodeList(BaseModel):
+    """A page of nodes (in id order, or backward order for ``/backward``)."""
+
+    run: str
+    graph: int
+    page: Page
+    nodes: list[NodeInfo]
+
+
+class SavedInfo(BaseModel):
+    """A value a node saved for backward (``slot`` -1 is its output)."""
+
+    slot: int
+    shape: list[int]
+    dtype: str
+    bytes: int
+
+
+class NodeDetail(BaseModel):
+    """Everything recorded about one node: structure, values, gradients, times."""
+
+    node: NodeInfo
+    params: dict[str, Any]
+    consumers: list[int]
+    saved: list[SavedInfo]
+    released: int | None
+    output: Summary | None
+    grad: Summary | None
+    grads_out: list[Summary | None]
+    consts: list[Summary | None]
+    values: dict[str, Values | None] = Field(
+        default_factory=dict, description="full values: output, grad, input.K, grad_out.K"
+    )
+
+
+class ViewNode(BaseModel):
+    """A box of a graph view: a node, a collapsed scope or a stub of a long edge."""
+
+    id: str
+    kind: str
+    label: str
+    node: int | None = None
+    scope: str | None = None
+    size: int = 1
+    nonfinite: bool = False
+    x: float
+    y: float
+    w: float
+    h: float
+
+
+class ViewEdge(BaseModel):
+    """An edge of a graph view, with the polyline the layout drew."""
+
+    src: str
+    dst: str
+    label: str = ""
+    points: list[tuple[float, float]]
+
+
+class GraphView(BaseModel):
+    """A graph at one expansion state, collapsed by scope, laid out on the server."""
+
+    run: str
+    graph: int
+    expanded: list[str]
+    scopes: list[str]
+    engine: str
+    note: str
+    width: float
+    height: float
+    nodes: list[ViewNode]
+    edges: list[ViewEdge]
+    cached: bool
+
+
+class Finding(BaseModel):
+    """One problem a check found, attributed to a node when it can be."""
+
+    check: str
+    node: int | None
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class CheckInfo(BaseModel):
+    """The outcome of one check."""
+
+    name: str
+    status: str
+    summary: str
+    findings: list[Finding]
+
+
+class CheckReport(BaseModel):
+    """The checks run on a saved graph (from its saved values; no user code runs)."""
+
+    run: str
+    graph: int
+    ok: bool
+    checks: list[CheckInfo]
+
+
+class NodeChange(BaseModel):
+    """How one node differs between two graphs."""
+
+    id: int
+    status: str = Field(description="added, removed, changed or same")
+    changes: list[str]
+    output_diff: Number = None
+    grad_diff: Number = None
+    saved_bytes_a: int = 0
+    saved_bytes_b: int = 0
+
+
+class GraphDiff(BaseModel):
+    """The differences between graph A and graph B, node by node."""
+
+    a: str
+    b: str
+    same_structure: bool
+    nodes_a: int
+    nodes_b: int
+    added: int
+    removed: int
+    changed: int
+    max_output_diff: Number = None
+    max_grad_diff: Number = None
+    peak_saved_bytes_a: int
+    peak_saved_bytes_b: int
+    page: Page
+    nodes: list[NodeChange]
+
+
+class Feed(BaseModel):
+    """What a live run recorded since the viewer last asked (long polling)."""
+
+    run: str
+    status: str
+    graphs: int
+    new: list[GraphInfo]

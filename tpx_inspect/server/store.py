@@ -1,0 +1,176 @@
+"""The runs a server knows: run folders on disk (reloaded when their trace changes) and live
+captures (``run --serve``), addressed by validated ids that are never used as paths.
+
+A run folder holds ``trace.json`` and its ``trace.npz`` sidecar. A folder given to the store
+is either a run folder or a folder of run folders (``./tpx-runs``), rescanned on request so
+that runs written later appear.
+
+>>> store = RunStore([])
+>>> store.ids()
+[]
+>>> valid_id("../etc"), valid_id("mlp-2026_01.3")
+(False, True)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tpx_inspect.errors import TraceFormatError
+from tpx_inspect.records import Graph, Trace
+
+__all__ = ["TRACE_FILE", "RunEntry", "RunStore", "UnknownId", "trace_path", "valid_id"]
+
+TRACE_FILE = "trace.json"
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class UnknownId(KeyError):
+    """An id (run, graph, node, scope) that the server does not know: answered with a 404."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown id"
+
+
+def valid_id(text: str) -> bool:
+    """True for ids made of letters, digits, ``.``, ``_`` and ``-`` (no path separators)."""
+    return bool(_ID.fullmatch(text)) and ".." not in text
+
+
+def trace_path(path: str | os.PathLike[str]) -> Path:
+    """The trace file of ``path``: itself when a file, ``path/trace.json`` for a run folder.
+
+    >>> str(trace_path("tpx-runs/mlp")).endswith("trace.json")
+    True
+    """
+    p = Path(path)
+    return p / TRACE_FILE if p.is_dir() or not p.suffix else p
+
+
+@dataclass
+class RunEntry:
+    """One run: a trace file on disk, or a live capture (then ``capture.trace`` is read)."""
+
+    id: str
+    path: Path | None = None
+    capture: Any = None
+    _cache: tuple[Any, Trace | None, str | None] = field(default=(None, None, None), repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def live(self) -> bool:
+        """True while the run is fed by a capture in this process."""
+        return self.capture is not None
+
+    def trace(self) -> Trace:
+        """The run's trace now; raises :class:`TraceFormatError` when the file is unreadable."""
+        if self.capture is not None:
+            return self.capture.trace
+        assert self.path is not None
+        with self._lock:
+            stamp = _stamp(self.path)
+            cached_stamp, trace, error = self._cache
+            if stamp != cached_stamp:
+                trace, error = _load(self.path)
+                self._cache = (stamp, trace, error)
+        if trace is None:
+            raise TraceFormatError(error or f"{self.path}: unreadable trace")
+        return trace
+
+    def finish(self, path: Path) -> None:
+        """The live capture ended and was saved to ``path``: read it from disk from now on."""
+        self.path = path
+        self.capture = None
+
+
+def _stamp(path: Path) -> Any:
+    try:
+        st = path.stat()
+        side = path.with_suffix(".npz").stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, side.st_mtime_ns, side.st_size)
+
+
+def _load(path: Path) -> tuple[Trace | None, str | None]:
+    try:
+        return Trace.load(str(path)), None
+    except TraceFormatError as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"{path}: {exc.strerror or exc}"
+
+
+class RunStore:
+    """The runs of a server, by id. Thread-safe: a live run is fed while requests read it."""
+
+    def __init__(self, paths: list[str | os.PathLike[str]] | tuple = ()) -> None:
+        self.roots = [Path(p) for p in paths]
+        self._runs: dict[str, RunEntry] = {}
+        self._lock = threading.Lock()
+        self.rescan()
+
+    def ids(self) -> list[str]:
+        """Every run id, in the order the runs were found."""
+        with self._lock:
+            return list(self._runs)
+
+    def get(self, run_id: str) -> RunEntry:
+        """The run ``run_id``; raises :class:`UnknownId` when there is none."""
+        with self._lock:
+            entry = self._runs.get(run_id) if valid_id(run_id) else None
+        if entry is None:
+            raise UnknownId(f"unknown run {run_id!r}")
+        return entry
+
+    def add_live(self, name: str, capture: Any) -> RunEntry:
+        """Register a live capture under an id made from ``name``."""
+        with self._lock:
+            entry = RunEntry(self._free_id(name), capture=capture)
+            self._runs[entry.id] = entry
+        return entry
+
+    def rescan(self) -> None:
+        """Pick up run folders written since the last scan."""
+        known = {e.path.resolve() for e in self._runs.values() if e.path is not None}
+        for path in self._trace_files():
+            if path.resolve() in known:
+                continue
+            name = path.parent.name if path.name == TRACE_FILE else path.stem
+            with self._lock:
+                rid = self._free_id(name)
+                self._runs[rid] = RunEntry(rid, path=path)
+
+    def _trace_files(self) -> list[Path]:
+        found = []
+        for root in self.roots:
+            if root.is_file():
+                found.append(root)
+            elif (root / TRACE_FILE).is_file():
+                found.append(root / TRACE_FILE)
+            elif root.is_dir():
+                found += sorted(
+                    p / TRACE_FILE for p in root.iterdir() if (p / TRACE_FILE).is_file()
+                )
+        return found
+
+    def _free_id(self, name: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip("._-")[:100] or "run"
+        base = base.replace("..", "_")
+        rid, k = base, 2
+        while rid in self._runs:
+            rid, k = f"{base}-{k}", k + 1
+        return rid
+
+
+def graph_of(trace: Trace, graph_id: int) -> Graph:
+    """Graph ``graph_id`` (its index over every capture of the trace) or :class:`UnknownId`."""
+    graphs = trace.graphs
+    if not 0 <= graph_id < len(graphs):
+        raise UnknownId(f"unknown graph {graph_id} ({len(graphs)} graphs)")
+    return graphs[graph_id]

@@ -1,0 +1,156 @@
+"""Pure functions from trace records to the response models (no I/O, no FastAPI).
+
+>>> import tpx as tp, tpx_inspect
+>>> with tpx_inspect.capture(timing=False) as cap:
+...     x = tp.ones(3, requires_grad=True)
+...     (x * 2).sum().backward()
+>>> g = cap.trace.graphs[0]
+>>> info = graph_info("demo", 0, g)
+>>> info.nodes, info.edges, info.finite
+(3, 2, True)
+>>> node_info(g, 2).title, node_info(g, 2).grad_norm
+('sum', 1.0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tpx_inspect.diff import GraphDiff as DiffRecord
+from tpx_inspect.records import Graph, Run
+from tpx_inspect.server import models as m
+from tpx_inspect.summary import TensorSummary
+
+__all__ = [
+    "diff_model",
+    "graph_info",
+    "node_detail",
+    "node_info",
+    "run_info",
+    "summary",
+    "values",
+]
+
+
+def run_info(run_id: str, runs: tuple[Run, ...], live: bool) -> m.RunInfo:
+    """The :class:`RunInfo` of a trace's captures (usually one)."""
+    status = "running" if any(r.status == "running" for r in runs) else "ok"
+    errors = [f"{r.error.type}: {r.error.message}" for r in runs if r.error is not None]
+    if errors:
+        status = "error"
+    name = runs[0].name if runs else run_id
+    graphs = sum(len(r.graphs) for r in runs)
+    steps = sum(r.steps for r in runs)
+    return m.RunInfo(
+        id=run_id, name=name, status=status, live=live, graphs=graphs, steps=steps,
+        error=errors[0] if errors else None,
+    )  # fmt: skip
+
+
+def _nonfinite(s: TensorSummary | None) -> bool:
+    return s is not None and not s.finite
+
+
+def graph_info(run_id: str, graph_id: int, g: Graph) -> m.GraphInfo:
+    """The :class:`GraphInfo` of graph ``g`` (id ``graph_id`` in its run)."""
+    bad = sum(_nonfinite(s.output) or _nonfinite(s.grad) for s in g.stats)
+    edges = sum(e.src is not None for n in g.nodes for e in n.inputs)
+    return m.GraphInfo(
+        id=graph_id, run=run_id, capture=g.run, step=g.step, kind=g.kind, detail=g.detail,
+        nodes=len(g.nodes), edges=edges, roots=list(g.roots), finite=bad == 0,
+        nonfinite_nodes=bad, peak_saved_bytes=g.peak_saved_bytes,
+        backward_seconds=g.backward_seconds,
+    )  # fmt: skip
+
+
+def summary(s: TensorSummary | None) -> m.Summary | None:
+    """A :class:`Summary` model of a tensor summary (NaN/Inf as strings)."""
+    if s is None:
+        return None
+    return m.Summary(
+        shape=list(s.shape), dtype=s.dtype, min=m.number(s.min), max=m.number(s.max),
+        mean=m.number(s.mean), std=m.number(s.std), norm=m.number(s.norm), nan=s.nan,
+        inf=s.inf, zeros=s.zeros, preview=[m.number(v) for v in s.preview],
+        has_value=s.value is not None,
+    )  # fmt: skip
+
+
+def values(a: np.ndarray | None, offset: int = 0, limit: int = 1024) -> m.Values | None:
+    """``limit`` elements of a full value from ``offset`` (C order), JSON-safe."""
+    if a is None:
+        return None
+    flat = np.asarray(a).reshape(-1)
+    part = flat[offset : offset + limit]
+    data = [m.number(v) for v in part.tolist()] if part.dtype.kind in "fiub" else []
+    return m.Values(
+        shape=list(a.shape), dtype=str(a.dtype), offset=offset, data=data, total=int(flat.size),
+        truncated=offset + limit < flat.size,
+    )  # fmt: skip
+
+
+def node_info(g: Graph, i: int) -> m.NodeInfo:
+    """The :class:`NodeInfo` of node ``i`` of ``g``."""
+    n, st = g.node(i), g.stats[i]
+    return m.NodeInfo(
+        id=n.id, kind=n.kind, op=n.op, name=n.name, title=n.title, label=n.label, scope=n.scope,
+        source=None if n.source is None else str(n.source), shape=list(n.shape), dtype=n.dtype,
+        inputs=[m.EdgeInfo(src=e.src, shape=list(e.shape), dtype=e.dtype) for e in n.inputs],
+        saved_bytes=n.saved_bytes, order=st.order,
+        grad_norm=None if st.grad is None else m.number(st.grad.norm),
+        forward_seconds=st.forward_seconds, backward_seconds=st.backward_seconds,
+        nonfinite=_nonfinite(st.output) or _nonfinite(st.grad),
+    )  # fmt: skip
+
+
+def node_detail(g: Graph, i: int, offset: int = 0, limit: int = 1024) -> m.NodeDetail:
+    """Everything about node ``i``, with up to ``limit`` elements of each stored value."""
+    n, st = g.node(i), g.stats[i]
+    vals: dict[str, m.Values | None] = {}
+    if g.detail == "full":
+        nv = g.node_values(i)
+        vals["output"] = values(nv.output, offset, limit)
+        vals["grad"] = values(nv.grad, offset, limit)
+        for k, a in enumerate(nv.inputs):
+            vals[f"input.{k}"] = values(a, offset, limit)
+        for k, a in enumerate(nv.grads_out):
+            vals[f"grad_out.{k}"] = values(a, offset, limit)
+    return m.NodeDetail(
+        node=node_info(g, i), params=_jsonable(n.params), consumers=[c.id for c in g.consumers(i)],
+        saved=[m.SavedInfo(slot=s.slot, shape=list(s.shape), dtype=s.dtype, bytes=s.bytes)
+               for s in n.saved],
+        released=st.released, output=summary(st.output), grad=summary(st.grad),
+        grads_out=[summary(s) for s in st.grads_out], consts=[summary(s) for s in st.consts],
+        values=vals,
+    )  # fmt: skip
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float):
+        return m.number(x)
+    if x is None or isinstance(x, bool | int | str):
+        return x
+    return repr(x)
+
+
+def diff_model(a: str, b: str, d: DiffRecord, offset: int, limit: int, only_changed: bool):
+    """The :class:`GraphDiff` model of a diff, one page of its nodes."""
+    rows = [n for n in d.nodes if n.changed] if only_changed else list(d.nodes)
+    page = rows[offset : offset + limit]
+    return m.GraphDiff(
+        a=a, b=b, same_structure=d.same_structure, nodes_a=d.nodes_a, nodes_b=d.nodes_b,
+        added=d.count("added"), removed=d.count("removed"),
+        changed=sum(n.changed for n in d.nodes),
+        max_output_diff=m.number(d.max_diff("output")), max_grad_diff=m.number(d.max_diff("grad")),
+        peak_saved_bytes_a=d.peak_saved_bytes_a, peak_saved_bytes_b=d.peak_saved_bytes_b,
+        page=m.Page(offset=offset, limit=limit, total=len(rows)),
+        nodes=[m.NodeChange(id=n.id, status=n.status, changes=list(n.changes),
+                            output_diff=m.number(n.output_diff), grad_diff=m.number(n.grad_diff),
+                            saved_bytes_a=n.saved_bytes_a, saved_bytes_b=n.saved_bytes_b)
+               for n in page],
+    )  # fmt: skip
