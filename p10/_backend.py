@@ -6,6 +6,7 @@ its arrays, and maps each op it supports to a kernel ``kernel(*arrays, **params)
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from p10._errors import BackendError, MissingKernelError
+from p10._errors import ArgumentError, BackendError, DTypeError, MissingKernelError
 from p10._ops import Op
 
 
@@ -77,8 +78,8 @@ class Backend:
     array_type: type
     from_numpy: Callable[[np.ndarray], Any]
     to_numpy: Callable[[Any], np.ndarray]
-    dtype_of: Callable[[Any], np.dtype] = field(default=lambda a: a.dtype)
-    setitem: Callable[[Any, Any, Any], None] = field(default=lambda dst, key, value: None)
+    dtype_of: Callable[[Any], np.dtype] = operator.attrgetter("dtype")
+    setitem: Callable[[Any, Any, Any], None] | None = None
     may_share_memory: Callable[[Any, Any], bool] = field(default=lambda a, b: True)
     device: str = "cpu"
 
@@ -200,16 +201,16 @@ def define_op(
     import inspect
 
     if not name or not name.replace("_", "").isalnum():
-        raise ValueError(f"define_op: name must be an identifier, got {name!r}")
+        raise ArgumentError(f"define_op: name must be an identifier, got {name!r}")
     if name in {op.value for op in Op} or name in _custom_ops:
-        raise ValueError(f"define_op: an op named {name!r} exists already; choose another name")
+        raise ArgumentError(f"define_op: an op named {name!r} exists already; choose another name")
     if not callable(kernel):
-        raise TypeError(f"define_op({name!r}): kernel must be callable, got {kernel!r}")
+        raise DTypeError(f"define_op({name!r}): kernel must be callable, got {kernel!r}")
     if arity is not None:
         try:
             inspect.signature(kernel).bind(*range(arity))
         except TypeError as e:
-            raise TypeError(
+            raise DTypeError(
                 f"define_op({name!r}): kernel cannot take {arity} positional array(s): {e}"
             ) from None
         except ValueError:
@@ -231,4 +232,4 @@ def op_from_name(name: str) -> OpKey:
     except ValueError:
         if name in _custom_ops:
             return _custom_ops[name]
-        raise ValueError(f"unknown op name {name!r}") from None
+        raise ArgumentError(f"unknown op name {name!r}") from None

@@ -9,7 +9,7 @@ import numpy as np
 
 from p10._backend import Backend, get_backend
 from p10._dtypes import ALL_DTYPES, get_default_dtype, to_dtype
-from p10._errors import DTypeError, ShapeError
+from p10._errors import ArgumentError, DTypeError, ShapeError
 from p10._tensor import Tensor, wrap
 
 Shape = int | Sequence[int]
@@ -79,11 +79,11 @@ def asarray(
         if same and not copy:
             return obj
         if copy is False:
-            raise ValueError("asarray: copy=False but a dtype or backend change needs a copy")
+            raise ArgumentError("asarray: copy=False but a dtype or backend change needs a copy")
         arr = np.array(obj.numpy(), dtype=target)
         return _place(arr, backend if backend is not None else obj._backend)
     if copy is False and not isinstance(obj, np.ndarray):
-        raise ValueError("asarray: copy=False needs an array that can be shared without copying")
+        raise ArgumentError("asarray: copy=False needs an array that can be shared without copying")
     try:
         arr = np.array(obj, copy=copy is not False)
     except (ValueError, TypeError) as e:
@@ -93,7 +93,7 @@ def asarray(
         raise DTypeError(f"asarray: dtype {dt} is not supported; pass dtype= one of p10's dtypes")
     if arr.dtype != dt:
         if copy is False:
-            raise ValueError(f"asarray: copy=False but {arr.dtype} -> {dt.name} needs a copy")
+            raise ArgumentError(f"asarray: copy=False but {arr.dtype} -> {dt.name} needs a copy")
         arr = arr.astype(dt)
     return _place(arr, backend)
 
@@ -249,7 +249,7 @@ def arange(
     if stop is None:
         start, stop = 0, start
     if step == 0:
-        raise ValueError("arange: step must not be zero")
+        raise ArgumentError("arange: step must not be zero")
     floating = any(isinstance(v, float) for v in (start, stop, step))
     dt = to_dtype(dtype) if dtype is not None else (get_default_dtype() if floating else None)
     arr = np.arange(start, stop, step, dtype=np.float64 if floating else np.int64)

@@ -2,12 +2,27 @@
 
 A rule is ``vjp(ctx, g) -> tuple`` with one gradient (or None) per input; it computes the
 vector-Jacobian product with P10 functions, so the same code runs on P10 values in a plain
-backward and on TPX tensors (recorded again) under ``create_graph=True``.
+backward and on TPX tensors (recorded again) under ``create_graph=True``. Each gradient has its
+input's shape (broadcasting is undone by :func:`unbroadcast`) and dtype (a float32 input next
+to a float64 one gets a float32 gradient). ``tests/tpx/test_rules.py`` checks every rule
+against central finite differences in float64, first and second order.
 
-Conventions follow PyTorch: ``relu'(0) = 0``, ``abs'(0) = 0``, ``sign``/``floor``/``ceil``/
-``round`` have zero gradient, ``clip`` passes the gradient where ``min <= x <= max``.
-Deviations, documented: ``max``/``min`` (reductions, ``maximum``/``minimum`` and max pooling)
-split the gradient evenly between tied elements.
+Conventions, as PyTorch unless marked:
+
+- ``relu'(0) = 0``, ``abs'(0) = 0``; ``sign``, ``floor``, ``ceil``, ``round`` and
+  ``floor_divide`` have zero gradient; ``mod`` passes ``g`` to x and ``-g * floor(x / y)`` to y.
+- ``clip`` passes the gradient where ``min <= x <= max`` (bounds included).
+- ``pow``: ``d/dx x**0 = 0`` even at ``x = 0``; ``d/dy x**y`` is 0 at ``x = 0`` (no NaN from
+  ``log(0)``); negative bases give NaN for the exponent's gradient, as the real log does.
+- ``prod`` with zeros: only a lone zero of its row gets a gradient (the product of the others);
+  under ``create_graph`` the product of the others is formed for every element (O(n^2) per
+  reduced row, only when the input holds zeros) so that second derivatives stay exact.
+- Deviation: ``max``/``min`` (reductions), ``maximum``/``minimum`` and ``max_pool2d`` split
+  the gradient evenly between tied elements (PyTorch's max_pool2d picks one).
+- ``index_put`` with repeated indices: only the write that lands (NumPy: the last) sends a
+  gradient to its value; the overwritten positions of the base get none.
+- ``einsum`` supports repeated labels (``"ii->"``, ``"ii->i"``), ``...`` and size-1
+  broadcasting of explicit labels.
 """
 
 from __future__ import annotations
@@ -38,6 +53,24 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
     if axes:
         g = p10.sum(g, axis=axes, keepdims=True)
     return p10.reshape(g, shape)
+
+
+def _fit(ctx: RuleContext, grads: Grads) -> Grads:
+    """Each gradient in its input's dtype: next to a float64 input, a float32 input still gets
+    a float32 gradient (the output and its gradient are float64); non-float inputs get None."""
+    meta = ctx.node.in_meta
+    for g, (_, dt) in zip(grads, meta):
+        if g is not None and g.dtype != dt:
+            break
+    else:
+        return grads
+    return tuple(_cast_to(g, dt) for g, (_, dt) in zip(grads, meta))
+
+
+def _cast_to(g: Any, dtype: Any) -> Any:
+    if g is None or g.dtype == dtype:
+        return g
+    return p10.astype(g, dtype) if dtype.kind == "f" else None
 
 
 def _zeros(ctx: RuleContext, i: int, like: Any) -> Any:
@@ -169,30 +202,28 @@ def _copy(ctx: RuleContext, g: Any) -> Grads:
 # -- elementwise binary and ternary --------------------------------------------------------------
 def _add(ctx: RuleContext, g: Any) -> Grads:
     s0, s1 = ctx.input_shapes
-    return unbroadcast(g, s0), unbroadcast(g, s1)
+    return _fit(ctx, (unbroadcast(g, s0), unbroadcast(g, s1)))
 
 
 def _sub(ctx: RuleContext, g: Any) -> Grads:
     s0, s1 = ctx.input_shapes
-    return unbroadcast(g, s0), unbroadcast(-g, s1)
+    return _fit(ctx, (unbroadcast(g, s0), unbroadcast(-g, s1)))
 
 
 def _mul(ctx: RuleContext, g: Any) -> Grads:
     (x, y), (n0, n1) = ctx.inputs, ctx.needs_input_grad
     s0, s1 = ctx.input_shapes
-    return (
-        unbroadcast(g * y, s0) if n0 else None,
-        unbroadcast(g * x, s1) if n1 else None,
-    )
+    gx = unbroadcast(g * y, s0) if n0 else None
+    gy = unbroadcast(g * x, s1) if n1 else None
+    return _fit(ctx, (gx, gy))
 
 
 def _div(ctx: RuleContext, g: Any) -> Grads:
     (x, y), (n0, n1) = ctx.inputs, ctx.needs_input_grad
     s0, s1 = ctx.input_shapes
-    return (
-        unbroadcast(g / y, s0) if n0 else None,
-        unbroadcast(-g * x / (y * y), s1) if n1 else None,
-    )
+    gx = unbroadcast(g / y, s0) if n0 else None
+    gy = unbroadcast(-g * x / (y * y), s1) if n1 else None
+    return _fit(ctx, (gx, gy))
 
 
 def _pow(ctx: RuleContext, g: Any) -> Grads:
@@ -210,13 +241,14 @@ def _pow(ctx: RuleContext, g: Any) -> Grads:
         # NOTE: d/dy x**y = x**y log(x) is taken as 0 at x = 0 (no NaN from log(0)).
         safe_log = p10.log(p10.where(x == 0, 1.0, x))
         gy = unbroadcast(g * ctx.output * safe_log, s1)
-    return gx, gy
+    return _fit(ctx, (gx, gy))
 
 
 def _mod(ctx: RuleContext, g: Any) -> Grads:
     (x, y), (_, n1) = ctx.inputs, ctx.needs_input_grad
     s0, s1 = ctx.input_shapes
-    return unbroadcast(g, s0), (unbroadcast(-g * p10.floor(x / y), s1) if n1 else None)
+    gy = unbroadcast(-g * p10.floor(x / y), s1) if n1 else None
+    return _fit(ctx, (unbroadcast(g, s0), gy))
 
 
 def _extremum(ctx: RuleContext, g: Any, wins: Any) -> Grads:
@@ -225,7 +257,7 @@ def _extremum(ctx: RuleContext, g: Any, wins: Any) -> Grads:
     s0, s1 = ctx.input_shapes
     share = p10.where(wins, 1.0, p10.where(x == y, 0.5, 0.0))
     share = p10.astype(share, g.dtype, copy=False)
-    return unbroadcast(g * share, s0), unbroadcast(g * (1 - share), s1)
+    return _fit(ctx, (unbroadcast(g * share, s0), unbroadcast(g * (1 - share), s1)))
 
 
 def _maximum(ctx: RuleContext, g: Any) -> Grads:
@@ -242,11 +274,9 @@ def _where(ctx: RuleContext, g: Any) -> Grads:
     cond = ctx.inputs[0]
     _, s1, s2 = ctx.input_shapes
     _, n1, n2 = ctx.needs_input_grad
-    return (
-        None,
-        unbroadcast(p10.where(cond, g, 0.0), s1) if n1 else None,
-        unbroadcast(p10.where(cond, 0.0, g), s2) if n2 else None,
-    )
+    g1 = unbroadcast(p10.where(cond, g, 0.0), s1) if n1 else None
+    g2 = unbroadcast(p10.where(cond, 0.0, g), s2) if n2 else None
+    return _fit(ctx, (None, g1, g2))
 
 
 # -- reductions ------------------------------------------------------------------------------------
@@ -351,37 +381,74 @@ def _matmul(ctx: RuleContext, g: Any) -> Grads:
         gb = p10.matmul(p10.matrix_transpose(a2), g2)
         gb = unbroadcast(gb, sb if len(sb) > 1 else (sb[0], 1))
         gb = p10.reshape(gb, sb)
-    return ga, gb
+    return _fit(ctx, (ga, gb))
 
 
 def _einsum_grad(terms: list[str], out: str, operands: tuple, shapes: tuple, g: Any, i: int):
-    """Gradient of operand ``i`` of ``einsum(",".join(terms) + "->" + out)``."""
-    term = terms[i]
-    if len(set(term)) != len(term):
-        raise NotImplementedError(
-            f"einsum gradient: repeated index in operand {i} ({term!r}) is not supported; "
-            "take the diagonal explicitly before the einsum"
-        )
+    """Gradient of operand ``i`` of ``einsum(",".join(terms) + "->" + out)`` (explicit labels,
+    no ``...``): an einsum of the output gradient with the other operands."""
+    term, shape = terms[i], shapes[i]
+    unique = "".join(dict.fromkeys(term))
+    sizes = {c: shape[term.index(c)] for c in unique}
     others = [t for j, t in enumerate(terms) if j != i]
-    present = set(out).union(*others) if others else set(out)
-    target = "".join(c for c in term if c in present)
+    present = set(out).union(*others)
+    target = "".join(c for c in unique if c in present)
     spec = ",".join([out, *others]) + "->" + target
     grad = p10.einsum(spec, g, *[o for j, o in enumerate(operands) if j != i])
-    if target != term:
-        kept = tuple(shapes[i][k] if c in present else 1 for k, c in enumerate(term))
-        grad = p10.broadcast_to(p10.reshape(grad, kept), shapes[i])
+    # NOTE: a label of size 1 here may be broadcast against a larger size elsewhere: sum it.
+    stretched = tuple(k for k, c in enumerate(target) if sizes[c] == 1 and grad.shape[k] != 1)
+    if stretched:
+        grad = p10.sum(grad, axis=stretched, keepdims=True)
+    if target != unique:  # labels summed inside this operand alone: broadcast back
+        kept = tuple(sizes[c] if c in present else 1 for c in unique)
+        grad = p10.broadcast_to(p10.reshape(grad, kept), tuple(sizes[c] for c in unique))
+    if unique != term:
+        grad = _onto_diagonal(grad, term, sizes)
     return grad
 
 
-def _einsum(ctx: RuleContext, g: Any) -> Grads:
-    lhs, out = ctx.params["subscripts"].split("->")
+def _onto_diagonal(grad: Any, term: str, sizes: dict[str, int]) -> Any:
+    """Spread the gradient of the diagonal (one axis per distinct label, in order of first
+    appearance) onto an operand whose ``term`` repeats labels (``"ii"``), zero elsewhere."""
+    first = {c: term.index(c) for c in sizes}
+    grad = p10.reshape(grad, tuple(sizes[c] if first[c] == p else 1 for p, c in enumerate(term)))
+    full = tuple(sizes[c] for c in term)
+    grad = p10.broadcast_to(grad, full)
+    for p, c in enumerate(term):
+        if first[c] != p:
+            axes_shape = tuple(sizes[c] if k in (first[c], p) else 1 for k in range(len(term)))
+            eye = p10.eye(sizes[c], dtype=grad.dtype, backend=grad.backend)
+            grad = grad * p10.reshape(eye, axes_shape)
+    return grad
+
+
+def _explicit(subscripts: str, shapes: tuple) -> tuple[list[str], str]:
+    """The terms and output of an einsum with ``...`` replaced by letters (right-aligned)."""
+    lhs, out = subscripts.split("->")
     terms = lhs.split(",")
-    if "." in lhs:
-        raise NotImplementedError("einsum gradient: '...' subscripts are not supported")
-    return tuple(
+    if "..." not in subscripts:
+        return terms, out
+    used = set(subscripts)
+    free = [c for c in string.ascii_letters if c not in used]
+    counts = [len(s) - (len(t) - 3) for t, s in zip(terms, shapes) if "..." in t]
+    n = max(counts, default=0)
+    if n > len(free):
+        raise NotImplementedError(f"einsum gradient: too many '...' axes in {subscripts!r}")
+    letters = "".join(free[:n])
+    terms = [
+        t.replace("...", letters[n - (len(s) - (len(t) - 3)) :]) if "..." in t else t
+        for t, s in zip(terms, shapes)
+    ]
+    return terms, out.replace("...", letters)
+
+
+def _einsum(ctx: RuleContext, g: Any) -> Grads:
+    terms, out = _explicit(ctx.params["subscripts"], ctx.input_shapes)
+    grads = tuple(
         _einsum_grad(terms, out, ctx.inputs, ctx.input_shapes, g, i) if need else None
         for i, need in enumerate(ctx.needs_input_grad)
     )
+    return _fit(ctx, grads)
 
 
 def _tensordot(ctx: RuleContext, g: Any) -> Grads:
@@ -394,10 +461,11 @@ def _tensordot(ctx: RuleContext, g: Any) -> Grads:
     out = "".join(c for k, c in enumerate(ta) if k not in a1)
     out += "".join(c for k, c in enumerate(tb) if k not in a2)
     terms = ["".join(ta), "".join(tb)]
-    return tuple(
+    grads = tuple(
         _einsum_grad(terms, out, ctx.inputs, ctx.input_shapes, g, i) if need else None
         for i, need in enumerate(ctx.needs_input_grad)
     )
+    return _fit(ctx, grads)
 
 
 # -- shape -----------------------------------------------------------------------------------------
@@ -423,7 +491,7 @@ def _concat(ctx: RuleContext, g: Any) -> Grads:
         key = (slice(None),) * axis + (slice(start, stop),)
         grads.append(g[key] if need else None)
         start = stop
-    return tuple(grads)
+    return _fit(ctx, tuple(grads))
 
 
 def _flip(ctx: RuleContext, g: Any) -> Grads:
@@ -470,7 +538,7 @@ def _gather(ctx: RuleContext, g: Any, values_shape: tuple) -> Any:
 def _index_add(ctx: RuleContext, g: Any) -> Grads:
     n_index = len(ctx.input_shapes) - 2
     gv = _gather(ctx, g, ctx.input_shapes[1]) if ctx.needs_input_grad[1] else None
-    return (g, gv, *(None,) * n_index)
+    return _fit(ctx, (g, gv, *(None,) * n_index))
 
 
 def _index_put(ctx: RuleContext, g: Any) -> Grads:
@@ -486,7 +554,7 @@ def _index_put(ctx: RuleContext, g: Any) -> Grads:
             # NOTE: with repeated indices only the write that lands (the last) gets a gradient.
             picked = p10.where(_landed(ctx, picked.shape), picked, 0.0)
         gv = unbroadcast(picked, ctx.input_shapes[1])
-    return (gb, gv, *(None,) * n_index)
+    return _fit(ctx, (gb, gv, *(None,) * n_index))
 
 
 def _landed(ctx: RuleContext, shape: tuple[int, ...]) -> Any:
@@ -526,7 +594,7 @@ def _conv2d(ctx: RuleContext, g: Any) -> Grads:
         cols = p10.reshape(cols, (n, groups, cg * kh * kw, length))
         gw = p10.sum(p10.matmul(g_flat, p10.matrix_transpose(cols)), axis=0)
         gw = p10.reshape(gw, (o, cg, kh, kw))
-    return gx, gw
+    return _fit(ctx, (gx, gw))
 
 
 def _unfold(ctx: RuleContext, g: Any) -> Grads:

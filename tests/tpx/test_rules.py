@@ -82,6 +82,24 @@ def test_float32_inputs_give_float32_gradients(c: Case) -> None:
     assert [g.dtype.name for g in grads] == ["float32"] * len(grads)
 
 
+MIXED_CASES = [c for c in CASES if sum(a.dtype.kind == "f" for a in c.inputs()) >= 2]
+
+
+@pytest.mark.parametrize("c", MIXED_CASES, ids=lambda c: c.id)
+def test_mixed_float32_float64_inputs_get_gradients_of_their_own_dtype(c: Case) -> None:
+    arrays = c.inputs()
+    dtypes = [np.float32 if k % 2 == 0 else np.float64 for k in range(len(arrays))]
+    xs = [tp.asarray(a.astype(dt), requires_grad=True) for a, dt in zip(arrays, dtypes)]
+    out = c.fn(*xs)
+    grads = tp.grad(out, xs, tp.asarray(np.ones(out.shape, out.dtype)), allow_unused=True)
+    assert [g.dtype for g in grads] == [np.dtype(dt) for dt in dtypes]
+    xs64 = [_f(a) for a in arrays]
+    out64 = c.fn(*xs64)
+    reference = tp.grad(out64, xs64, tp.asarray(np.ones(out64.shape)), allow_unused=True)
+    for g, r in zip(grads, reference):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-3, atol=1e-3)
+
+
 # -- non-differentiable ops ------------------------------------------------------------------
 def _f(values: Any) -> Any:
     return tp.asarray(np.asarray(values, np.float64), requires_grad=True)
