@@ -108,6 +108,7 @@ from p10._elementwise import (
     where,
 )
 from p10._errors import (
+    ArgumentError,
     AxisError,
     BackendError,
     DTypeError,
@@ -179,6 +180,7 @@ newaxis = None
 
 __all__ = [
     "OP_INFO",
+    "ArgumentError",
     "AxisError",
     "Backend",
     "BackendError",

@@ -115,17 +115,48 @@ def isdtype(dtype: np.dtype, kind: Any) -> bool:
     return dtype == to_dtype(kind)
 
 
-def result_type(*arrays_and_dtypes: Any) -> np.dtype:
-    """Array API ``result_type``: the promoted dtype; Python scalars are weak (NEP 50).
+def weak_dtype(value: Any, dtype: np.dtype) -> np.dtype:
+    """The dtype a Python scalar takes next to a tensor of ``dtype`` (NEP 50, Array API).
 
-    >>> result_type(float32, 2.5), result_type(int8, int16)
-    (dtype('float32'), dtype('int16'))
+    >>> weak_dtype(2.5, float32), weak_dtype(2.5, int8), weak_dtype(3, bool_)
+    (dtype('float32'), dtype('float32'), dtype('int64'))
     """
+    cls = value.__class__
+    if cls is bool or isinstance(value, np.bool_):
+        return dtype
+    if cls is int or isinstance(value, np.integer):
+        return dtype if dtype.kind in "iuf" else int64
+    return dtype if dtype.kind == "f" else get_default_dtype()
+
+
+def _scalar_dtype(value: bool | int | float) -> np.dtype:
+    """The dtype ``asarray(value)`` gives a Python scalar."""
+    if isinstance(value, bool):
+        return bool_
+    return int64 if isinstance(value, int) else get_default_dtype()
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """The dtype P10 gives an op on these tensors, dtypes and Python scalars.
+
+    The Array API table within a kind; an integer or bool dtype next to a floating one takes the
+    floating dtype (PyTorch's rule); Python scalars are weak (NEP 50). See :mod:`p10._elementwise`.
+
+    >>> result_type(float32, 2.5), result_type(int8, int16), result_type(int64, float32)
+    (dtype('float32'), dtype('int16'), dtype('float32'))
+    """
+    if not arrays_and_dtypes:
+        raise DTypeError("result_type: needs at least one tensor, dtype or scalar")
     args = [getattr(a, "dtype", a) for a in arrays_and_dtypes]
-    args = [a if isinstance(a, (bool, int, float)) else to_dtype(a) for a in args]
-    if all(isinstance(a, (bool, int, float)) for a in args):
-        args.append(get_default_dtype() if any(isinstance(a, float) for a in args) else int64)
-    return to_dtype(np.result_type(*args))
+    scalars = [a for a in args if isinstance(a, (bool, int, float))]
+    dtypes = [to_dtype(a) for a in args if not isinstance(a, (bool, int, float))]
+    if not dtypes:
+        dtypes = [_scalar_dtype(scalars.pop(0))]
+    floats = [d for d in dtypes if d.kind == "f"]
+    out = np.result_type(*(floats or dtypes))
+    for value in scalars:
+        out = weak_dtype(value, out)
+    return to_dtype(out)
 
 
 def finfo(dtype: Any) -> np.finfo:

@@ -23,6 +23,10 @@ class IndexOutOfRangeError(P10Error, IndexError):
     """An index outside the dimension it indexes."""
 
 
+class ArgumentError(P10Error, ValueError):
+    """A parameter value the op cannot take (a zero step, bad einsum subscripts, ...)."""
+
+
 class BackendError(P10Error, ValueError):
     """Unknown backend, or tensors of different backends mixed in one op."""
 

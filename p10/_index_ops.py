@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from p10._elementwise import is_tensor, operand, operands
-from p10._errors import DTypeError, IndexOutOfRangeError
+from p10._errors import ArgumentError, DTypeError, IndexOutOfRangeError
 from p10._indexing import IndexSlot
 from p10._ops import Op
 from p10._reductions import normalize_axis
@@ -43,7 +43,7 @@ def _slice(s: slice) -> slice:
         return None if v is None else int(v.item() if is_tensor(v) else v)
 
     if s.step == 0:
-        raise ValueError("getitem: slice step cannot be zero")
+        raise ArgumentError("getitem: slice step cannot be zero")
     return slice(num(s.start), num(s.stop), num(s.step))
 
 

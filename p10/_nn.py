@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from p10._elementwise import add, operands, to_float
-from p10._errors import DTypeError, ShapeError
+from p10._errors import ArgumentError, DTypeError, ShapeError
 from p10._ops import Op
 from p10._reductions import normalize_axis
 from p10._tensor import apply
@@ -16,7 +16,9 @@ IntPair = int | tuple[int, int]
 def _pair(v: IntPair, name: str, op: str, minimum: int = 1) -> tuple[int, int]:
     pair = (v, v) if isinstance(v, int) else tuple(v)
     if len(pair) != 2 or any(not isinstance(p, int) or p < minimum for p in pair):
-        raise ValueError(f"{op}: {name} must be an int or a pair of ints >= {minimum}, got {v!r}")
+        raise ArgumentError(
+            f"{op}: {name} must be an int or a pair of ints >= {minimum}, got {v!r}"
+        )
     return pair  # type: ignore[return-value]
 
 
@@ -161,7 +163,7 @@ def _pool(op: Op, x: Any, kernel_size: IntPair, stride: IntPair | None, padding:
     s = k if stride is None else _pair(stride, "stride", op.value)
     p = _pair(padding, "padding", op.value, 0)
     if p[0] > k[0] // 2 or p[1] > k[1] // 2:
-        raise ValueError(f"{op.value}: padding {p} must be at most half the kernel size {k}")
+        raise ArgumentError(f"{op.value}: padding {p} must be at most half the kernel size {k}")
     _out_size(x.shape[2:], k, {"dilation": (1, 1), "padding": p, "stride": s}, op.value)
     return apply(op, x, kernel_size=k, stride=s, padding=p)
 

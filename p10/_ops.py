@@ -112,6 +112,10 @@ class Op(enum.Enum):
     MAX_POOL2D = "max_pool2d"  # params: kernel_size, stride, padding
     AVG_POOL2D = "avg_pool2d"  # params: kernel_size, stride, padding
 
+    # NOTE: members are singletons compared by identity, so the identity hash is exact; it makes
+    # every kernel-table lookup several times cheaper than Enum's Python-level name hash.
+    __hash__ = object.__hash__
+
 
 @dataclass(frozen=True)
 class OpInfo:

@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from p10._elementwise import multiply, operands
-from p10._errors import ShapeError
+from p10._elementwise import multiply, operands, promote_mixed
+from p10._errors import ArgumentError, ShapeError
 from p10._ops import Op
 from p10._reductions import normalize_axes, normalize_axis
 from p10._tensor import apply
@@ -188,6 +188,12 @@ def swapaxes(x: Any, /, axis1: int, axis2: int) -> Any:
     return permute_dims(x, axes)
 
 
+def _nonempty_list(arrays: Sequence[Any], op: str) -> Sequence[Any]:
+    if isinstance(arrays, str) or not isinstance(arrays, Sequence) or not arrays:
+        raise ArgumentError(f"{op}: expected a non-empty list or tuple of tensors, got {arrays!r}")
+    return arrays
+
+
 def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
     """Join tensors along an existing axis (flattened first when ``axis`` is None).
 
@@ -195,10 +201,12 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
     >>> p10.concat([p10.zeros((2, 1)), p10.ones((2, 2))], axis=1).shape
     (2, 3)
     """
-    arrays = operands(*arrays)
+    arrays = operands(*_nonempty_list(arrays, "concat"))
     if axis is None:
         arrays = tuple(reshape(a, (-1,)) for a in arrays)
         axis = 0
+    if arrays[0].ndim == 0:
+        raise ShapeError("concat: 0-d tensors have no axis to join along; use stack instead")
     ax = normalize_axis(axis, arrays[0].ndim, "concat")
     first = arrays[0].shape
     for a in arrays[1:]:
@@ -206,8 +214,11 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
             s != t for i, (s, t) in enumerate(zip(a.shape, first)) if i != ax
         ):
             shapes = ", ".join(str(t.shape) for t in arrays)
-            raise ShapeError(f"concat: shapes {shapes} differ outside axis {ax}")
-    return apply(Op.CONCAT, *arrays, axis=ax)
+            raise ShapeError(
+                f"concat: shapes {shapes} differ outside axis {ax}; every size but the one "
+                "along axis must match"
+            )
+    return apply(Op.CONCAT, *promote_mixed(*arrays), axis=ax)
 
 
 def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Any:
@@ -217,7 +228,7 @@ def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Any:
     >>> p10.stack([p10.zeros(3), p10.ones(3)], axis=1).shape
     (3, 2)
     """
-    arrays = operands(*arrays)
+    arrays = operands(*_nonempty_list(arrays, "stack"))
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
         raise ShapeError(f"stack: every tensor needs the same shape, got {sorted(shapes)}")
@@ -280,7 +291,7 @@ def repeat(x: Any, /, repeats: int, *, axis: int | None = None) -> Any:
     """
     (x,) = operands(x)
     if not isinstance(repeats, int) or repeats < 0:
-        raise ValueError(f"repeat: repeats must be a non-negative int, got {repeats!r}")
+        raise ArgumentError(f"repeat: repeats must be a non-negative int, got {repeats!r}")
     ax = None if axis is None else normalize_axis(axis, x.ndim, "repeat")
     return apply(Op.REPEAT, x, repeats=repeats, axis=ax)
 
@@ -320,8 +331,19 @@ def matmul(x1: Any, x2: Any, /) -> Any:
             f"matmul: inner dimensions differ: {x1.shape} @ {x2.shape} ({k1} != {k2}); "
             "transpose an operand (.mT) or fix its shape"
         )
-    broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
-    return apply(Op.MATMUL, x1, x2)
+    if x1.ndim > 1 and x2.ndim > 1:
+        _batch_shapes(x1.shape, x2.shape)
+    return apply(Op.MATMUL, *promote_mixed(x1, x2))
+
+
+def _batch_shapes(s1: tuple[int, ...], s2: tuple[int, ...]) -> None:
+    try:
+        broadcast_shapes(s1[:-2], s2[:-2])
+    except ShapeError:
+        raise ShapeError(
+            f"matmul: batch dimensions of {s1} @ {s2} do not broadcast ({s1[:-2]} vs {s2[:-2]}); "
+            "sizes must be equal or 1 on each batch axis"
+        ) from None
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple = 2) -> Any:
@@ -341,7 +363,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple = 2) -> Any:
         raise ShapeError(
             f"tensordot: contracted sizes differ for {x1.shape} axes {a1} and {x2.shape} axes {a2}"
         )
-    return apply(Op.TENSORDOT, x1, x2, axes=(a1, a2))
+    return apply(Op.TENSORDOT, *promote_mixed(x1, x2), axes=(a1, a2))
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
@@ -378,8 +400,8 @@ def einsum(subscripts: str, /, *operands_: Any) -> Any:
     """
     ops = operands(*operands_)
     if "->" not in subscripts:
-        raise ValueError(f"einsum: give the output explicitly ('...->...'), got {subscripts!r}")
+        raise ArgumentError(f"einsum: give the output explicitly ('...->...'), got {subscripts!r}")
     n_in = len(subscripts.split("->")[0].split(","))
     if n_in != len(ops):
-        raise ValueError(f"einsum: {subscripts!r} names {n_in} operands, got {len(ops)}")
+        raise ArgumentError(f"einsum: {subscripts!r} names {n_in} operands, got {len(ops)}")
     return apply(Op.EINSUM, *ops, subscripts=subscripts.replace(" ", ""))

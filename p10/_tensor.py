@@ -1,12 +1,23 @@
 """The P10 tensor: a backend array plus its backend, and the dispatcher that runs ops on it.
 
-In-place writes (``x += 1``, ``x[0] = 2``, ``x.add_(y)``) change the value and bump a version
-counter shared with every view of the same memory, so a layer above (TPX) that saved a tensor can
-tell at backward time that it was changed under it.
+Mutation policy: tensors are mutable. In-place writes (``x += 1``, ``x[0] = 2``, ``x.add_(y)``)
+change the value and bump a version counter shared with every view of the same memory (views come
+from reshape, permute, flip, broadcast_to and basic indexing), so a layer above (TPX) that saved a
+tensor can tell at backward time that it was changed under it. Nothing else can write behind the
+counter's back: ``.numpy()``, ``np.asarray(t)`` and DLPack export read-only views.
+
+Fast paths: the shared :class:`~p10._methods.TensorMethods` operators route through P10's
+functions and :func:`apply`, so that layers above observe every op. ``p10.Tensor`` overrides the
+hottest of them (``+ - * / ** @``, comparisons, ``tanh``, ``exp``, ``sum``, ...) with methods that
+call the kernel directly when every operand is a plain P10 tensor of one backend and one dtype;
+then conversion, promotion and dispatch cannot change the result. Anything else, and any exception
+from the kernel, takes the ordinary path, which also produces the named error.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,6 +32,99 @@ from p10._ops import Op
 # Ops whose NumPy kernel may return a view of its first input; the output then shares the
 # input's version counter.
 VIEW_OPS = frozenset({Op.RESHAPE, Op.PERMUTE, Op.BROADCAST_TO, Op.GETITEM, Op.FLIP})
+
+
+M = TensorMethods
+_new = object.__new__
+
+
+def _named(method: Callable, slow: Callable) -> Callable:
+    method.__name__ = slow.__name__
+    method.__qualname__ = f"Tensor.{slow.__name__}"
+    method.__doc__ = slow.__doc__
+    method.__wrapped__ = slow  # type: ignore[attr-defined]  # inspect.signature shows slow's
+    return method
+
+
+def _fast_binary(op: Op, slow: Callable, floating: bool = False) -> Callable:
+    """``slow`` with a direct kernel call when both operands share backend and dtype."""
+
+    def method(self: Tensor, other: Any) -> Any:
+        backend = self._backend
+        if other.__class__ is Tensor and other._backend is backend:
+            a, b = self._data, other._data
+            dtype = backend.dtype_of(a)
+            # NOTE: `is` (dtypes are canonical instances) is cheaper than ==; a false "no" only
+            # costs the slow path
+            if dtype is backend.dtype_of(b) and (not floating or dtype.kind == "f"):
+                try:
+                    out = backend.kernels[op](a, b)
+                except Exception:
+                    pass  # a missing kernel too: the slow path raises the error naming it
+                else:
+                    if out.__class__ is not backend.array_type:
+                        return wrap(out, backend)
+                    # NOTE: wrap() inlined; a call costs a sixth of the time budget
+                    t = _new(Tensor)
+                    t._data, t._backend, t._vc = out, backend, None
+                    return t
+        return slow(self, other)
+
+    return _named(method, slow)
+
+
+def _fast_unary(op: Op, slow: Callable, floating: bool = False) -> Callable:
+    """``slow`` with a direct kernel call (for ``floating`` ops only on floating tensors)."""
+
+    def method(self: Tensor) -> Any:
+        backend = self._backend
+        if not floating or backend.dtype_of(self._data).kind == "f":
+            try:
+                out = backend.kernels[op](self._data)
+            except Exception:
+                pass
+            else:
+                if out.__class__ is not backend.array_type:
+                    return wrap(out, backend)
+                t = _new(Tensor)
+                t._data, t._backend, t._vc = out, backend, None
+                return t
+        return slow(self)
+
+    return _named(method, slow)
+
+
+def _fast_axes(axis: Any, ndim: int) -> Any:
+    """The kernel's ``axis`` param for one in-range int; ``False`` for anything else."""
+    if axis.__class__ is int and -ndim <= axis < ndim:
+        return (axis % ndim,)
+    return False
+
+
+def _fast_reduce(op: Op, slow: Callable, floating: bool = False) -> Callable:
+    """``slow`` with a direct kernel call for ``axis`` None or one int (and no other args)."""
+
+    def method(self: Tensor, axis: Any = None, keepdims: bool = False, *args, **kwargs) -> Any:
+        backend = self._backend
+        axes = None if axis is None else _fast_axes(axis, len(self._data.shape))
+        if (
+            axes is not False
+            and not (args or kwargs)
+            and (not floating or backend.dtype_of(self._data).kind == "f")
+        ):
+            try:
+                out = backend.kernels[op](self._data, axis=axes, keepdims=keepdims)
+            except Exception:
+                pass
+            else:
+                if out.__class__ is not backend.array_type:
+                    return wrap(out, backend)
+                t = _new(Tensor)
+                t._data, t._backend, t._vc = out, backend, None
+                return t
+        return slow(self, axis, keepdims, *args, **kwargs)
+
+    return _named(method, slow)
 
 
 class Tensor(TensorMethods):
@@ -42,6 +146,42 @@ class Tensor(TensorMethods):
         t = asarray(data, dtype=dtype, backend=backend)
         self._data, self._backend, self._vc = t._data, t._backend, None
 
+    # -- fast paths of the hottest operators and methods (see the module docstring) --------
+    __add__ = _fast_binary(Op.ADD, M.__add__)
+    __sub__ = _fast_binary(Op.SUB, M.__sub__)
+    __mul__ = _fast_binary(Op.MUL, M.__mul__)
+    __truediv__ = _fast_binary(Op.DIV, M.__truediv__, floating=True)
+    __pow__ = _fast_binary(Op.POW, M.__pow__)
+    __matmul__ = _fast_binary(Op.MATMUL, M.__matmul__)
+    matmul = _fast_binary(Op.MATMUL, M.matmul)
+    maximum = _fast_binary(Op.MAXIMUM, M.maximum)
+    minimum = _fast_binary(Op.MINIMUM, M.minimum)
+    __eq__ = _fast_binary(Op.EQ, M.__eq__)  # type: ignore[assignment]
+    __ne__ = _fast_binary(Op.NE, M.__ne__)  # type: ignore[assignment]
+    __lt__ = _fast_binary(Op.LT, M.__lt__)
+    __le__ = _fast_binary(Op.LE, M.__le__)
+    __gt__ = _fast_binary(Op.GT, M.__gt__)
+    __ge__ = _fast_binary(Op.GE, M.__ge__)
+    __hash__ = TensorMethods.__hash__  # defining __eq__ would otherwise remove it
+    __neg__ = _fast_unary(Op.NEG, M.__neg__)
+    neg = _fast_unary(Op.NEG, M.neg)
+    __abs__ = _fast_unary(Op.ABS, M.__abs__)
+    abs = _fast_unary(Op.ABS, M.abs)
+    relu = _fast_unary(Op.RELU, M.relu)
+    square = _fast_unary(Op.SQUARE, M.square)
+    exp = _fast_unary(Op.EXP, M.exp, floating=True)
+    log = _fast_unary(Op.LOG, M.log, floating=True)
+    sqrt = _fast_unary(Op.SQRT, M.sqrt, floating=True)
+    sin = _fast_unary(Op.SIN, M.sin, floating=True)
+    cos = _fast_unary(Op.COS, M.cos, floating=True)
+    tanh = _fast_unary(Op.TANH, M.tanh, floating=True)
+    sigmoid = _fast_unary(Op.SIGMOID, M.sigmoid, floating=True)
+    mean = _fast_reduce(Op.MEAN, M.mean, floating=True)
+    max = _fast_reduce(Op.MAX, M.max)
+    min = _fast_reduce(Op.MIN, M.min)
+
+    sum = _fast_reduce(Op.SUM, M.sum)
+
     # -- core attributes ------------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype:
@@ -61,7 +201,7 @@ class Tensor(TensorMethods):
     @property
     def size(self) -> int:
         """The number of elements."""
-        return int(np.prod(self._data.shape, dtype=np.int64))
+        return math.prod(self._data.shape)
 
     @property
     def backend(self) -> Backend:
@@ -75,7 +215,13 @@ class Tensor(TensorMethods):
 
     @property
     def version(self) -> int:
-        """How many in-place writes reached this tensor's memory (through any view)."""
+        """How many in-place writes reached this tensor's memory (through any view).
+
+        >>> import p10
+        >>> x = p10.zeros(3); v = x.reshape((3, 1)); v += 1
+        >>> x.version, v.version
+        (1, 1)
+        """
         return 0 if self._vc is None else self._vc[0]
 
     def numpy(self) -> np.ndarray:
@@ -86,16 +232,20 @@ class Tensor(TensorMethods):
         array([1., 1.], dtype=float32)
         """
         out = self._backend.to_numpy(self._data)
-        if out is self._data:
+        if out.flags.writeable:
             out = out.view()
             out.flags.writeable = False
         return out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.numpy()
-        if dtype is not None:
-            out = out.astype(dtype)
-        return np.array(out) if copy else out
+        if dtype is not None and out.dtype != dtype:
+            if copy is False:
+                raise _errors.ArgumentError(
+                    f"__array__: converting {out.dtype} to {dtype} needs a copy, but copy=False"
+                )
+            return out.astype(dtype)
+        return out.copy() if copy else out
 
     def item(self) -> bool | int | float:
         """The value of a one-element tensor as a Python scalar.
@@ -126,9 +276,11 @@ class Tensor(TensorMethods):
         return self._data.shape[0]
 
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        arr = self.numpy()
+        body = np.array2string(arr, separator=", ", prefix="tensor(")
         dt = self.dtype
-        suffix = "" if dt == np.int64 or dt == np.bool_ else f", dtype={dt.name}"
+        suffix = f", shape={arr.shape}" if arr.size == 0 and arr.ndim != 1 else ""
+        suffix += "" if dt == np.int64 or dt == np.bool_ else f", dtype={dt.name}"
         if self._backend.name != "numpy":
             suffix += f", backend='{self._backend.name}'"
         return f"tensor({body}{suffix})"
@@ -146,11 +298,16 @@ class Tensor(TensorMethods):
             return self
         return asarray(self, dtype=dtype, backend=backend if backend else self._backend)
 
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self._data.__dlpack__(**kwargs)
+    def __dlpack__(self, *, max_version: tuple[int, int] | None = None, **kwargs: Any) -> Any:
+        # NOTE: DLPack >= 1.0 carries a read-only flag, so modern consumers share memory without
+        # being able to write behind the version counter; older ones get a copy.
+        view = self.numpy()
+        if max_version is None or max_version < (1, 0):
+            return np.array(view).__dlpack__(**kwargs)
+        return view.__dlpack__(max_version=max_version, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._data.__dlpack_device__()
+        return self.numpy().__dlpack_device__()
 
     # -- in-place writes ---------------------------------------------------------------------
     def _assign(self, result: Tensor) -> Tensor:
@@ -177,8 +334,14 @@ class Tensor(TensorMethods):
                 f"in-place write: cannot store {value.dtype.name} values into a "
                 f"{self.dtype.name} tensor; cast with .astype('{value.dtype.name}') first"
             )
+        setitem = self._backend.setitem
+        if setitem is None:
+            raise MissingKernelError(
+                f"setitem: backend '{self._backend.name}' cannot write in place; use the "
+                "out-of-place p10.index_put or move the tensor with .to(backend='numpy')"
+            )
         try:
-            self._backend.setitem(self._data, key, value._data)
+            setitem(self._data, key, value._data)
         except ValueError as e:
             hint = "make a copy first with .copy()" if "read-only" in str(e) else "check shapes"
             raise _errors.ShapeError(
@@ -230,30 +393,45 @@ def apply(op: OpKey, *inputs: Any, **params: Any) -> Any:
 
 
 def execute(op: OpKey, inputs: tuple[Tensor, ...], params: dict[str, Any]) -> Tensor:
-    """Run the kernel of ``op`` on P10 tensors (all of one backend) and wrap the result."""
+    """Run the kernel of ``op`` on P10 tensors (all of one backend) and wrap the result.
+
+    >>> import p10
+    >>> execute(Op.MUL, (p10.ones(2), p10.full(2, 3.0)), {}).tolist()
+    [3.0, 3.0]
+    """
     backend = inputs[0]._backend
+    arrays = []
     for x in inputs:
         if x._backend is not backend:
-            raise BackendError(
-                f"{op.value}: inputs live on different backends "
-                f"({', '.join(t._backend.name for t in inputs)}); move them to one with "
-                f".to(backend='{backend.name}')"
-            )
+            raise _mixed_backends(op, inputs)
+        arrays.append(x._data)
     kernel = backend.kernels.get(op) or backend.kernel(op)
     try:
-        out = kernel(*[x._data for x in inputs], **params)
+        out = kernel(*arrays, **params)
     except P10Error:
         raise
     except Exception as e:
         raise kernel_error(op, inputs, params, e) from e
-    result = wrap(out, backend)
+    if out.__class__ is backend.array_type:
+        result = _new(Tensor)
+        result._data, result._backend, result._vc = out, backend, None
+    else:
+        result = wrap(out, backend)
     if (
         op in VIEW_OPS
         and (op is not Op.GETITEM or is_basic(params["key"]))
-        and backend.may_share_memory(out, inputs[0]._data)
+        and backend.may_share_memory(out, arrays[0])
     ):
         result._share_version(inputs[0])
     return result
+
+
+def _mixed_backends(op: OpKey, inputs: tuple[Tensor, ...]) -> BackendError:
+    names = ", ".join(f"{t.shape} on '{t._backend.name}'" for t in inputs)
+    return BackendError(
+        f"{op.value}: inputs live on different backends ({names}); move them to one with "
+        f".to(backend='{inputs[0]._backend.name}')"
+    )
 
 
 def kernel_error(op: OpKey, inputs: tuple, params: dict, e: Exception) -> P10Error:
@@ -275,4 +453,6 @@ def kernel_error(op: OpKey, inputs: tuple, params: dict, e: Exception) -> P10Err
         return DTypeError(f"{where}: not defined for these dtypes ({msg}); cast with .astype()")
     if isinstance(e, NotImplementedError):
         return MissingKernelError(f"{where}: {msg}")
+    if isinstance(e, ValueError):
+        return _errors.ArgumentError(f"{where}: {msg}")
     return _errors.P10Error(f"{where}: {msg}")

@@ -35,11 +35,20 @@ def _relu(x):
     return np.maximum(x, x.dtype.type(0))
 
 
-def _reduce(fn):
+def _reduce(ufunc):
+    # NOTE: ufunc.reduce is exactly what np.sum, np.max, np.all, ... run; calling it directly
+    # skips their Python wrappers, and out=... returns a 0-d array rather than a NumPy scalar.
     def kernel(x, *, axis=None, keepdims=False):
-        return fn(x, axis=axis, keepdims=keepdims)
+        return ufunc.reduce(x, axis, keepdims=keepdims, out=...)
 
     return kernel
+
+
+def _mean(x, *, axis=None, keepdims=False):
+    total = np.add.reduce(x, axis, keepdims=keepdims, out=...)
+    count = x.size // max(total.size, 1) if x.size else 0
+    # NOTE: divide by a NumPy integer as np.mean does, so the rounding is the same.
+    return np.true_divide(total, np.intp(count), out=total, casting="unsafe")
 
 
 def _var(x, *, axis=None, keepdims=False, correction=0.0):
@@ -210,18 +219,18 @@ KERNELS = {
     Op.BITWISE_OR: np.bitwise_or,
     Op.BITWISE_XOR: np.bitwise_xor,
     Op.WHERE: np.where,
-    Op.SUM: _reduce(np.sum),
-    Op.MEAN: _reduce(np.mean),
-    Op.PROD: _reduce(np.prod),
-    Op.MAX: _reduce(np.max),
-    Op.MIN: _reduce(np.min),
+    Op.SUM: _reduce(np.add),
+    Op.MEAN: _mean,
+    Op.PROD: _reduce(np.multiply),
+    Op.MAX: _reduce(np.maximum),
+    Op.MIN: _reduce(np.minimum),
     Op.ARGMAX: _arg(np.argmax),
     Op.ARGMIN: _arg(np.argmin),
     Op.VAR: _var,
     Op.LOGSUMEXP: _logsumexp,
     Op.CUMSUM: _cumsum,
-    Op.ALL: _reduce(np.all),
-    Op.ANY: _reduce(np.any),
+    Op.ALL: _reduce(np.logical_and),
+    Op.ANY: _reduce(np.logical_or),
     Op.MATMUL: np.matmul,
     Op.TENSORDOT: lambda a, b, *, axes: np.tensordot(a, b, axes=axes),
     Op.EINSUM: _einsum,

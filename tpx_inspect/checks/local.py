@@ -102,7 +102,7 @@ def _shifted(replay: Replay, xs: list, i: int, step: np.ndarray) -> tuple:
     values = []
     for sign in (1.0, -1.0):
         moved = list(xs)
-        moved[i] = xs[i] + sign * step
+        moved[i] = np.asarray(xs[i] + sign * step)
         values.append(replay.forward(moved))
     return values[0], values[1]
 

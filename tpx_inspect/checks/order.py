@@ -60,7 +60,7 @@ def _order_findings(graph: GraphRecord, bw: BackwardRecord, k: int) -> list[Find
 
 def _missing_findings(graph: GraphRecord, bw: BackwardRecord, k: int) -> list[Finding]:
     ran = {ex.node for ex in bw.executions}
-    if not any(graph.node(n).is_leaf for n in ran):
+    if bw.partial:
         return []  # NOTE: tpx.grad runs no AccumulateGrad and only the nodes it needs.
     needed = _reaches_leaf(graph, _reachable(graph, bw.roots))
     return [

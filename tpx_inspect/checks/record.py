@@ -8,6 +8,7 @@ output values and every backward event) or offline from a saved trace that holds
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 
 import p10
 import tpx
+from tpx import _engine
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ class BackwardRecord:
     order: tuple[int, ...]
     executions: tuple[Execution, ...]
     contributions: tuple[Contribution, ...]
+    partial: bool = False
+    """True for ``tpx.grad``: only the nodes needed for the requested inputs run."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +203,7 @@ class Recorder:
         seeds = tuple(to_numpy(grads[r]) for r in roots)
         self._backwards.append(
             {"roots": ids, "seeds": seeds, "order": tuple(self._id(n) for n in order),
-             "executions": [], "contributions": []}
+             "executions": [], "contributions": [], "partial": _inside_grad(sys._getframe(1))}
         )  # fmt: skip
 
     def on_node_executed(self, node: Any, grad_output: Any, grad_inputs: tuple, s: float) -> None:
@@ -224,7 +228,7 @@ class Recorder:
         nodes = tuple(NodeRecord(**n) for n in self._nodes)
         backwards = tuple(
             BackwardRecord(b["roots"], b["seeds"], b["order"], tuple(b["executions"]),
-                           tuple(b["contributions"]))
+                           tuple(b["contributions"]), b["partial"])
             for b in self._backwards
         )  # fmt: skip
         return GraphRecord(nodes, backwards)
@@ -235,6 +239,19 @@ def _has_hooks(node: Any) -> bool:
     if isinstance(node, tpx.AccumulateGrad) and node.variable._extra:
         hooks.append(node.variable._extra.get("hooks"))
     return any(hooks)
+
+
+def _inside_grad(frame: Any) -> bool:
+    """Whether this backward runs for ``tpx.grad`` (read from the engine's frames)."""
+    # NOTE: on_backward_start does not say whether leaves will be accumulated; tpx.grad runs
+    # only the nodes its inputs need, so the order check must know.
+    for _ in range(6):
+        if frame is None:
+            return False
+        if frame.f_code is _engine.grad.__code__:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _function_class(node: Any) -> Any:

@@ -132,6 +132,8 @@ def _params(params: Any, upcast: bool) -> dict[str, Any]:
 
 
 def _tensor(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
     if isinstance(x, np.ndarray):
         return p10.asarray(x, dtype=x.dtype, backend="numpy")
     return x
