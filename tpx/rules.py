@@ -238,9 +238,10 @@ def _pow(ctx: RuleContext, g: Any) -> Grads:
         safe_y = p10.where(zero_exp, 1.0, y)
         gx = unbroadcast(p10.where(zero_exp, 0.0, g * safe_y * x ** (safe_y - 1)), s0)
     if n1:
-        # NOTE: d/dy x**y = x**y log(x) is taken as 0 at x = 0 (no NaN from log(0)).
+        # NOTE: d/dy x**y = x**y log(x) is taken as 0 at x = 0 (no NaN from log(0)). The
+        # output is recomputed, not saved, so `y = x ** 2; y += 1` stays legal, as in PyTorch.
         safe_log = p10.log(p10.where(x == 0, 1.0, x))
-        gy = unbroadcast(g * ctx.output * safe_log, s1)
+        gy = unbroadcast(g * x**y * safe_log, s1)
     return _fit(ctx, (gx, gy))
 
 
@@ -680,7 +681,7 @@ RULES: dict[Any, Rule] = {
     Op.DIV: Rule(_div, _XY),
     Op.FLOORDIV: Rule(_zero_grad),
     Op.MOD: Rule(_mod, _XY),
-    Op.POW: Rule(_pow, _XY, save_output=True),
+    Op.POW: Rule(_pow, _XY),
     Op.MAXIMUM: Rule(_maximum, _XY),
     Op.MINIMUM: Rule(_minimum, _XY),
     Op.WHERE: Rule(_where, (0,)),

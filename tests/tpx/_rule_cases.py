@@ -409,3 +409,40 @@ for _name, _sx, _kw in [
 ]:
     case(Op.MAX_POOL2D, _name, lambda x, kw=_kw: p10.max_pool2d(x, **kw), spaced(_sx, 0.2))
     case(Op.AVG_POOL2D, _name, lambda x, kw=_kw: p10.avg_pool2d(x, **kw), u(_sx))
+
+# -- partial needs, leftovers and larger inputs ---------------------------------------------------
+# One operand constant (the rule's needs_input_grad=False paths).
+_W = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+case(Op.MATMUL, "const-right", lambda a: a @ p10.asarray(_W), u((2, 4)))
+case(Op.MATMUL, "const-left", lambda b: p10.asarray(_W.T) @ b, u((4, 2)))
+case(Op.MUL, "const-tensor", lambda a: a * p10.asarray(_W[0]), u((2, 3)))
+case(Op.CONCAT, "with-const", lambda a: p10.concat([p10.asarray(_W), a], axis=0), u((1, 3)))
+case(Op.CONV2D, "const-input", lambda w: p10.conv2d(p10.asarray(np.ones((1, 1, 4, 4))), w),
+     u((2, 1, 2, 2)))  # fmt: skip
+case(Op.CONV2D, "const-weight", lambda x: p10.conv2d(x, p10.asarray(np.ones((2, 1, 2, 2)))),
+     u((1, 1, 3, 3)))  # fmt: skip
+case(Op.INDEX_ADD, "const-base", lambda v: p10.index_add(p10.asarray(_W), _ints([0, 0]), v),
+     u((2, 3)))  # fmt: skip
+case(Op.INDEX_PUT, "const-values", lambda x: p10.index_put(x, _ints([2, 0]), p10.asarray(_W[:2])),
+     u((4, 3)))  # fmt: skip
+case(Op.WHERE, "const-x1", lambda y: p10.where(_mask([True, False, True]), p10.asarray(_W[0]), y),
+     u((2, 3)))  # fmt: skip
+# Windows that leave the last rows/columns unused.
+case(Op.CONV2D, "leftover", lambda x, w: p10.conv2d(x, w, stride=2), u((1, 1, 6, 6)),
+     u((1, 1, 3, 3)))  # fmt: skip
+case(Op.MAX_POOL2D, "leftover", lambda x: p10.max_pool2d(x, 2), spaced((1, 1, 5, 5), 0.2))
+case(Op.AVG_POOL2D, "leftover", lambda x: p10.avg_pool2d(x, 2), u((1, 1, 5, 5)))
+case(Op.UNFOLD, "leftover", lambda x: p10.unfold(x, 2, stride=2), u((1, 1, 5, 5)))
+# 0-d inputs of structural ops.
+case(Op.GETITEM, "0d-none", lambda x: x[None], u(()))
+case(Op.TILE, "0d", lambda x: p10.tile(x, (3,)), u(()))
+case(Op.REPEAT, "0d", lambda x: p10.repeat(x, 2), u(()))
+case(Op.BROADCAST_TO, "views", lambda x: p10.broadcast_to(p10.matrix_transpose(x), (2, 3, 2)),
+     u((2, 3)))  # fmt: skip
+# Larger inputs, checked along random directions (v^T J u) instead of the full Jacobian.
+case(Op.MATMUL, "large-random", p10.matmul, u((3, 16, 32)), u((32, 8)), mode="random")
+case(Op.SOFTMAX, "large-random", lambda x: p10.softmax(x, axis=-1), u((16, 64)), mode="random")
+case(Op.MAX_POOL2D, "large-random", lambda x: p10.max_pool2d(x, 3, 2, 1),
+     spaced((2, 3, 9, 9), 0.05), mode="random")  # fmt: skip
+case(Op.GETITEM, "large-random", lambda x: x[_ints(np.arange(50) % 7), 3:],
+     u((10, 20)), mode="random")  # fmt: skip
