@@ -3,7 +3,8 @@
 Forward: a node whose output holds NaN/Inf while all its floating inputs are finite produced
 it; a node with a non-finite input only passed it on. Backward: a node whose rule returned a
 non-finite gradient from a finite incoming gradient and finite forward values produced it; an
-accumulation of finite parts into a non-finite total (``inf + -inf``) produced it too.
+accumulation of finite parts into a non-finite total (overflow, ``inf + -inf``)
+produced it too.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def backward_findings(graph: GraphRecord) -> list[Finding]:
                 findings.append(finding_at(
                     target, "nonfinite-backward",
                     f"backward {k}: accumulating finite gradients into {target.where()} gave "
-                    f"{_kind(c.total)} (opposite infinities)",
+                    f"{_kind(c.total)} (overflow or opposite infinities)",
                     role="accumulation", source=c.source,
                 ))  # fmt: skip
     return findings
