@@ -367,6 +367,8 @@ case(Op.INDEX_PUT, "broadcast-scalar", lambda x, v: p10.index_put(x, (slice(None
      u((3, 2)), u(()))  # fmt: skip
 case(Op.INDEX_PUT, "repeats", lambda x, v: p10.index_put(x, _ints([1, 1, 2]), v), u((4, 2)),
      u((3, 2)))  # fmt: skip
+case(Op.INDEX_PUT, "repeats-broadcast", lambda x, v: p10.index_put(x, _ints([1, 1]), v),
+     u((3, 2)), u((2,)))  # fmt: skip
 case(Op.INDEX_PUT, "mask", lambda x, v: p10.index_put(x, _mask([[True, False], [False, True]]), v),
      u((2, 2)), u((2,)))  # fmt: skip
 

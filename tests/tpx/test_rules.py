@@ -58,6 +58,27 @@ def test_case_records_its_op(c: Case) -> None:
     assert c.op in _recorded_ops(c)
 
 
+def _shapes(c: Case) -> list[tuple[int, ...]]:
+    return [a.shape for a in c.inputs() if a.dtype.kind == "f"]
+
+
+_BROADCASTING = [Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.WHERE]
+_REDUCING = [Op.SUM, Op.MEAN, Op.PROD, Op.MAX, Op.MIN, Op.VAR, Op.LOGSUMEXP]
+
+
+@pytest.mark.parametrize("op", _BROADCASTING, ids=lambda op: op.value)
+def test_table_checks_broadcasting_and_0d(op: Op) -> None:
+    shapes = [_shapes(c) for c in CASES if c.op is op]
+    assert any(len(set(s)) > 1 for s in shapes), "no broadcasting case"
+    assert any(() in s for s in shapes), "no 0-d case"
+
+
+@pytest.mark.parametrize("op", _REDUCING, ids=lambda op: op.value)
+def test_table_checks_keepdims_and_negative_axes(op: Op) -> None:
+    names = [c.name for c in CASES if c.op is op]
+    assert any("keep" in n for n in names) and any("axis(-1,0)" in n for n in names)
+
+
 # -- the sweep ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("c", CASES, ids=lambda c: c.id)
 def test_rule_matches_finite_differences(c: Case) -> None:
@@ -189,6 +210,14 @@ def test_clip_passes_gradient_at_its_bounds() -> None:
 def test_pow_at_zero() -> None:
     # d/dx x**0 = 0 even at x = 0; d/dy 0**y = 0 for y > 0 (no NaN from log(0)), as PyTorch.
     assert _grad(lambda x, y: x**y, [0.0, 0.0], [0.0, 2.0]) == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_pow_second_derivative_is_finite_at_zero() -> None:
+    x, y = _f([0.0, 0.0, 2.0]), _f([0.0, 2.0, 1.0])
+    (gx,) = tp.grad((x**y).sum(), [x], create_graph=True)
+    ggx, ggy = tp.grad(gx.sum(), [x, y])
+    assert np.isfinite(np.asarray(ggx)).all() and np.isfinite(np.asarray(ggy)).all()
+    assert ggx.tolist() == [0.0, 2.0, 0.0]
 
 
 def test_prod_with_zeros() -> None:
