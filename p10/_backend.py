@@ -146,24 +146,39 @@ def list_backends() -> list[str]:
     return list(_registry)
 
 
-def get_backend(name: str | Backend | None = None) -> Backend:
-    """The backend called ``name``; ``None`` gives the current default backend.
+def get_backend(name: str | Backend | None = None, device: Any = None) -> Backend:
+    """The backend called ``name`` (on ``device``); ``None`` gives the current default backend.
 
-    >>> get_backend().name
-    'numpy'
+    The optional libraries of :mod:`p10.backends` (``"torch"``, ``"dask"``, ...) are made and
+    registered on first use; a device other than the backend's gives its sibling for that
+    device (``get_backend("torch", "cuda")`` is the backend ``"torch:cuda"``).
+
+    >>> get_backend().name, get_backend("numpy", "cpu").name
+    ('numpy', 'numpy')
     """
     if name is None:
-        return getattr(_state, "current", None) or _registry["numpy"]
-    if isinstance(name, Backend):
-        return name
-    try:
-        return _registry[name]
-    except KeyError:
-        known = ", ".join(_registry)
-        raise BackendError(
-            f"unknown backend {name!r}; registered backends: {known} "
-            "(register a new one with p10.register_backend)"
-        ) from None
+        backend = getattr(_state, "current", None) or _registry["numpy"]
+        if device is None or str(device) == backend.device:
+            return backend
+        name = backend.name.partition(":")[0]
+    elif isinstance(name, Backend):
+        if device is None or str(device) == name.device:
+            return name
+        name = name.name.partition(":")[0]
+    backend = _registry.get(name)
+    if backend is not None and (device is None or str(device) == backend.device):
+        return backend
+    from p10.backends import resolve
+
+    backend = resolve(name, device)
+    if backend is not None:
+        return backend
+    known = ", ".join(_registry)
+    where = f"{name!r}" if device is None else f"{name!r} on device {device!r}"
+    raise BackendError(
+        f"unknown backend {where}; registered backends: {known} "
+        "(register a new one with p10.register_backend)"
+    )
 
 
 @contextmanager

@@ -49,8 +49,8 @@ def _infer_dtype(obj: Any, arr: np.ndarray) -> np.dtype:
     return arr.dtype
 
 
-def _place(arr: np.ndarray, backend: str | Backend | None) -> Tensor:
-    b = get_backend(backend)
+def _place(arr: np.ndarray, backend: str | Backend | None, device: Any = None) -> Tensor:
+    b = get_backend(backend, device)
     return wrap(b.from_numpy(arr), b)
 
 
@@ -73,8 +73,10 @@ def asarray(
     """
     target = to_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Tensor):
+        if backend is not None or device is not None:
+            backend = get_backend(backend if backend is not None else obj._backend, device)
         same = (target is None or obj.dtype == target) and (
-            backend is None or get_backend(backend) is obj._backend
+            backend is None or backend is obj._backend
         )
         if same and not copy:
             return obj
@@ -95,7 +97,7 @@ def asarray(
         if copy is False:
             raise ArgumentError(f"asarray: copy=False but {arr.dtype} -> {dt.name} needs a copy")
         arr = arr.astype(dt)
-    return _place(arr, backend)
+    return _place(arr, backend, device)
 
 
 def tensor(obj: Any, /, *, dtype: Any = None, backend: str | Backend | None = None) -> Tensor:
@@ -121,23 +123,27 @@ def from_numpy(arr: np.ndarray, /) -> Tensor:
     return wrap(arr, get_backend("numpy"))
 
 
-def from_dlpack(x: Any, /, *, backend: str | Backend | None = None) -> Tensor:
+def from_dlpack(
+    x: Any, /, *, backend: str | Backend | None = None, device: str | None = None
+) -> Tensor:
     """A tensor sharing memory with any object that implements ``__dlpack__``.
 
     >>> import numpy as np
     >>> from_dlpack(np.arange(3)).tolist()
     [0, 1, 2]
     """
-    return _place(np.from_dlpack(x), backend)
+    return _place(np.from_dlpack(x), backend, device)
 
 
-def _filled(shape: Shape, value: Any, dtype: Any, backend: Any, name: str) -> Tensor:
+def _filled(
+    shape: Shape, value: Any, dtype: Any, backend: Any, name: str, device: Any = None
+) -> Tensor:
     shape = normalize_shape(shape, name)
     if dtype is None:
         dtype = get_default_dtype() if isinstance(value, float) else None
         if dtype is None:
             dtype = np.dtype("bool") if isinstance(value, bool) else np.dtype("int64")
-    return _place(np.full(shape, value, dtype=to_dtype(dtype)), backend)
+    return _place(np.full(shape, value, dtype=to_dtype(dtype)), backend, device)
 
 
 def zeros(
@@ -148,7 +154,7 @@ def zeros(
     >>> zeros((2, 3)).shape, zeros(2).dtype
     ((2, 3), dtype('float32'))
     """
-    return _filled(shape, 0.0, dtype, backend, "zeros")
+    return _filled(shape, 0.0, dtype, backend, "zeros", device)
 
 
 def ones(
@@ -159,7 +165,7 @@ def ones(
     >>> ones(3).tolist()
     [1.0, 1.0, 1.0]
     """
-    return _filled(shape, 1.0, dtype, backend, "ones")
+    return _filled(shape, 1.0, dtype, backend, "ones", device)
 
 
 def empty(
@@ -170,7 +176,7 @@ def empty(
     >>> empty((1, 2)).shape
     (1, 2)
     """
-    return _filled(shape, 0.0, dtype, backend, "empty")
+    return _filled(shape, 0.0, dtype, backend, "empty", device)
 
 
 def full(
@@ -186,7 +192,7 @@ def full(
     >>> full((2,), 7).tolist(), full((1,), 0.5).dtype
     ([7, 7], dtype('float32'))
     """
-    return _filled(shape, fill_value, dtype, backend, "full")
+    return _filled(shape, fill_value, dtype, backend, "full", device)
 
 
 def _like(x: Tensor, value: Any, dtype: Any, name: str) -> Tensor:
@@ -253,7 +259,7 @@ def arange(
     floating = any(isinstance(v, float) for v in (start, stop, step))
     dt = to_dtype(dtype) if dtype is not None else (get_default_dtype() if floating else None)
     arr = np.arange(start, stop, step, dtype=np.float64 if floating else np.int64)
-    return _place(arr.astype(dt) if dt is not None else arr, backend)
+    return _place(arr.astype(dt) if dt is not None else arr, backend, device)
 
 
 def linspace(
@@ -273,7 +279,8 @@ def linspace(
     [0.0, 0.5, 1.0]
     """
     dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
-    return _place(np.linspace(start, stop, num, endpoint=endpoint).astype(dt), backend)
+    arr = np.linspace(start, stop, num, endpoint=endpoint).astype(dt)
+    return _place(arr, backend, device)
 
 
 def eye(
@@ -292,4 +299,4 @@ def eye(
     [[1.0, 0.0], [0.0, 1.0]]
     """
     dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
-    return _place(np.eye(n_rows, n_cols, k=k, dtype=dt), backend)
+    return _place(np.eye(n_rows, n_cols, k=k, dtype=dt), backend, device)

@@ -285,18 +285,21 @@ class Tensor(TensorMethods):
             suffix += f", backend='{self._backend.name}'"
         return f"tensor({body}{suffix})"
 
-    def to(self, dtype: Any = None, *, backend: str | Backend | None = None) -> Tensor:
-        """This tensor on another backend and/or with another dtype (a copy when changed).
+    def to(
+        self, dtype: Any = None, *, backend: str | Backend | None = None, device: Any = None
+    ) -> Tensor:
+        """This tensor on another backend, device and/or dtype (a copy when changed).
 
         >>> import p10
-        >>> p10.ones(2).to("float64").dtype
-        dtype('float64')
+        >>> p10.ones(2).to("float64").dtype, p10.ones(2).to(device="cpu").device
+        (dtype('float64'), 'cpu')
         """
         from p10._creation import asarray
 
-        if backend is None and dtype is None:
+        if backend is None and dtype is None and device is None:
             return self
-        return asarray(self, dtype=dtype, backend=backend if backend else self._backend)
+        target = backend if backend else self._backend
+        return asarray(self, dtype=dtype, backend=target, device=device)
 
     def __dlpack__(self, *, max_version: tuple[int, int] | None = None, **kwargs: Any) -> Any:
         # NOTE: DLPack >= 1.0 carries a read-only flag, so modern consumers share memory without

@@ -15,6 +15,8 @@ import numpy as np
 
 import p10
 from p10 import Handle
+from p10 import Op
+from p10._elementwise import scalar_tensor
 from p10._methods import TensorMethods
 from p10._tensor import VIEW_OPS, execute
 from tpx import _mode
@@ -22,6 +24,61 @@ from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGr
 from tpx._graph import AccumulateGrad, GradFn, user_frame
 from tpx._mode import state
 from tpx.rules import NON_DIFFERENTIABLE, RULES
+
+
+P = p10.Tensor
+M = TensorMethods
+
+
+def _fast_binary(op: Op, p10_method: Any, slow: Any, reflected: bool = False) -> Any:
+    """``slow`` (P10's function, which dispatches to :func:`apply_op`) with a shortcut.
+
+    The shortcut runs when the other operand is a TPX tensor or a Python int/float of this
+    tensor's dtype and backend, and no observer or anomaly mode wants the general path: it
+    calls P10's own operator on the P10 values and records the node directly, which gives the
+    same value and the same node as the general path with far fewer calls.
+    """
+
+    def method(self: Tensor, other: Any) -> Any:
+        cls = other.__class__
+        if cls is Tensor:
+            b = const = other._t
+        elif cls is float or cls is int:
+            b = scalar_tensor(other, self._t)
+            const = b
+        else:
+            return slow(self, other)
+        a = self._t
+        if a._backend is not b._backend or a.dtype != b.dtype or state.anomaly or _mode.observers:
+            return slow(self, other)
+        out = p10_method(b, a) if reflected else p10_method(a, b)
+        if (self._rg or (cls is Tensor and other._rg)) and state.grad_enabled:
+            x = other if cls is Tensor else const
+            if reflected:
+                return _record(op, (x, self), (b, a), {}, out)
+            return _record(op, (self, x), (a, b), {}, out)
+        return wrap(out)
+
+    method.__name__ = slow.__name__
+    method.__doc__ = slow.__doc__
+    return method
+
+
+def _fast_unary(op: Op, p10_method: Any, slow: Any) -> Any:
+    """``slow`` with a shortcut for floating tensors, as :func:`_fast_binary`."""
+
+    def method(self: Tensor) -> Any:
+        a = self._t
+        if a.dtype.kind != "f" or state.anomaly or _mode.observers:
+            return slow(self)
+        out = p10_method(a)
+        if self._rg and state.grad_enabled:
+            return _record(op, (self,), (a,), {}, out)
+        return wrap(out)
+
+    method.__name__ = slow.__name__
+    method.__doc__ = slow.__doc__
+    return method
 
 
 class Tensor(TensorMethods):
@@ -41,6 +98,26 @@ class Tensor(TensorMethods):
     @staticmethod
     def __p10_apply__(op: Any, inputs: tuple, params: dict) -> Any:
         return apply_op(op, inputs, params)
+
+    # -- shortcuts of the hottest operators (see _fast_binary) -----------------------------
+    __add__ = _fast_binary(Op.ADD, P.__add__, M.__add__)
+    __radd__ = _fast_binary(Op.ADD, P.__add__, M.__radd__, reflected=True)
+    __sub__ = _fast_binary(Op.SUB, P.__sub__, M.__sub__)
+    __rsub__ = _fast_binary(Op.SUB, P.__sub__, M.__rsub__, reflected=True)
+    __mul__ = _fast_binary(Op.MUL, P.__mul__, M.__mul__)
+    __rmul__ = _fast_binary(Op.MUL, P.__mul__, M.__rmul__, reflected=True)
+    __truediv__ = _fast_binary(Op.DIV, P.__truediv__, M.__truediv__)
+    __matmul__ = _fast_binary(Op.MATMUL, P.__matmul__, M.__matmul__)
+    matmul = _fast_binary(Op.MATMUL, P.matmul, M.matmul)
+    __neg__ = _fast_unary(Op.NEG, P.__neg__, M.__neg__)
+    exp = _fast_unary(Op.EXP, P.exp, M.exp)
+    log = _fast_unary(Op.LOG, P.log, M.log)
+    tanh = _fast_unary(Op.TANH, P.tanh, M.tanh)
+    sigmoid = _fast_unary(Op.SIGMOID, P.sigmoid, M.sigmoid)
+    relu = _fast_unary(Op.RELU, P.relu, M.relu)
+    sqrt = _fast_unary(Op.SQRT, P.sqrt, M.sqrt)
+    sin = _fast_unary(Op.SIN, P.sin, M.sin)
+    cos = _fast_unary(Op.COS, P.cos, M.cos)
 
     def __init__(self, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> None:
         raw = data._t if isinstance(data, Tensor) else data
@@ -364,7 +441,7 @@ def _record(
             f"{op.value}: no gradient rule for this op; register one with "
             f"tpx.register_rule(op, vjp) or call it under tp.no_grad()"
         )
-    if out._data.dtype.kind != "f":
+    if out.dtype.kind != "f":
         return wrap(out)
     edges = tuple([_edge(x) for x in inputs])
     node = GradFn(op, params, rule, edges, tuple([(r._data.shape, r.dtype) for r in raw]))

@@ -1,0 +1,115 @@
+"""Dask specifics of the generic Array API backend: lazy chunked tensors, on a cluster if asked.
+
+A tensor of the ``"dask"`` backend holds a ``dask.array.Array``: every op only extends the task
+graph, and nothing runs until a value is read (``.item()``, ``.numpy()``, ``print``). Then Dask
+computes chunk by chunk, so a reduction over an array larger than memory streams through it.
+Non-standard kernels stay lazy too: ``erf`` maps SciPy over the blocks, scatter-add is a
+weighted ``bincount``.
+
+Running on a cluster: Dask computes with the scheduler of the active ``distributed.Client``.
+:func:`connect` starts a ``LocalCluster`` (or joins ``address``, e.g.
+``"tcp://scheduler:8786"``); every later ``compute`` of any P10 Dask tensor runs there::
+
+    client = p10.backends.dask_extras.connect()                # LocalCluster
+    client = p10.backends.dask_extras.connect("tcp://host:8786")  # an existing cluster
+    x = p10.backends.dask_extras.from_dask(dask.array.ones((10**6, 10**3), chunks=10**4))
+    x.sum().item()  # runs chunk by chunk on the cluster's workers
+
+In a training loop, call :func:`persist` on the parameters after each update, or every step
+recomputes the whole history from the start.
+
+>>> import dask.array as da
+>>> x = from_dask(da.ones((4, 3), chunks=2))
+>>> (x * 2).sum().item()
+24.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from p10._ops import Op
+
+Kernel = Callable[..., Any]
+
+CHUNKS: Any = "auto"
+"""How ``from_numpy`` chunks a NumPy array that becomes a Dask tensor (``dask.array`` syntax)."""
+
+
+def configure(lib: Any) -> None:
+    """Set the conversions of a Dask :class:`~p10.backends.array_api_backend.Lib`."""
+    import dask.array as da
+
+    lib.from_numpy = lambda arr: da.from_array(np.asarray(arr), chunks=CHUNKS)
+    lib.to_numpy = lambda a: np.asarray(a.compute())
+    lib.cpu = True
+    # NOTE: a Dask "view" is a new graph, and setitem rebinds the graph of one array object:
+    # writes never reach other tensors, so no two tensors share memory.
+    lib.may_share = lambda a, b: False
+
+
+def _index_add(lib: Any) -> Kernel:
+    import dask.array as da
+
+    from p10.backends.array_api_index import Indexer
+
+    ix = Indexer(lib)
+
+    def index_add(base, values, *index, key):
+        positions = ix._resolve(base, index, key)
+        if positions.size == 0:
+            return base.copy()
+        lin = positions.reshape(-1)
+        vals = da.broadcast_to(values.astype(base.dtype), positions.shape).reshape(-1)
+        idx = da.from_array(lin, chunks=vals.chunks)
+        size = int(np.prod(base.shape))
+        sums = da.bincount(idx, weights=vals, minlength=size).astype(base.dtype)
+        return base + sums.reshape(base.shape)
+
+    return index_add
+
+
+def kernels(lib: Any) -> dict[Op, Kernel]:
+    """The lazy Dask kernels that replace generic or host-fallback ones."""
+    from scipy import special
+
+    def erf(x):
+        return x.map_blocks(special.erf, dtype=x.dtype)
+
+    return {Op.ERF: erf, Op.INDEX_ADD: _index_add(lib)}
+
+
+def from_dask(array: Any, /, *, backend: str = "dask") -> Any:
+    """A P10 tensor around an existing (lazy) ``dask.array.Array``, without computing it."""
+    from p10._backend import get_backend
+    from p10._tensor import wrap
+
+    b = get_backend(backend)
+    b.dtype_of(array)  # a KeyError here: a dtype P10 does not have
+    return wrap(array, b)
+
+
+def persist(*tensors: Any) -> None:
+    """Compute the Dask tensors' values now and keep them (in memory or on the cluster), so
+    later graphs start from them instead of from their whole history."""
+    import dask
+
+    for t in tensors:
+        inner = getattr(t, "_t", t)  # a tpx.Tensor holds its P10 tensor in ._t
+        (inner._data,) = dask.persist(inner._data)
+
+
+def connect(address: str | None = None, **cluster_options: Any) -> Any:
+    """A ``distributed.Client``: on ``address``, or on a new ``LocalCluster(**cluster_options)``.
+
+    The client becomes Dask's default scheduler, so every P10 Dask computation runs there.
+    Close it (``client.close()``, and ``client.cluster.close()`` for a local one) when done.
+    """
+    from distributed import Client, LocalCluster
+
+    if address is not None:
+        return Client(address)
+    return Client(LocalCluster(**cluster_options))
