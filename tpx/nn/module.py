@@ -91,11 +91,9 @@ class Module:
                 f"{type(self).__name__}: call super().__init__() before assigning attributes"
             )
         if isinstance(value, Module):
-            self._forget(name)
-            self._modules[name] = value
+            self._put("_modules", name, value)
         elif _is_parameter(value) or (name in self._parameters and value is None):
-            self._forget(name)
-            self._parameters[name] = value
+            self._put("_parameters", name, value)
         elif name in self._parameters and isinstance(value, tp.Tensor):
             raise TypeError(
                 f"{type(self).__name__}.{name} is a parameter; assign a leaf tensor that "
@@ -107,6 +105,13 @@ class Module:
         else:
             self._forget(name)
             object.__setattr__(self, name, value)
+
+    def _put(self, table: str, name: str, value: Any) -> None:
+        # NOTE: replacing an entry keeps its place, so state_dict order stays stable
+        entries = getattr(self, table)
+        if name not in entries:
+            self._forget(name)
+        entries[name] = value
 
     def _forget(self, name: str) -> None:
         for table in (self._parameters, self._buffers, self._modules):
