@@ -1,0 +1,519 @@
+// The viewer application: picks a run and graph, shows the laid-out DAG, and wires search,
+// scopes, details, backward playback, colour-by, checks, comparison, export, deep links and keys.
+
+import { http, embedded } from "./api.js";
+import { colourBy, legendGradient, resetThemeCache } from "./colors.js";
+import { canvasPNG, download, toSVG, toStandaloneHTML } from "./exporters.js";
+import { GraphView } from "./graph-view.js";
+import { fmt, renderBox, renderMessage, renderNode } from "./panel.js";
+
+const $ = (id) => document.getElementById(id);
+const api = window.TPX_EMBED ? embedded(window.TPX_EMBED) : http;
+
+const state = {
+  run: null, graph: null, expanded: new Set(), scopes: [], view: null, nodes: [], byNode: new Map(),
+  order: [], selected: null, hits: [], hit: -1, findings: new Map(), checked: false,
+  diff: null, compare: null, play: { index: -1, timer: null }, colour: "kind", graphs: [],
+};
+
+const main = new GraphView($("canvas"));
+let other = null; // the second view when comparing side by side
+
+function status(text) {
+  $("status").textContent = text;
+}
+
+// -- loading -------------------------------------------------------------------------------------
+async function loadRuns() {
+  const runs = await api.runs();
+  $("run").replaceChildren(...runs.map((r) => new Option(`${r.name} (${r.status}, ${r.graphs} graphs)`, r.id)));
+  const compareOptions = [new Option("—", "")];
+  for (const r of runs) {
+    const list = await api.graphs(r.id);
+    for (const g of list.graphs) compareOptions.push(new Option(`${r.name} / graph ${g.id} (${g.detail})`, `${r.id}\u0000${g.id}`));
+  }
+  $("compare").replaceChildren(...compareOptions);
+  return runs;
+}
+
+async function selectRun(run, graph = null) {
+  state.run = run;
+  $("run").value = run;
+  const list = await api.graphs(run);
+  state.graphs = list.graphs;
+  $("graph").replaceChildren(...list.graphs.map((g) => new Option(`graph ${g.id}: ${g.detail} · ${g.nodes} nodes${g.finite ? "" : " · non-finite"}`, g.id)));
+  if (!list.graphs.length) {
+    status("this run recorded no graph yet");
+    return;
+  }
+  await selectGraph(graph ?? list.graphs[0].id);
+}
+
+async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
+  state.graph = Number(graph);
+  $("graph").value = String(graph);
+  if (!keepExpanded) state.expanded = new Set();
+  state.findings = new Map();
+  state.checked = false;
+  state.diff = null;
+  stopPlay();
+  const [nodes, order] = await Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]);
+  state.nodes = nodes.nodes;
+  state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
+  state.order = order.nodes.map((n) => n.id);
+  await refreshView();
+  main.fit();
+  if (node !== null) await select(node);
+  if (state.compare) await showCompare(state.compare);
+  updateURL();
+}
+
+async function refreshView() {
+  const t0 = performance.now();
+  const view = await api.view(state.run, state.graph, [...state.expanded]);
+  state.view = view;
+  state.scopes = view.scopes;
+  main.setGraph(toDrawable(view));
+  applyColour();
+  applyMarks();
+  const ms = (performance.now() - t0).toFixed(0);
+  status(`${view.nodes.length} boxes (${state.nodes.length} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms${view.note ? " · " + view.note : ""}`);
+  document.body.dataset.ready = `${state.run}/${state.graph}/${[...state.expanded].join(",")}`;
+}
+
+function toDrawable(view) {
+  const nodes = view.nodes.map((v) => {
+    const [label, ...rest] = v.label.split("\n");
+    return { ...v, label, sublabel: rest.join(" "), kind: v.kind };
+  });
+  const edges = view.edges.map((e) => ({ source: e.src, target: e.dst, label: e.label, points: e.points }));
+  return { nodes, edges, width: view.width, height: view.height };
+}
+
+// -- node lookup ---------------------------------------------------------------------------------
+function boxOf(nodeId) {
+  // The view box that shows a real node: itself, or the collapsed scope holding it.
+  const direct = state.view.nodes.find((v) => v.node === nodeId && v.kind !== "stub");
+  if (direct) return direct;
+  const scope = state.byNode.get(nodeId)?.scope || "";
+  let best = null;
+  for (const v of state.view.nodes) {
+    if (v.kind === "scope" && (scope === v.scope || scope.startsWith(v.scope + "."))) {
+      if (!best || v.scope.length > best.scope.length) best = v;
+    }
+  }
+  return best;
+}
+
+function ancestors(scope) {
+  const parts = scope ? scope.split(".") : [];
+  return parts.map((_, i) => parts.slice(0, i + 1).join("."));
+}
+
+async function reveal(nodeId) {
+  const box = boxOf(nodeId);
+  if (box && box.kind !== "scope") return box;
+  const scope = state.byNode.get(nodeId)?.scope || "";
+  for (const s of ancestors(scope)) if (state.scopes.includes(s)) state.expanded.add(s);
+  await refreshView();
+  return boxOf(nodeId);
+}
+
+async function select(nodeId) {
+  if (!state.byNode.has(nodeId)) {
+    renderMessage($("panel"), `no node #${nodeId} in this graph`, "fail");
+    return;
+  }
+  const box = await reveal(nodeId);
+  state.selected = nodeId;
+  main.selected = box ? box.id : null;
+  if (box) main.centerOn(box.id);
+  main.draw();
+  updateURL();
+  try {
+    const detail = await api.node(state.run, state.graph, nodeId);
+    renderNode($("panel"), detail, panelContext());
+  } catch (err) {
+    renderMessage($("panel"), String(err), "fail");
+  }
+}
+
+function panelContext() {
+  return { select, toggle, findings: state.findings, checked: state.checked, diff: state.diff };
+}
+
+async function toggle(scope) {
+  if (state.expanded.has(scope)) {
+    for (const s of [...state.expanded]) if (s === scope || s.startsWith(scope + ".")) state.expanded.delete(s);
+  } else {
+    state.expanded.add(scope);
+  }
+  await refreshView();
+  updateURL();
+}
+
+async function activate(box) {
+  if (box.kind === "scope") await toggle(box.scope);
+  else if (box.node !== null && box.node !== undefined) await select(box.node);
+}
+
+main.on("click", async (box) => {
+  if (!box) return;
+  if (box.kind === "stub" && box.node !== null) return select(box.node); // jump to the other end
+  if (box.node !== null && box.node !== undefined && box.kind !== "scope") return select(box.node);
+  main.selected = box.id;
+  main.draw();
+  renderBox($("panel"), box, panelContext());
+});
+main.on("activate", activate);
+
+// -- search ---------------------------------------------------------------------------------------
+function search(text) {
+  const q = text.trim().toLowerCase();
+  state.hits = [];
+  state.hit = -1;
+  if (q) {
+    const id = q.startsWith("#") ? Number(q.slice(1)) : Number(q);
+    for (const n of state.nodes) {
+      const fields = [n.op || "", n.name, n.title || "", n.scope, n.source || "", n.kind];
+      if ((Number.isInteger(id) && n.id === id) || fields.some((f) => f.toLowerCase().includes(q))) state.hits.push(n.id);
+    }
+  }
+  main.hits = new Set(state.hits.map((id) => boxOf(id)?.id).filter(Boolean));
+  main.draw();
+  $("hits").textContent = q ? `${state.hits.length} hits` : "";
+}
+
+async function nextHit(step) {
+  if (!state.hits.length) return;
+  state.hit = (state.hit + step + state.hits.length) % state.hits.length;
+  await select(state.hits[state.hit]);
+  main.hits = new Set(state.hits.map((id) => boxOf(id)?.id).filter(Boolean));
+  $("hits").textContent = `${state.hit + 1} / ${state.hits.length}`;
+}
+
+// -- colour by a per-node value ------------------------------------------------------------------
+function nodeValue(n, key) {
+  switch (key) {
+    case "grad_norm": return n.grad_norm === null ? NaN : Number(n.grad_norm);
+    case "saved_bytes": return n.saved_bytes;
+    case "backward_time": return n.backward_seconds ?? NaN;
+    case "nonfinite": return n.nonfinite ? 1 : 0;
+    case "check_error": return (state.findings.get(n.id) || []).length;
+    default: return NaN;
+  }
+}
+
+function applyColour() {
+  const key = state.colour;
+  if (key === "kind") {
+    main.fill = null;
+    $("legend").hidden = true;
+    main.draw();
+    return;
+  }
+  const values = new Map();
+  for (const n of state.nodes) {
+    const box = boxOf(n.id);
+    if (!box) continue;
+    const v = nodeValue(n, key);
+    const prev = values.get(box.id);
+    values.set(box.id, prev === undefined || !(prev >= v) ? v : prev); // scopes show their max
+  }
+  const scale = colourBy(values);
+  main.fill = scale.fill;
+  $("legend").hidden = false;
+  $("legend-bar").style.background = legendGradient();
+  $("legend-min").textContent = fmt(scale.min);
+  $("legend-max").textContent = fmt(scale.max);
+  $("legend-label").textContent = `${$("colour").selectedOptions[0].text}${scale.log ? " (log)" : ""}`;
+  main.draw();
+}
+
+// -- marks: checks, playback, comparison ----------------------------------------------------------
+function applyMarks() {
+  main.marked = new Map();
+  for (const id of state.findings.keys()) {
+    const box = boxOf(id);
+    if (box) main.marked.set(box.id, "fail");
+  }
+  const i = state.play.index;
+  if (i >= 0 && i < state.order.length) {
+    const id = state.order[i];
+    const box = boxOf(id);
+    for (const e of state.byNode.get(id).inputs) {
+      const b = e.src === null ? null : boxOf(e.src);
+      if (b) main.marked.set(b.id, "accum");
+    }
+    if (box) main.marked.set(box.id, "active");
+  }
+  main.draw();
+}
+
+async function step() {
+  if (!state.order.length) return;
+  state.play.index = (state.play.index + 1) % state.order.length;
+  const id = state.order[state.play.index];
+  await reveal(id);
+  applyMarks();
+  const box = boxOf(id);
+  if (box) main.centerOn(box.id, main.cam.k);
+  const n = state.byNode.get(id);
+  status(`backward step ${state.play.index + 1}/${state.order.length}: #${id} ${n.title || n.name} — gradients flow to ${n.inputs.filter((e) => e.src !== null).map((e) => "#" + e.src).join(", ") || "nothing"}`);
+  document.body.dataset.playStep = String(state.play.index);
+}
+
+function play() {
+  if (state.play.timer) return stopPlay();
+  $("play").textContent = "Pause";
+  state.play.timer = setInterval(() => {
+    if (state.play.index >= state.order.length - 1) stopPlay();
+    else step();
+  }, 400);
+}
+
+function stopPlay() {
+  clearInterval(state.play.timer);
+  state.play.timer = null;
+  $("play").textContent = "Play backward";
+}
+
+async function runChecks() {
+  status("running checks on the saved values…");
+  const report = await api.checks(state.run, state.graph);
+  state.findings = new Map();
+  for (const c of report.checks) for (const f of c.findings) {
+    if (f.node === null) continue;
+    if (!state.findings.has(f.node)) state.findings.set(f.node, []);
+    state.findings.get(f.node).push({ ...f, check: c.name });
+  }
+  state.checked = true;
+  applyMarks();
+  applyColour();
+  const failing = report.checks.filter((c) => c.status !== "pass" && c.status !== "ok" && c.status !== "skip" && c.status !== "skipped");
+  status(report.ok ? `checks: all ${report.checks.length} pass` : `checks: ${failing.map((c) => c.name).join(", ")} failed on ${state.findings.size} node(s)`);
+  document.body.dataset.checked = report.ok ? "ok" : "fail";
+  if (state.findings.size) {
+    const rank = (id) => { const i = state.order.indexOf(id); return i < 0 ? Infinity : i; };
+    const first = [...state.findings.keys()].sort((a, b) => rank(a) - rank(b))[0];
+    await select(first);
+  }
+}
+
+async function showCompare(spec) {
+  state.compare = spec;
+  const mode = $("compare-mode").value;
+  const diff = await api.diff({ run: state.run, graph: state.graph }, spec);
+  state.diff = new Map(diff.nodes.map((n) => [n.id, n]));
+  status(`compared with ${spec.run}/${spec.graph}: ${diff.changed} changed, ${diff.added} added, ${diff.removed} removed · max |Δ output| ${fmt(diff.max_output_diff)} · max |Δ grad| ${fmt(diff.max_grad_diff)}`);
+  $("stage-b").hidden = mode !== "side";
+  $("main").classList.toggle("compare", mode === "side");
+  if (mode === "side") {
+    other ||= new GraphView($("canvas-b"));
+    other.on("click", (box) => box && box.node !== null && select(box.node));
+    const view = await api.view(spec.run, spec.graph, [...state.expanded]);
+    other.setGraph(toDrawable(view));
+    other.resize();
+    other.fit();
+    $("title-b").textContent = `${spec.run} / graph ${spec.graph}`;
+    main.fill = null;
+  } else {
+    const values = new Map();
+    for (const [id, d] of state.diff) {
+      const box = boxOf(id);
+      if (box) values.set(box.id, d.status === "same" ? 0 : Math.max(Number(d.output_diff) || 0, Number(d.grad_diff) || 0, 1e-12));
+    }
+    main.fill = colourBy(values).fill;
+  }
+  main.resize();
+  main.draw();
+  document.body.dataset.compared = mode;
+}
+
+function clearCompare() {
+  state.compare = null;
+  state.diff = null;
+  $("stage-b").hidden = true;
+  $("main").classList.remove("compare");
+  main.resize();
+  applyColour();
+}
+
+// -- export ----------------------------------------------------------------------------------------
+async function exportAs(format) {
+  const base = `${state.run}-graph${state.graph}`;
+  if (format === "svg") download(`${base}.svg`, toSVG(main.graph, main.fill), "image/svg+xml");
+  else if (format === "png") download(`${base}.png`, await canvasPNG(main.canvas), "image/png");
+  else if (format === "html") download(`${base}.html`, toStandaloneHTML(main.graph, state.nodes, `${state.run} / graph ${state.graph}`), "text/html");
+  else {
+    const url = api.exportUrl(state.run, state.graph, format);
+    if (!url) return status(`${format} export needs the server`);
+    const res = await fetch(url);
+    if (!res.ok) return status(`export failed: ${res.status}`);
+    download(`${base}.${format}`, await res.blob(), res.headers.get("content-type"));
+  }
+  status(`exported ${format}`);
+}
+
+// -- deep links ------------------------------------------------------------------------------------
+function updateURL() {
+  const p = new URLSearchParams();
+  if (state.run !== null) p.set("run", state.run);
+  if (state.graph !== null) p.set("graph", state.graph);
+  if (state.selected !== null) p.set("node", state.selected);
+  if (state.expanded.size) p.set("expand", [...state.expanded].join(","));
+  history.replaceState(null, "", "#" + p.toString());
+}
+
+function readURL() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  return {
+    run: p.get("run"),
+    graph: p.has("graph") ? Number(p.get("graph")) : null,
+    node: p.has("node") ? Number(p.get("node")) : null,
+    expand: p.get("expand") ? p.get("expand").split(",") : [],
+  };
+}
+
+// -- keyboard, theme, controls ---------------------------------------------------------------------
+function orderStep(delta) {
+  if (!state.order.length) return;
+  const i = state.order.indexOf(state.selected);
+  const next = i < 0 ? 0 : Math.min(state.order.length - 1, Math.max(0, i + delta));
+  select(state.order[next]);
+}
+
+function setTheme(theme) {
+  document.documentElement.dataset.theme = theme;
+  localStorage.setItem("tpx-theme", theme);
+  resetThemeCache();
+  main.draw();
+  if (other) other.draw();
+}
+
+document.addEventListener("keydown", (ev) => {
+  const typing = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName);
+  if (typing) {
+    if (ev.key === "Escape") document.activeElement.blur();
+    return;
+  }
+  const keys = {
+    "/": () => $("search").focus(),
+    n: () => nextHit(1),
+    N: () => nextHit(-1),
+    j: () => orderStep(1),
+    k: () => orderStep(-1),
+    f: () => main.fit(),
+    "+": () => main.zoomBy(1.25),
+    "=": () => main.zoomBy(1.25),
+    "-": () => main.zoomBy(0.8),
+    ArrowLeft: () => main.panBy(60, 0),
+    ArrowRight: () => main.panBy(-60, 0),
+    ArrowUp: () => main.panBy(0, 60),
+    ArrowDown: () => main.panBy(0, -60),
+    e: () => $("expand-all").click(),
+    c: () => $("collapse-all").click(),
+    p: () => play(),
+    ".": () => step(),
+    x: () => runChecks(),
+    t: () => $("theme").click(),
+    Escape: () => { state.selected = null; main.selected = null; main.draw(); },
+    Enter: () => {
+      const box = main.graph.nodes.find((b) => b.id === main.selected);
+      if (box) activate(box);
+    },
+  };
+  const fn = keys[ev.key];
+  if (fn && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
+    ev.preventDefault();
+    fn();
+  }
+});
+
+$("run").addEventListener("change", (e) => selectRun(e.target.value));
+$("graph").addEventListener("change", (e) => selectGraph(e.target.value));
+$("search").addEventListener("input", (e) => search(e.target.value));
+$("search").addEventListener("keydown", (e) => {
+  if (e.key === "Enter") {
+    e.preventDefault();
+    nextHit(e.shiftKey ? -1 : 1);
+  }
+});
+$("next-hit").addEventListener("click", () => nextHit(1));
+$("prev-hit").addEventListener("click", () => nextHit(-1));
+$("fit").addEventListener("click", () => main.fit());
+$("expand-all").addEventListener("click", async () => {
+  state.expanded = new Set(state.scopes);
+  await refreshView();
+  main.fit();
+  updateURL();
+});
+$("collapse-all").addEventListener("click", async () => {
+  state.expanded = new Set();
+  await refreshView();
+  main.fit();
+  updateURL();
+});
+$("colour").addEventListener("change", (e) => {
+  state.colour = e.target.value;
+  applyColour();
+});
+$("play").addEventListener("click", play);
+$("step").addEventListener("click", step);
+$("checks").addEventListener("click", runChecks);
+$("compare").addEventListener("change", (e) => {
+  if (!e.target.value) return clearCompare();
+  const [run, graph] = e.target.value.split("\u0000");
+  showCompare({ run, graph: Number(graph) });
+});
+$("compare-mode").addEventListener("change", () => state.compare && showCompare(state.compare));
+$("export").addEventListener("change", async (e) => {
+  const format = e.target.value;
+  e.target.value = "";
+  if (format) await exportAs(format);
+});
+$("theme").addEventListener("click", () => setTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
+
+window.addEventListener("error", (e) => status(`error: ${e.message}`));
+window.addEventListener("unhandledrejection", (e) => status(`error: ${e.reason}`));
+
+async function start() {
+  const stored = localStorage.getItem("tpx-theme");
+  setTheme(stored || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+  const runs = await loadRuns();
+  if (!runs.length) {
+    status("no runs: start the server on a run folder (tpx-inspect serve tpx-runs/...)");
+    return;
+  }
+  const link = readURL();
+  const run = runs.some((r) => r.id === link.run) ? link.run : runs[0].id;
+  state.expanded = new Set(link.expand);
+  if (link.graph !== null) {
+    state.run = run;
+    $("run").value = run;
+    const list = await api.graphs(run);
+    state.graphs = list.graphs;
+    $("graph").replaceChildren(...list.graphs.map((g) => new Option(`graph ${g.id}: ${g.detail} · ${g.nodes} nodes`, g.id)));
+    await selectGraph(link.graph, { keepExpanded: true, node: link.node });
+  } else {
+    await selectRun(run);
+  }
+  const live = runs.find((r) => r.id === run)?.live;
+  if (live) follow(run);
+}
+
+async function follow(run) {
+  // Live runs (tpx-inspect run --serve): new graphs appear as they are recorded.
+  while (state.run === run) {
+    const feed = await api.feed(run, state.graphs.length);
+    for (const g of feed.new) {
+      state.graphs.push(g);
+      $("graph").append(new Option(`graph ${g.id}: ${g.detail} · ${g.nodes} nodes`, g.id));
+    }
+    if (feed.new.length) status(`live: ${state.graphs.length} graphs recorded`);
+    if (feed.status !== "running" && !feed.new.length) break;
+  }
+}
+
+window.tpxViewer = { state, main, select, toggle, runChecks, step };
+start().catch((err) => status(`error: ${err}`));

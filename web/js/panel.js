@@ -1,0 +1,107 @@
+// The side panel: everything recorded about one node, a scope box or a stub.
+
+import { heatmap } from "./heatmap.js";
+
+const h = (tag, attrs = {}, ...children) => {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c !== null && c !== undefined) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+};
+
+export const fmt = (v) => {
+  if (v === null || v === undefined) return "—";
+  if (typeof v === "string") return v;
+  if (typeof v === "number") {
+    if (Number.isInteger(v)) return String(v);
+    const a = Math.abs(v);
+    return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(3) : v.toPrecision(4);
+  }
+  return JSON.stringify(v);
+};
+
+const bytes = (n) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(2)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+const seconds = (s) => (s === null || s === undefined ? "—" : s < 1e-3 ? `${(s * 1e6).toFixed(1)} µs` : `${(s * 1e3).toFixed(2)} ms`);
+const shape = (s) => `(${s.join(", ")}${s.length === 1 ? "," : ""})`;
+
+function kv(rows) {
+  return h("table", { class: "kv" }, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))));
+}
+
+function summaryTable(title, s, values) {
+  if (!s) return [h("h3", {}, title), h("p", { class: "muted" }, "not recorded")];
+  const bad = s.nan || s.inf;
+  const rows = [
+    ["shape", `${shape(s.shape)} ${s.dtype}`],
+    ["min / max", `${fmt(s.min)} / ${fmt(s.max)}`],
+    ["mean / std", `${fmt(s.mean)} / ${fmt(s.std)}`],
+    ["norm", fmt(s.norm)],
+    ["NaN / Inf / zeros", h("span", { class: bad ? "fail" : "" }, `${s.nan} / ${s.inf} / ${s.zeros}`)],
+    ["preview", h("span", { class: "mono" }, (s.preview || []).map(fmt).join(", "))],
+  ];
+  const out = [h("h3", {}, title), kv(rows)];
+  if (values && values.shape.length === 2 && values.data.length >= values.shape[0] * values.shape[1]) {
+    const [r, c] = values.shape;
+    const grid = [];
+    for (let i = 0; i < r; i++) grid.push(values.data.slice(i * c, (i + 1) * c).map(Number));
+    out.push(heatmap(grid));
+  }
+  return out;
+}
+
+export function renderNode(panel, detail, ctx) {
+  const n = detail.node;
+  const link = (id) => h("a", { class: "jump", tabindex: "0", onclick: () => ctx.select(id), onkeydown: (e) => e.key === "Enter" && ctx.select(id) }, `#${id}`);
+  const inputs = n.inputs.map((e, i) =>
+    h("tr", {}, h("td", {}, i), h("td", {}, e.src === null ? "const" : link(e.src)), h("td", { class: "mono" }, `${shape(e.shape)} ${e.dtype}`)));
+  const saved = detail.saved.map((s) => h("tr", {}, h("td", {}, s.slot < 0 ? "output" : `input ${s.slot}`), h("td", { class: "mono" }, `${shape(s.shape)} ${s.dtype}`), h("td", {}, bytes(s.bytes))));
+  const checks = (ctx.findings.get(n.id) || []).map((f) => h("li", { class: "fail" }, `${f.check}: ${f.message}`));
+  const diff = ctx.diff && ctx.diff.get(n.id);
+  panel.replaceChildren(
+    h("h2", {}, `#${n.id} ${n.title || n.name}`),
+    kv([
+      ["op", n.op || n.kind],
+      ["kind", n.kind],
+      ["scope", n.scope || "—"],
+      ["source", h("span", { class: "mono" }, n.source || "—")],
+      ["output", `${shape(n.shape)} ${n.dtype}`],
+      ["backward order", n.order === null ? "did not run" : String(n.order)],
+      ["forward time", seconds(n.forward_seconds)],
+      ["backward time", seconds(n.backward_seconds)],
+      ["released at step", detail.released === null ? "—" : String(detail.released)],
+      ["consumers", h("span", {}, detail.consumers.flatMap((c, i) => (i ? [", ", link(c)] : [link(c)])))],
+    ]),
+    h("h3", {}, "params"),
+    h("pre", { class: "mono" }, Object.keys(detail.params).length ? JSON.stringify(detail.params, null, 1) : "—"),
+    h("h3", {}, "inputs"),
+    h("table", { class: "kv" }, inputs.length ? inputs : h("tr", {}, h("td", { class: "muted" }, "none (leaf)"))),
+    h("h3", {}, "saved for backward"),
+    h("table", { class: "kv" }, saved.length ? saved : h("tr", {}, h("td", { class: "muted" }, "nothing"))),
+    ...summaryTable("output", detail.output, detail.values?.output),
+    ...summaryTable("gradient (incoming)", detail.grad, detail.values?.grad),
+    ...detail.grads_out.flatMap((g, i) => (g ? summaryTable(`gradient to input ${i}`, g, detail.values?.[`grad_out.${i}`]) : [])),
+    h("h3", {}, "checks"),
+    checks.length ? h("ul", {}, checks) : h("p", { class: ctx.checked ? "ok" : "muted" }, ctx.checked ? "all checks pass" : "not run (press X)"),
+    diff ? h("h3", {}, "compared") : null,
+    diff ? kv([["status", diff.status], ["changes", diff.changes.join("; ") || "—"], ["max |Δ output|", fmt(diff.output_diff)], ["max |Δ grad|", fmt(diff.grad_diff)], ["saved bytes", `${bytes(diff.saved_bytes_a)} → ${bytes(diff.saved_bytes_b)}`]]) : null,
+  );
+}
+
+export function renderBox(panel, box, ctx) {
+  const rows = [["kind", box.kind], ["label", box.label]];
+  if (box.scope) rows.push(["scope", box.scope]);
+  if (box.size > 1) rows.push(["nodes inside", String(box.size)]);
+  const actions = [];
+  if (box.kind === "scope") actions.push(h("button", { onclick: () => ctx.toggle(box.scope) }, "Expand (Enter)"));
+  if (box.kind === "stub" && box.node !== null) actions.push(h("button", { onclick: () => ctx.select(box.node) }, `Jump to #${box.node} (Enter)`));
+  panel.replaceChildren(h("h2", {}, box.label), kv(rows), ...actions);
+}
+
+export function renderMessage(panel, text, cls = "muted") {
+  panel.replaceChildren(h("p", { class: cls }, text));
+}
