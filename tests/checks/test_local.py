@@ -48,7 +48,7 @@ def test_wrong_sin_rule_is_named_with_op_scope_and_source_line():
     (f,) = result.findings
     assert (f.category, f.op, f.name, f.scope) == ("rule", "sin", "SinBackward", "encoder")
     assert HERE in f.source and "_model" in f.source
-    assert "input 0" in f.message and "incoming gradient" in f.message
+    assert "input 0" in f.message and "recorded gradient" in f.message
 
 
 def _mean_unbroadcast(g, shape):

@@ -26,11 +26,15 @@ _EPS64 = float(np.finfo(np.float64).eps)
 
 @dataclass(frozen=True)
 class LocalOptions:
-    """Step, tolerances and how many random directions/cotangents the local check uses."""
+    """Step, tolerances and how many random directions/cotangents the local check uses.
+
+    ``rtol32`` applies to recorded gradients computed in float32 (or narrower).
+    """
 
     eps: float = 1e-6
     atol: float = 1e-8
     rtol: float = 1e-5
+    rtol32: float = 1e-3
     directions: int = 2
     cotangents: int = 1
     seed: int = 0
@@ -63,8 +67,18 @@ class Comparison:
         return self.mismatch > self.tolerance and not self.failed
 
 
-def check_node(node: NodeRecord, grad_output: np.ndarray | None, opts: LocalOptions) -> list:
+def check_node(
+    node: NodeRecord,
+    grad_output: np.ndarray | None,
+    opts: LocalOptions,
+    recorded: tuple | None = None,
+) -> list:
     """Every :class:`Comparison` for one node (empty when it has nothing to differentiate).
+
+    The rule is replayed on the real incoming gradient ``grad_output`` and on random
+    cotangents; ``recorded`` (the gradients the rule returned in the recorded backward, from
+    ``grad_output``) is compared too, which is what an offline check of a saved trace can
+    verify even when the rule that ran is not the one registered now.
 
     >>> import tpx as tp
     >>> from tpx_inspect.checks.record import record
@@ -80,6 +94,9 @@ def check_node(node: NodeRecord, grad_output: np.ndarray | None, opts: LocalOpti
     rng = np.random.default_rng([opts.seed, node.id])
     us = _cotangents(y, grad_output, opts.cotangents, rng)
     grads = {name: replay.vjp(xs, y, u) for name, u in us}
+    if recorded is not None and us and us[0][0] == "incoming gradient":
+        us.insert(0, ("recorded gradient", us[0][1]))
+        grads["recorded gradient"] = recorded
     out = []
     for i in replay.differentiable():
         for _ in range(opts.directions):
@@ -118,7 +135,10 @@ def _compare(i, name, u, v, y, plus, minus, grads, opts) -> Comparison:
     asym = abs(float(np.sum(u * ((plus - y) - (y - minus)))) / h)
     scale = float(np.sum(np.abs(u * central))) + abs(analytical)
     roundoff = 64 * _EPS64 * float(np.sum(np.abs(u) * (np.abs(plus) + np.abs(minus)))) / h
-    tol = opts.atol + opts.rtol * scale + roundoff
+    rtol = opts.rtol
+    if name == "recorded gradient" and gi is not None and np.asarray(gi).dtype.itemsize <= 4:
+        rtol = max(rtol, opts.rtol32)  # the rule ran in float32
+    tol = opts.atol + rtol * scale + roundoff
     return Comparison(i, name, numerical, analytical, tol, asym)
 
 
@@ -171,7 +191,9 @@ def local_check(graph: GraphRecord, opts: LocalOptions | None = None) -> CheckRe
             skipped += 1
             notes.append(f"{node.where()}: skipped, {reason}")
             continue
-        comparisons = check_node(node, graph.incoming(nid), opts)
+        ex = graph.execution(nid)
+        incoming, recorded = (None, None) if ex is None else (ex.grad_output, ex.grad_inputs)
+        comparisons = check_node(node, incoming, opts, recorded)
         checked += 1
         bad = [c for c in comparisons if c.failed]
         if bad:

@@ -115,13 +115,18 @@ class GraphRecord:
                     out[e].append(n.id)
         return out
 
-    def incoming(self, node_id: int) -> np.ndarray | None:
-        """The gradient ``node_id`` received in the first backward that ran it, if any."""
+    def execution(self, node_id: int) -> Execution | None:
+        """The first backward run of ``node_id``, if any."""
         for bw in self.backwards:
             for ex in bw.executions:
                 if ex.node == node_id:
-                    return ex.grad_output
+                    return ex
         return None
+
+    def incoming(self, node_id: int) -> np.ndarray | None:
+        """The gradient ``node_id`` received in the first backward that ran it, if any."""
+        ex = self.execution(node_id)
+        return None if ex is None else ex.grad_output
 
 
 def to_numpy(value: Any) -> Any:
@@ -245,7 +250,7 @@ def _inside_grad(frame: Any) -> bool:
     """Whether this backward runs for ``tpx.grad`` (read from the engine's frames)."""
     # NOTE: on_backward_start does not say whether leaves will be accumulated; tpx.grad runs
     # only the nodes its inputs need, so the order check must know.
-    for _ in range(6):
+    for _ in range(12):
         if frame is None:
             return False
         if frame.f_code is _engine.grad.__code__:
