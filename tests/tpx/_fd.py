@@ -79,13 +79,12 @@ def numeric_jacobian(
         x = arrays[i]
         cols = []
         for j in range(x.size):
-            flat = x.reshape(-1)
-            old = flat[j]
-            flat[j] = old + eps
+            old = x.flat[j]
+            x.flat[j] = old + eps
             plus = _forward(f, arrays, wrt)
-            flat[j] = old - eps
+            x.flat[j] = old - eps
             minus = _forward(f, arrays, wrt)
-            flat[j] = old
+            x.flat[j] = old
             cols.append(((plus - minus) / (2 * eps)).ravel())
         out_size = cols[0].size if cols else _forward(f, arrays, wrt).size
         jacobians.append(np.stack(cols, axis=1) if cols else np.zeros((out_size, 0)))
