@@ -1,9 +1,12 @@
 """Compare two recorded graphs node by node: structure, forward values, gradients, memory.
 
-Nodes are matched by id: ids are given in topological order, so two steps of the same model
-(or two runs of the same script) give the same ids to the same nodes. A difference of values
-is the largest absolute elementwise difference when both full values are stored, else the
-difference of the L2 norms (``exact=False``).
+Nodes are matched by signature (kind, op, label, scope, shape, dtype), the k-th node of a
+signature in A with the k-th of the same signature in B (ids are topological, so this is the
+order of recording): two steps of one model match node for node even when their ids differ.
+Unmatched nodes are ``removed`` (only in A) or ``added`` (only in B); a matched node whose
+inputs come from different nodes, or that saves other bytes, changed in ``structure``. A
+difference of values is the largest absolute elementwise difference when both full values are
+stored, else the difference of the L2 norms (``exact=False``).
 
 >>> import tpx as tp, tpx_inspect
 >>> def step(scale):
@@ -14,6 +17,8 @@ difference of the L2 norms (``exact=False``).
 >>> d = diff_graphs(step(2.0), step(3.0))
 >>> d.same_structure, [(c.id, c.status, c.output_diff) for c in d.nodes]  # x's grad differs
 (True, [(0, 'values', 0.0), (1, 'values', 1.0), (2, 'values', 3.0)])
+>>> [(c.id, c.id_b) for c in d.nodes]
+[(0, 0), (1, 1), (2, 2)]
 """
 
 from __future__ import annotations
@@ -31,13 +36,14 @@ __all__ = ["GraphDiff", "NodeDiff", "diff_graphs"]
 
 @dataclass(frozen=True)
 class NodeDiff:
-    """How node ``id`` differs: ``status`` is added, removed, structure, values or same.
+    """How node ``id`` of A (``id_b`` in B) differs: ``status`` is added, removed, structure,
+    values or same. ``id`` is None for an added node, ``id_b`` None for a removed one.
 
-    >>> NodeDiff(3, "same").changed
+    >>> NodeDiff(3, "same", id_b=3).changed
     False
     """
 
-    id: int
+    id: int | None
     status: str
     changes: tuple[str, ...] = ()
     output_diff: float | None = None
@@ -45,6 +51,7 @@ class NodeDiff:
     saved_bytes_a: int = 0
     saved_bytes_b: int = 0
     exact: bool = True
+    id_b: int | None = None
 
     @property
     def changed(self) -> bool:
@@ -87,38 +94,49 @@ def _nan_first(v: float) -> float:
 
 
 def diff_graphs(a: Graph, b: Graph) -> GraphDiff:
-    """Compare ``a`` with ``b`` node by node (matched by id)."""
+    """Compare ``a`` with ``b`` node by node (matched by signature, in id order)."""
+    match = _match(a, b)
     out = []
-    for i in range(max(len(a.nodes), len(b.nodes))):
-        if i >= len(b.nodes):
+    for i, j in match.items():
+        if j is None:
             out.append(NodeDiff(i, "removed", saved_bytes_a=a.nodes[i].saved_bytes))
-        elif i >= len(a.nodes):
-            out.append(NodeDiff(i, "added", saved_bytes_b=b.nodes[i].saved_bytes))
         else:
-            out.append(_node_diff(a, b, i))
+            out.append(_node_diff(a, b, i, j, match))
+    taken = {j for j in match.values() if j is not None}
+    out += [
+        NodeDiff(None, "added", saved_bytes_b=n.saved_bytes, id_b=n.id)
+        for n in b.nodes
+        if n.id not in taken
+    ]
     return GraphDiff(tuple(out), len(a.nodes), len(b.nodes), a.peak_saved_bytes, b.peak_saved_bytes)
 
 
-def _structure_changes(na: Node, nb: Node) -> list[str]:
+def _signature(n: Node) -> tuple:
+    return (n.kind, n.op, n.label, n.scope, n.shape, n.dtype)
+
+
+def _match(a: Graph, b: Graph) -> dict[int, int | None]:
+    pool: dict[tuple, list[int]] = {}
+    for n in reversed(b.nodes):
+        pool.setdefault(_signature(n), []).append(n.id)
+    out: dict[int, int | None] = {}
+    for n in a.nodes:
+        ids = pool.get(_signature(n))
+        out[n.id] = ids.pop() if ids else None
+    return out
+
+
+def _node_diff(a: Graph, b: Graph, i: int, j: int, match: dict[int, int | None]) -> NodeDiff:
+    na, nb = a.nodes[i], b.nodes[j]
     changes = []
-    for attr in ("kind", "op", "scope", "dtype", "label"):
-        va, vb = getattr(na, attr), getattr(nb, attr)
-        if va != vb:
-            changes.append(f"{attr}: {va!r} -> {vb!r}")
-    if na.shape != nb.shape:
-        changes.append(f"shape: {na.shape} -> {nb.shape}")
-    if [e.src for e in na.inputs] != [e.src for e in nb.inputs]:
-        changes.append(f"inputs: {[e.src for e in na.inputs]} -> {[e.src for e in nb.inputs]}")
+    srcs_a = [None if e.src is None else match.get(e.src) for e in na.inputs]
+    srcs_b = [e.src for e in nb.inputs]
+    if srcs_a != srcs_b:
+        changes.append(f"inputs: {[e.src for e in na.inputs]} -> {srcs_b}")
     if na.saved_bytes != nb.saved_bytes:
         changes.append(f"saved bytes: {na.saved_bytes} -> {nb.saved_bytes}")
-    return changes
-
-
-def _node_diff(a: Graph, b: Graph, i: int) -> NodeDiff:
-    na, nb = a.nodes[i], b.nodes[i]
-    changes = _structure_changes(na, nb)
-    out, exact_o = _value_diff(a, a.output(i), b, b.output(i))
-    grad, exact_g = _value_diff(a, a.grad(i), b, b.grad(i))
+    out, exact_o = _value_diff(a, a.output(i), b, b.output(j))
+    grad, exact_g = _value_diff(a, a.grad(i), b, b.grad(j))
     if changes:
         status = "structure"
     elif (out or 0.0) != 0.0 or (grad or 0.0) != 0.0:
@@ -126,8 +144,9 @@ def _node_diff(a: Graph, b: Graph, i: int) -> NodeDiff:
     else:
         status = "same"
     return NodeDiff(
-        i, status, tuple(changes), out, grad, na.saved_bytes, nb.saved_bytes, exact_o and exact_g
-    )
+        i, status, tuple(changes), out, grad, na.saved_bytes, nb.saved_bytes,
+        exact_o and exact_g, j,
+    )  # fmt: skip
 
 
 def _value_diff(

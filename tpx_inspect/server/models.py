@@ -248,9 +248,10 @@ class CheckReport(BaseModel):
 
 
 class NodeChange(BaseModel):
-    """How one node differs between two graphs."""
+    """How one node differs between two graphs (``id`` in A, ``id_b`` in B; null when absent)."""
 
-    id: int
+    id: int | None
+    id_b: int | None
     status: str = Field(description="added, removed, changed or same")
     changes: list[str]
     output_diff: Number = None

@@ -149,8 +149,26 @@ def diff_model(a: str, b: str, d: DiffRecord, offset: int, limit: int, only_chan
         max_output_diff=m.number(d.max_diff("output")), max_grad_diff=m.number(d.max_diff("grad")),
         peak_saved_bytes_a=d.peak_saved_bytes_a, peak_saved_bytes_b=d.peak_saved_bytes_b,
         page=m.Page(offset=offset, limit=limit, total=len(rows)),
-        nodes=[m.NodeChange(id=n.id, status=n.status, changes=list(n.changes),
+        nodes=[m.NodeChange(id=n.id, id_b=n.id_b, status=n.status, changes=list(n.changes),
                             output_diff=m.number(n.output_diff), grad_diff=m.number(n.grad_diff),
                             saved_bytes_a=n.saved_bytes_a, saved_bytes_b=n.saved_bytes_b)
                for n in page],
     )  # fmt: skip
+
+
+def check_report(run_id: str, graph_id: int, report: Any) -> m.CheckReport:
+    """The :class:`CheckReport` model of a ``tpx_inspect.checks.Report``."""
+    checks = [
+        m.CheckInfo(
+            name=r.check, status="pass" if r.passed else "fail",
+            summary=f"{r.checked} checked, {len(r.findings)} findings, {r.skipped} skipped"
+            + "".join(f"; {n}" for n in r.notes),
+            findings=[
+                m.Finding(check=f.category, node=f.node, message=f.message,
+                          details=_jsonable(dict(f.details)))
+                for f in r.findings[:200]
+            ],
+        )
+        for r in report.results
+    ]  # fmt: skip
+    return m.CheckReport(run=run_id, graph=graph_id, ok=report.passed, checks=checks)

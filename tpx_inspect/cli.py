@@ -1,0 +1,435 @@
+"""``tpx-inspect``: capture a script's graphs, browse them, check them, export them.
+
+Every command is a thin shell over a library call; only this module prints and exits. Exit
+codes: 0 success (checks: all passed), 1 a check failed (or the script's own code for
+``run``), 2 bad input (a one-line ``Error: ...``; ``--debug`` shows the traceback).
+
+>>> from click.testing import CliRunner
+>>> result = CliRunner().invoke(cli, ["--help"])
+>>> result.exit_code, "run" in result.output
+(0, True)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import webbrowser
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+
+import tpx_inspect
+from tpx_inspect import _cli_tables as tables
+from tpx_inspect.errors import InspectError
+from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
+from tpx_inspect.records import Graph, Trace
+from tpx_inspect.script import ScriptError, check_script, run_captured
+
+__all__ = ["cli", "main"]
+
+VERSION = "0.1.0"
+EXAMPLE = "\b\nExample:\n  "
+
+
+class UsageFail(click.ClickException):
+    """Bad input: one line on stderr, exit code 2."""
+
+    exit_code = 2
+
+
+class Cli(click.Group):
+    """A group that turns library errors into one-line messages (exit 2) unless ``--debug``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, UsageFail, SystemExit):
+            raise
+        except click.UsageError as exc:
+            if ctx.params.get("debug"):
+                raise
+            raise UsageFail(exc.format_message()) from None
+        except click.ClickException:
+            raise
+        except (InspectError, ScriptError, ValueError, KeyError, OSError) as exc:
+            if ctx.params.get("debug"):
+                raise
+            text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+            raise UsageFail(text.splitlines()[0] if text else type(exc).__name__) from None
+
+
+def fail(message: str) -> NoReturn:
+    """Stop with a one-line error and exit code 2."""
+    raise UsageFail(message)
+
+
+def _console() -> Console:
+    return Console(file=click.get_text_stream("stdout"), soft_wrap=True, width=140)
+
+
+def load_trace(path: str) -> Trace:
+    """The trace at ``path``: a trace JSON file or a run folder holding ``trace.json``."""
+    from tpx_inspect.server.store import trace_path
+
+    p = trace_path(path)
+    if not p.exists():
+        fail(f"no trace at {path} (expected a trace .json file or a run folder)")
+    return Trace.load(str(p))
+
+
+def pick_graph(trace: Trace, graph: int) -> Graph:
+    """Graph ``graph`` of ``trace`` (its index over all captures), or a one-line error."""
+    graphs = trace.graphs
+    if not graphs:
+        fail("the trace holds no graph")
+    if not 0 <= graph < len(graphs):
+        fail(f"unknown graph {graph}: the trace has graphs 0..{len(graphs) - 1}")
+    return graphs[graph]
+
+
+@click.group(cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(VERSION, "--version", prog_name="tpx-inspect")
+@click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
+def cli(debug: bool) -> None:
+    """Capture, browse, check and export TPX autograd graphs.
+
+    \b
+    Example:
+      tpx-inspect run examples/train_mlp.py --quick --serve
+      tpx-inspect show tpx-runs/train_mlp-20260101-120000
+    """
+
+
+def _run_folder(out: str | None, name: str) -> Path:
+    if out is not None:
+        return Path(out)
+    base = Path("tpx-runs") / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    folder, k = base, 2
+    while folder.exists():
+        folder, k = Path(f"{base}-{k}"), k + 1
+    return folder
+
+
+def _host_warning(host: str) -> None:
+    from tpx_inspect.server.serve import LOCAL_HOSTS
+
+    if host not in LOCAL_HOSTS:
+        click.echo(
+            f"Warning: serving on {host}: anyone who can reach this machine can read these "
+            "traces. Use --host 127.0.0.1 to keep them local.",
+            err=True,
+        )
+
+
+def _bind(host: str, port: int) -> Any:
+    from tpx_inspect.server.serve import bind
+
+    _host_warning(host)
+    return bind(host, port)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-o", "--out", type=click.Path(file_okay=False), help="Run folder to write.")
+@click.option(
+    "--policy",
+    default="first:10,every:100,nonfinite",
+    show_default=True,
+    help="Steps to keep: all, or a comma list of first:N, every:K, nonfinite.",
+)
+@click.option(
+    "--values",
+    type=click.Choice(["none", "small", "all"]),
+    default="small",
+    show_default=True,
+    help="Which full tensor values to keep.",
+)
+@click.option(
+    "--value-limit",
+    type=click.IntRange(0),
+    default=4096,
+    show_default=True,
+    help="Largest tensor (elements) kept under --values small.",
+)
+@click.option("--serve", is_flag=True, help="Serve the viewer on this run while it records.")
+@click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="With --serve: port (0 picks a free one).",
+)
+@click.pass_context
+def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None, policy: str,
+        values: str, value_limit: int, serve: bool, open_browser: bool, host: str,
+        port: int) -> None:  # fmt: skip
+    """Run SCRIPT [ARGS...] as `python SCRIPT ARGS` would, under capture.
+
+    The trace goes to a run folder (default ./tpx-runs/<script>-<time>), also when the script
+    fails; the script's exit code is passed through. Options of the script that clash with
+    these go after `--`.
+
+    \b
+    Example:
+      tpx-inspect run examples/train_mlp.py --quick
+      tpx-inspect run train.py --serve --policy first:5,nonfinite -- --epochs 3
+    """
+    path = check_script(script)
+    cap = tpx_inspect.Capture(policy, values=values, value_limit=value_limit, name=path.stem)
+    folder = _run_folder(out, path.stem)
+    folder.mkdir(parents=True, exist_ok=True)
+    server = _start_live(cap, folder.name, host, port, open_browser) if serve else None
+    result = run_captured(cap, path, list(args))
+    trace_file = folder / "trace.json"
+    cap.save(str(trace_file))
+    tables.print_run_summary(_console(), cap.trace, trace_file, result)
+    if server is not None:
+        server.entry.finish(trace_file)
+        click.echo(f"Serving {server.url} until Ctrl-C", err=True)
+        _wait_forever()
+        server.thread.stop()
+    ctx.exit(result.exit_code)
+
+
+class _Live:
+    def __init__(self, thread: Any, entry: Any) -> None:
+        self.thread, self.entry, self.url = thread, entry, thread.url
+
+
+def _start_live(cap: Any, name: str, host: str, port: int, open_browser: bool) -> _Live:
+    from tpx_inspect.server import RunStore, create_app
+    from tpx_inspect.server.serve import ServerThread
+
+    sock = _bind(host, port)
+    store = RunStore([])
+    entry = store.add_live(name, cap)
+    thread = ServerThread(create_app(store=store), sock).start()
+    url = f"{thread.url}#run={entry.id}"
+    click.echo(f"tpx-inspect: serving {url}", err=True)
+    click.echo(f"serving {thread.url} run {entry.id}")
+    sys.stdout.flush()
+    if open_browser:
+        webbrowser.open(url)
+    return _Live(thread, entry)
+
+
+def _wait_forever() -> None:
+    try:
+        while True:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+
+
+@cli.command()
+@click.argument("run_dirs", nargs=-1, type=click.Path())
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port (0 picks a free one).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open a browser on the viewer.")
+def serve(run_dirs: tuple[str, ...], host: str, port: int, open_browser: bool) -> None:
+    """Serve the viewer and the API on RUN_DIRs (run folders or folders of them).
+
+    \b
+    Default: ./tpx-runs. API docs at /docs.
+    Example:
+      tpx-inspect serve tpx-runs --port 8000
+    """
+    from tpx_inspect.server import create_app
+    from tpx_inspect.server.serve import serve_forever, url_of
+
+    dirs = list(run_dirs) or ["tpx-runs"]
+    missing = [d for d in dirs if not Path(d).exists()]
+    if missing:
+        fail(f"no such run folder: {missing[0]}")
+    app = create_app(dirs)
+    sock = _bind(host, port)
+    click.echo(f"serving {url_of(sock)} ({len(app.state.store.ids())} runs); Ctrl-C stops")
+    sys.stdout.flush()
+    if open_browser:
+        webbrowser.open(url_of(sock))
+    serve_forever(app, sock)
+
+
+@cli.command()
+@click.argument("trace", type=click.Path())
+@click.option(
+    "--graph",
+    "graph_id",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Graph whose nodes are listed.",
+)
+@click.option(
+    "--limit", type=click.IntRange(1), default=200, show_default=True, help="Most node rows shown."
+)
+def show(trace: str, graph_id: int, limit: int) -> None:
+    """Print the graphs of TRACE, then one graph's nodes in backward order.
+
+    \b
+    Example:
+      tpx-inspect show tpx-runs/train_mlp-20260101-120000 --graph 3
+    """
+    t = load_trace(trace)
+    console = _console()
+    console.print(tables.graphs_table(t))
+    if t.graphs:
+        console.print(tables.nodes_table(pick_graph(t, graph_id), graph_id, limit))
+
+
+@cli.command()
+@click.argument("trace", type=click.Path())
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    default=None,
+    help=f"One of {', '.join(EXPORT_FORMATS)} (default: from the -o suffix).",
+)
+@click.option("--graph", "graph_id", type=int, default=0, show_default=True, help="Graph id.")
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False), help="File to write."
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds Graphviz may take.",
+)
+def export(trace: str, fmt: str | None, graph_id: int, output: str, timeout: float) -> None:
+    """Write one graph of TRACE to a file: dot, svg, png, pdf, json, model-explorer or html
+    (one self-contained page that opens without the server).
+
+    \b
+    Example:
+      tpx-inspect export tpx-runs/mlp --format svg --graph 0 -o mlp.svg
+    """
+    fmt = fmt or Path(output).suffix.lstrip(".").lower()
+    if fmt not in EXPORT_FORMATS:
+        fail(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
+    t = load_trace(trace)
+    data, _ = export_bytes(t, pick_graph(t, graph_id), fmt, timeout=timeout)
+    Path(output).write_bytes(data)
+    click.echo(f"wrote {output} ({fmt}, {len(data)} bytes)")
+
+
+@cli.command()
+@click.argument("trace_a", type=click.Path())
+@click.argument("trace_b", type=click.Path())
+@click.option("--graph-a", type=int, default=0, show_default=True, help="Graph of TRACE_A.")
+@click.option("--graph-b", type=int, default=0, show_default=True, help="Graph of TRACE_B.")
+@click.option("--all", "show_all", is_flag=True, help="List unchanged nodes too.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def diff(trace_a: str, trace_b: str, graph_a: int, graph_b: int, show_all: bool,
+         as_json: bool) -> None:  # fmt: skip
+    """Compare a graph of TRACE_A with a graph of TRACE_B node by node: structure changes,
+    forward-value and gradient differences, saved memory.
+
+    \b
+    Example:
+      tpx-inspect diff tpx-runs/a tpx-runs/b --graph-a 0 --graph-b 0
+    """
+    from tpx_inspect.diff import diff_graphs
+    from tpx_inspect.server.views import diff_model
+
+    ga = pick_graph(load_trace(trace_a), graph_a)
+    gb = pick_graph(load_trace(trace_b), graph_b)
+    d = diff_graphs(ga, gb)
+    if as_json:
+        model = diff_model(f"{trace_a}#{graph_a}", f"{trace_b}#{graph_b}", d, 0, 10**9,
+                           not show_all)  # fmt: skip
+        click.echo(model.model_dump_json(indent=1))
+        return
+    tables.print_diff(_console(), d, show_all)
+
+
+def _progress_report(run_checks: Any, as_json: bool) -> Any:
+    from rich.progress import Progress
+
+    if as_json:
+        return run_checks(None)
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("checks", total=None)
+
+        def progress(name: str, k: int, total: int) -> None:
+            bar.update(task, description=f"check {name}", completed=k, total=total)
+
+        return run_checks(progress)
+
+
+def _finish_report(ctx: click.Context, report: Any, as_json: bool) -> None:
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        report.render(_console())
+    ctx.exit(report.exit_code)
+
+
+@cli.command()
+@click.argument("target")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool) -> None:
+    """Check the gradients of TARGET: file.py::function, package.module:function, or a saved
+    trace (.json / run folder, checked from its saved values). Inputs come from a companion
+    `<function>_inputs([generator])`. Exit 0: all passed, 1: a check failed.
+
+    \b
+    Example:
+      tpx-inspect gradcheck examples/custom_rule.py::loss --json
+    """
+    from tpx_inspect.checks import load_target, run_all_checks, run_trace_checks
+
+    if ("::" not in target and ":" not in target) or Path(target).exists():
+        t = load_trace(target)
+        report = _progress_report(lambda p: run_trace_checks(t), as_json)
+    else:
+        fn, inputs = load_target(target, seed=seed)
+        report = _progress_report(lambda p: run_all_checks(fn, inputs, seed=seed, progress=p),
+                                  as_json)  # fmt: skip
+    _finish_report(ctx, report, as_json)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool) -> None:
+    """Run SCRIPT [ARGS...] under capture and every graph check on what it recorded.
+    Exit 0: all passed, 1: a check failed (or the script failed).
+
+    \b
+    Example:
+      tpx-inspect check examples/train_mlp.py --json -- --quick
+    """
+    from tpx_inspect.checks import run_script_checks
+
+    path = check_script(script)
+    report = _progress_report(lambda p: run_script_checks(str(path), list(args),
+                                                          progress=p), as_json)  # fmt: skip
+    _finish_report(ctx, report, as_json)
+
+
+def main() -> None:
+    """The ``tpx-inspect`` console script."""
+    cli(prog_name="tpx-inspect")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

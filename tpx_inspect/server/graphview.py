@@ -1,0 +1,194 @@
+"""A graph at one expansion state: folded by scope and stubbed by ``tpx_inspect.collapse``,
+laid out by :mod:`tpx_inspect.server.layout`, cached per expansion state.
+
+The expansion state is a base ``depth`` (scopes are folded at that many dotted levels) plus
+the set of scopes the viewer ``expanded`` (opened one level further, down to their own
+nodes). :func:`tpx_inspect.collapse.collapse` folds at one depth for the whole graph, so this
+adapter hands it the graph with every node's scope replaced by the group that the state gives
+it (one flat key, or '' for a node shown on its own): the folding and the long-edge stubbing
+are collapse's own.
+
+>>> import tpx as tp, tpx_inspect
+>>> x = tp.ones(2, requires_grad=True)
+>>> def f():
+...     with tp.scope("enc"):
+...         with tp.scope("fc"):
+...             y = (x * 2).exp()
+...     y.sum().backward()
+>>> g = tpx_inspect.trace(f).graphs[0]
+>>> [n.label for n in build_view(g, State(depth=1), dot=None).nodes]
+['leaf\\n2', 'enc (2)', 'sum\\nscalar']
+>>> [n.label for n in build_view(g, State(1, ("enc",)), dot=None).nodes]
+['leaf\\n2', 'enc.fc (2)', 'sum\\nscalar']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from tpx_inspect.collapse import LARGE, collapse, shape_label
+from tpx_inspect.records import Graph
+from tpx_inspect.server import models as m
+from tpx_inspect.server.layout import LayoutEdge, LayoutNode, compute_layout
+
+__all__ = ["BuiltView", "LayoutCache", "State", "build_view", "group_key", "scopes_of"]
+
+_SEP = "\x1f"  # joins the parts of a flat group key: never part of a scope name
+
+
+@dataclass(frozen=True)
+class State:
+    """An expansion state: base ``depth`` (None: nothing folded) and the ``expanded`` scopes.
+
+    >>> State(1, ("b", "a")).key()
+    (1, ('a', 'b'), None, 6)
+    """
+
+    depth: int | None = 1
+    expanded: tuple[str, ...] = ()
+    stub: bool | None = None
+    span: int = 6
+
+    def key(self) -> tuple:
+        """A hashable key: the same state in any order gives the same key."""
+        return (self.depth, tuple(sorted(set(self.expanded))), self.stub, self.span)
+
+
+def group_key(scope: str, depth: int | None, expanded: frozenset[str]) -> str:
+    """The scope a node is folded into under a state, or '' when it is shown on its own.
+
+    >>> group_key("enc.fc", 1, frozenset()), group_key("enc.fc", 1, frozenset({"enc"}))
+    ('enc', 'enc.fc')
+    >>> group_key("enc", 1, frozenset({"enc"})), group_key("enc.fc", None, frozenset())
+    ('', '')
+    """
+    if depth is None or not scope:
+        return ""
+    parts = scope.split(".")
+    d = min(depth, len(parts))
+    while d <= len(parts) and ".".join(parts[:d]) in expanded:
+        d += 1
+    return "" if d > len(parts) else ".".join(parts[:d])
+
+
+def scopes_of(graph: Graph) -> list[str]:
+    """Every scope of the graph and every prefix of one, sorted.
+
+    >>> scopes_of.__name__
+    'scopes_of'
+    """
+    out: set[str] = set()
+    for n in graph.nodes:
+        parts = n.scope.split(".") if n.scope else []
+        out.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return sorted(out)
+
+
+def _regrouped(graph: Graph, state: State) -> tuple[Graph, dict[str, str]]:
+    expanded = frozenset(state.expanded)
+    flat: dict[str, str] = {}
+    nodes = []
+    for n in graph.nodes:
+        key = group_key(n.scope, state.depth, expanded)
+        enc = key.replace(".", _SEP)
+        flat[enc] = key
+        nodes.append(n if n.scope == enc else dataclasses.replace(n, scope=enc))
+    return dataclasses.replace(graph, nodes=tuple(nodes)), flat
+
+
+@dataclass(frozen=True)
+class BuiltView:
+    """A laid-out view: node and edge models plus the layout engine's name, note and size."""
+
+    nodes: list[m.ViewNode]
+    edges: list[m.ViewEdge]
+    engine: str
+    note: str
+    width: float
+    height: float
+
+
+def build_view(
+    graph: Graph, state: State, *, dot: str | None = "dot", timeout: float = 1.5
+) -> BuiltView:
+    """The laid-out view of ``graph`` at ``state``."""
+    regrouped, flat = _regrouped(graph, state)
+    stub = len(graph.nodes) > LARGE if state.stub is None else state.stub
+    view = collapse(
+        regrouped, fold=True, stub=stub, max_nodes=len(graph.nodes) + 1, span=state.span
+    )
+    bad = _nonfinite_ids(graph)
+    boxes = []
+    for v in view.nodes:
+        if v.kind == "scope":
+            scope = flat[v.scope]
+            label = f"{scope} ({len(v.members)})"
+        else:
+            n = graph.nodes[v.members[0]]
+            scope = n.scope
+            label = v.label if v.kind == "stub" else f"{v.label}\n{shape_label(n.shape)}"
+        boxes.append((v, scope, label, any(i in bad for i in v.members)))
+    lay = compute_layout(
+        [LayoutNode(v.id, label) for v, _, label, _ in boxes],
+        [LayoutEdge(e.src, e.dst) for e in view.edges],
+        dot=dot, timeout=timeout,
+    )  # fmt: skip
+    nodes = [_view_node(v, scope, label, nf, lay.nodes[v.id]) for v, scope, label, nf in boxes]
+    edges = [
+        m.ViewEdge(src=e.src, dst=e.dst, label=e.label, points=pts)
+        for e, pts in zip(view.edges, lay.edges)
+    ]
+    return BuiltView(nodes, edges, lay.engine, lay.note, lay.width, lay.height)
+
+
+def _view_node(v, scope: str, label: str, nonfinite: bool, box) -> m.ViewNode:
+    node = v.members[0] if v.kind != "scope" else None
+    return m.ViewNode(
+        id=v.id, kind=v.kind, label=label, node=node, scope=scope or None, size=len(v.members),
+        nonfinite=nonfinite, x=box.x, y=box.y, w=box.w, h=box.h,
+    )  # fmt: skip
+
+
+def _nonfinite_ids(graph: Graph) -> set[int]:
+    bad = set()
+    for i, s in enumerate(graph.stats):
+        if (s.output is not None and not s.output.finite) or (
+            s.grad is not None and not s.grad.finite
+        ):
+            bad.add(i)
+    return bad
+
+
+class LayoutCache:
+    """A small thread-safe LRU of computed views, keyed by run, graph, trace stamp and state.
+
+    >>> c = LayoutCache(2)
+    >>> c.put("a", 1); c.put("b", 2); c.put("c", 3)
+    >>> c.get("a"), c.get("c")
+    (None, 3)
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> object | None:
+        """The cached value of ``key`` (refreshing its place) or None."""
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: Hashable, value: object) -> None:
+        """Store ``value``; the least recently used entry goes when the cache is full."""
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)

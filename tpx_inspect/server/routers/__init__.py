@@ -1,0 +1,1 @@
+"""The API's routers: runs (and the live feed), graphs (views, nodes, checks, exports), diff."""

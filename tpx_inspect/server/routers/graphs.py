@@ -1,0 +1,190 @@
+"""One graph: its summary, its laid-out view at an expansion state, its nodes, one node's
+detail, the backward order, check results and exports."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from tpx_inspect.checks import from_trace_graph, run_graph_checks
+from tpx_inspect.checks.runner import GRAPH_CHECKS
+from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
+from tpx_inspect.server import models as m
+from tpx_inspect.server import views
+from tpx_inspect.server.deps import (
+    GraphId,
+    Limit,
+    NodeId,
+    Offset,
+    RunId,
+    cache_of,
+    graph_for,
+    settings_of,
+)
+from tpx_inspect.server.graphview import State, build_view, scopes_of
+from tpx_inspect.server.store import UnknownId
+
+router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["graphs"])
+NOT_FOUND = {404: {"model": m.ErrorBody}}
+SERVER_EXPORTS = ("dot", "svg", "png", "pdf", "json", "model-explorer", "html")
+assert set(SERVER_EXPORTS) <= set(EXPORT_FORMATS)
+
+
+@router.get("", response_model=m.GraphInfo, responses=NOT_FOUND)
+def get_graph(request: Request, run_id: RunId, graph_id: GraphId) -> m.GraphInfo:
+    """The summary of one graph."""
+    _, _, g = graph_for(request, run_id, graph_id)
+    return views.graph_info(run_id, graph_id, g)
+
+
+ScopeList = Annotated[
+    list[Annotated[str, Query(max_length=500)]],
+    Query(max_length=1000, description="scopes opened one level (repeat the parameter)"),
+]
+
+
+@router.get("/view", response_model=m.GraphView, responses=NOT_FOUND)
+async def get_view(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    expand: ScopeList = [],  # noqa: B006 (FastAPI copies query defaults)
+    depth: Annotated[int, Query(ge=0, le=64, description="scope depth folded; 0: none")] = 1,
+    stub: Annotated[
+        bool | None, Query(description="stub long edges (default: large graphs)")
+    ] = None,
+    span: Annotated[int, Query(ge=1, le=10_000, description="levels an edge may span")] = 6,
+) -> m.GraphView:
+    """The graph folded by scope at an expansion state, long edges stubbed, laid out by the
+    server (Graphviz ``dot`` with a timeout, else a layered fallback); cached per state."""
+    _, _, g = graph_for(request, run_id, graph_id)
+    known = set(scopes_of(g))
+    unknown = [s for s in expand if s not in known]
+    if unknown:
+        raise UnknownId(f"graph {graph_id} has no scope {unknown[0]!r}")
+    state = State(depth or None, tuple(expand), stub, span)
+    # NOTE: the cache entry holds ``g`` itself, so id(g) cannot be reused by a reloaded trace
+    key = (run_id, graph_id, id(g), state.key())
+    cache = cache_of(request)
+    built = cache.get(key)
+    hit = built is not None
+    if built is None:
+        s = settings_of(request)
+        built = await run_in_threadpool(build_view, g, state, dot=s.dot, timeout=s.layout_timeout)
+        cache.put(key, (built, g))
+    else:
+        built = built[0]
+    return m.GraphView(
+        run=run_id, graph=graph_id, expanded=sorted(set(expand)), scopes=sorted(known),
+        engine=built.engine, note=built.note, width=built.width, height=built.height,
+        nodes=built.nodes, edges=built.edges, cached=hit,
+    )  # fmt: skip
+
+
+@router.get("/nodes", response_model=m.NodeList, responses=NOT_FOUND)
+def list_nodes(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    offset: Offset = 0,
+    limit: Limit = 200,
+    op: Annotated[str | None, Query(max_length=100)] = None,
+    scope: Annotated[str | None, Query(max_length=500)] = None,
+    source: Annotated[str | None, Query(max_length=500)] = None,
+    kind: Annotated[Literal["leaf", "param", "op", "loss"] | None, Query()] = None,
+) -> m.NodeList:
+    """A page of the graph's nodes in id (topological) order, optionally filtered by op,
+    scope (and below), source line (``file.py:12``, a line number or a file) and kind."""
+    _, _, g = graph_for(request, run_id, graph_id)
+    src: str | int | None = int(source) if source is not None and source.isdigit() else source
+    ids = [n.id for n in g.find(scope=scope, op=op, source=src, kind=kind)]
+    page = [views.node_info(g, i) for i in ids[offset : offset + limit]]
+    return m.NodeList(
+        run=run_id, graph=graph_id, page=m.Page(offset=offset, limit=limit, total=len(ids)),
+        nodes=page,
+    )  # fmt: skip
+
+
+@router.get("/nodes/{node_id}", response_model=m.NodeDetail, responses=NOT_FOUND)
+def get_node(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    node_id: NodeId,
+    offset: Annotated[int, Query(ge=0, le=10**12, description="first value element")] = 0,
+    limit: Annotated[int, Query(ge=0, le=65536, description="value elements per tensor")] = 256,
+) -> m.NodeDetail:
+    """One node in full: op, params, scope, source, inputs, consumers, saved values, output
+    and gradient summaries, and up to ``limit`` elements of every stored value."""
+    _, _, g = graph_for(request, run_id, graph_id)
+    if node_id >= len(g.nodes):
+        raise UnknownId(f"graph {graph_id} has no node {node_id} ({len(g.nodes)} nodes)")
+    return views.node_detail(g, node_id, offset, limit)
+
+
+@router.get("/backward", response_model=m.NodeList, responses=NOT_FOUND)
+def backward_order(
+    request: Request, run_id: RunId, graph_id: GraphId, offset: Offset = 0, limit: Limit = 200
+) -> m.NodeList:
+    """A page of the nodes in the order backward ran them."""
+    _, _, g = graph_for(request, run_id, graph_id)
+    order = g.order[offset : offset + limit]
+    return m.NodeList(
+        run=run_id, graph=graph_id, page=m.Page(offset=offset, limit=limit, total=len(g.order)),
+        nodes=[views.node_info(g, i) for i in order],
+    )  # fmt: skip
+
+
+CheckName = Literal["local", "accumulation", "kernel", "order", "nonfinite"]
+assert set(CheckName.__args__) == set(GRAPH_CHECKS)
+
+
+@router.get("/checks", response_model=m.CheckReport, responses=NOT_FOUND)
+async def get_checks(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    check: Annotated[list[CheckName], Query(description="checks to run (default: all)")] = [],  # noqa: B006
+) -> m.CheckReport:
+    """The graph checks on the saved values of this graph (no user code is executed; nodes
+    whose values were not kept are skipped, and the report says so). Cached per graph."""
+    _, _, g = graph_for(request, run_id, graph_id)
+    names = tuple(check) or GRAPH_CHECKS
+    key = ("checks", run_id, graph_id, id(g), names)
+    cache = cache_of(request)
+    hit = cache.get(key)
+    if hit is None:
+        report = await run_in_threadpool(lambda: run_graph_checks(from_trace_graph(g), names))
+        hit = (views.check_report(run_id, graph_id, report), g)
+        cache.put(key, hit)
+    return hit[0]
+
+
+ExportFormat = Literal["dot", "svg", "png", "pdf", "json", "model-explorer", "html"]
+
+
+@router.get(
+    "/export",
+    response_class=Response,
+    responses={
+        **NOT_FOUND,
+        200: {"content": {"text/vnd.graphviz": {}, "image/svg+xml": {}, "image/png": {}}},
+        409: {"model": m.ErrorBody, "description": "Graphviz missing or too slow"},
+    },
+)
+async def export_graph(
+    request: Request, run_id: RunId, graph_id: GraphId, format: ExportFormat = "dot"
+) -> Response:
+    """The graph as a file: DOT, SVG, PNG, PDF (these three need Graphviz), the trace JSON of
+    this graph, Model Explorer JSON, or a self-contained HTML page."""
+    _, trace, g = graph_for(request, run_id, graph_id)
+    timeout = max(settings_of(request).layout_timeout, 10.0)
+    data, media = await run_in_threadpool(export_bytes, trace, g, format, timeout=timeout)
+    ext = {"model-explorer": "me.json"}.get(format, format)
+    name = f"{run_id}-graph{graph_id}.{ext}"
+    return Response(
+        data, media_type=media, headers={"Content-Disposition": f'inline; filename="{name}"'}
+    )

@@ -1,0 +1,123 @@
+"""Runs, the graphs of a run, and the live feed (long polling and server-sent events)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+
+from tpx_inspect.errors import TraceFormatError
+from tpx_inspect.server import models as m
+from tpx_inspect.server import views
+from tpx_inspect.server.deps import Limit, Offset, RunId, run_for, store_of
+from tpx_inspect.server.store import RunEntry
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+
+POLL_SECONDS = 0.1
+
+
+def _info(entry: RunEntry) -> m.RunInfo:
+    try:
+        trace = entry.trace()
+    except TraceFormatError as exc:
+        return m.RunInfo(
+            id=entry.id, name=entry.id, status="unreadable", live=False, graphs=0, steps=0,
+            error=str(exc).splitlines()[0],
+        )  # fmt: skip
+    return views.run_info(entry.id, trace.runs, entry.live)
+
+
+@router.get("", response_model=list[m.RunInfo], summary="Every run the server knows")
+def list_runs(request: Request) -> list[m.RunInfo]:
+    """The runs, rescanning the served folders for runs written since the last request."""
+    store = store_of(request)
+    store.rescan()
+    return [_info(store.get(rid)) for rid in store.ids()]
+
+
+@router.get("/{run_id}", response_model=m.RunInfo, responses={404: {"model": m.ErrorBody}})
+def get_run(request: Request, run_id: RunId) -> m.RunInfo:
+    """One run: its status, graph and step counts, and the error that ended it, if any."""
+    return _info(run_for(request, run_id))
+
+
+@router.get("/{run_id}/graphs", response_model=m.GraphList, responses={404: {"model": m.ErrorBody}})
+def list_graphs(request: Request, run_id: RunId, offset: Offset = 0, limit: Limit = 200):
+    """A page of the graphs of a run (one per kept backward step)."""
+    entry = run_for(request, run_id)
+    graphs = entry.trace().graphs
+    page = [
+        views.graph_info(run_id, i, graphs[i])
+        for i in range(offset, min(len(graphs), offset + limit))
+    ]
+    return m.GraphList(
+        run=run_id, page=m.Page(offset=offset, limit=limit, total=len(graphs)), graphs=page
+    )
+
+
+def _feed(entry: RunEntry, since: int) -> m.Feed:
+    trace = entry.trace()
+    graphs = trace.graphs
+    new = [views.graph_info(entry.id, i, graphs[i]) for i in range(since, len(graphs))][:100]
+    return m.Feed(run=entry.id, status=_info(entry).status, graphs=len(graphs), new=new)
+
+
+Since = Annotated[int, Query(ge=0, le=10**9, description="graphs the viewer already has")]
+
+
+@router.get("/{run_id}/feed", response_model=m.Feed, responses={404: {"model": m.ErrorBody}})
+async def feed(
+    request: Request,
+    run_id: RunId,
+    since: Since = 0,
+    wait: Annotated[float, Query(ge=0, le=30, description="seconds to wait for news")] = 0,
+) -> m.Feed:
+    """Long polling: answers as soon as the run has more than ``since`` graphs or has ended,
+    or after ``wait`` seconds with no news."""
+    entry = run_for(request, run_id)
+    deadline = time.monotonic() + wait
+    while True:
+        out = _feed(entry, since)
+        if out.new or not entry.live or time.monotonic() >= deadline:
+            return out
+        await asyncio.sleep(POLL_SECONDS)
+
+
+@router.get(
+    "/{run_id}/events",
+    responses={200: {"content": {"text/event-stream": {}}}, 404: {"model": m.ErrorBody}},
+)
+async def events(
+    request: Request,
+    run_id: RunId,
+    since: Since = 0,
+    timeout: Annotated[float, Query(ge=0, le=600, description="close the stream after")] = 60,
+) -> StreamingResponse:
+    """Server-sent events: one ``graph`` event per new graph, ``status`` when the run ends;
+    the stream closes when the run is no longer live or after ``timeout`` seconds."""
+    entry = run_for(request, run_id)
+    return StreamingResponse(
+        _stream(request, entry, since, timeout), media_type="text/event-stream"
+    )
+
+
+async def _stream(
+    request: Request, entry: RunEntry, since: int, timeout: float
+) -> AsyncIterator[str]:
+    deadline = time.monotonic() + timeout
+    seen = since
+    while True:
+        out = _feed(entry, seen)
+        for g in out.new:
+            yield f"event: graph\ndata: {g.model_dump_json()}\n\n"
+        seen += len(out.new)
+        if not entry.live or time.monotonic() >= deadline or await request.is_disconnected():
+            yield f"event: status\ndata: {json.dumps({'status': out.status, 'graphs': seen})}\n\n"
+            return
+        await asyncio.sleep(POLL_SECONDS)

@@ -1,0 +1,94 @@
+"""Run the app with uvicorn on a socket bound here, so that port 0 works (the kernel picks a
+free port and the URL printed names it) and a busy port gives a clear error.
+
+>>> sock = bind("127.0.0.1", 0)
+>>> url_of(sock).startswith("http://127.0.0.1:")
+True
+>>> sock.close()
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import threading
+from typing import Any
+
+import uvicorn
+
+__all__ = ["LOCAL_HOSTS", "PortInUse", "ServerThread", "bind", "serve_forever", "url_of"]
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class PortInUse(OSError):
+    """The port asked for is taken by another program."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port`` 0: any free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(
+                f"port {port} on {host} is already in use; pick another with --port "
+                "(--port 0 picks a free one)"
+            ) from None
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """The ``http://host:port/`` URL of a bound socket."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def _server(app: Any) -> uvicorn.Server:
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    return uvicorn.Server(config)
+
+
+def serve_forever(app: Any, sock: socket.socket) -> None:
+    """Serve ``app`` on ``sock`` in this thread until interrupted (Ctrl-C)."""
+    _server(app).run(sockets=[sock])
+
+
+class ServerThread:
+    """Serve ``app`` on ``sock`` from a daemon thread (``run --serve`` runs the script meanwhile).
+
+    >>> from tpx_inspect.server import create_app
+    >>> t = ServerThread(create_app([]), bind("127.0.0.1", 0)).start()
+    >>> t.stop()
+    """
+
+    def __init__(self, app: Any, sock: socket.socket) -> None:
+        self.sock = sock
+        self.server = _server(app)
+        self.thread = threading.Thread(target=self._run, name="tpx-inspect-server", daemon=True)
+
+    def _run(self) -> None:
+        self.server.run(sockets=[self.sock])
+
+    def start(self) -> ServerThread:
+        """Start serving; returns self."""
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ask the server to finish and wait for its thread (at most ``timeout`` seconds)."""
+        self.server.should_exit = True
+        self.thread.join(timeout)
+        self.sock.close()
+
+    @property
+    def url(self) -> str:
+        """The URL the server answers on."""
+        return url_of(self.sock)
