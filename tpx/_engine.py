@@ -115,6 +115,33 @@ def _targets(inputs: Sequence[Tensor] | None) -> dict[Node, int] | None:
 
 def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] | None:
     observed = bool(_mode.observers)
+    if observed or targets is not None or state.anomaly:
+        return _run_general(order, grads, roots, retain_graph, create_graph, targets, observed)
+    # NOTE: the common case (no observer, no tpx.grad targets, no anomaly mode) is this loop;
+    # it does what _run_general does for it, with the per-node steps written inline.
+    pop, get = grads.pop, grads.get
+    for node in order:
+        g = pop(node, None)
+        if g is None:
+            continue
+        if node.__class__ is AccumulateGrad:
+            if node._pre_hooks is not None or node.variable._extra:
+                g = _pre_hooks(node, g)
+            _accumulate_leaf(node, g, create_graph)
+            continue
+        if node._pre_hooks is not None or node.tensor_hooks is not None or node.retain is not None:
+            g = _pre_hooks(node, g)
+        grad_inputs = _execute(node, g, retain_graph, create_graph)
+        for nxt, gi in zip(node.edges, grad_inputs):
+            if nxt is not None and gi is not None:
+                prev = get(nxt)
+                grads[nxt] = gi if prev is None else prev + gi
+    return None
+
+
+def _run_general(
+    order, grads, roots, retain_graph, create_graph, targets, observed
+) -> list[Any] | None:
     results: list[Any] = [None] * (len(targets) if targets is not None else 0)
     useful = _useful(order, targets)
     if observed:
@@ -170,7 +197,7 @@ def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
 
 
 def _pre_hooks(node: Node, g: Any) -> Any:
-    hooks = getattr(node, "tensor_hooks", None)
+    hooks = node.tensor_hooks
     if hooks is None and node.__class__ is AccumulateGrad and node.variable._extra:
         hooks = node.variable._extra.get("hooks")
     for fn in hooks or ():
@@ -181,7 +208,7 @@ def _pre_hooks(node: Node, g: Any) -> Any:
         out = fn(node, g)
         if out is not None:
             g = out
-    retain = getattr(node, "retain", None)
+    retain = node.retain
     if retain is not None:
         t = retain()
         if t is not None:
@@ -229,24 +256,29 @@ def _context(node: GradFn, create_graph: bool) -> RuleContext:
             "its saved values were freed after the first backward; pass retain_graph=True to "
             "the first backward() if you need to run it twice"
         )
-    for i, (value, version) in enumerate(zip(saved, node.versions)):
-        if value is not None:
-            raw = value._t if value.__class__ is Tensor else value
-            if raw.version != version:
-                what = "its output" if i == len(saved) - 1 else f"input {i}"
-                raise InplaceError(
-                    f"one of the values needed for gradient computation has been modified by "
-                    f"an inplace operation: {what} of {node.name} (shape {raw.shape}, "
-                    f"{raw.dtype.name}, recorded at {node.source}) is at version {raw.version}; "
-                    f"expected version {version}. Clone it before modifying it in place"
-                )
+    for value, version in zip(saved, node.versions):
+        if value is not None and value.version != version:
+            _raise_modified(node, saved, version)
     if create_graph:
         inputs = saved[:-1]
         out = saved[-1]
         output = None if out is None else _rewrap_output(out, node)
         return RuleContext(node, inputs, output)
-    inputs = tuple(v._t if v.__class__ is Tensor else v for v in saved[:-1])
+    inputs = tuple([v._t if v.__class__ is Tensor else v for v in saved[:-1]])
     return RuleContext(node, inputs, saved[-1])
+
+
+def _raise_modified(node: GradFn, saved: tuple, version: int) -> None:
+    for i, (value, version) in enumerate(zip(saved, node.versions)):
+        raw = value._t if value.__class__ is Tensor else value
+        if raw is not None and raw.version != version:
+            what = "its output" if i == len(saved) - 1 else f"input {i}"
+            raise InplaceError(
+                f"one of the values needed for gradient computation has been modified by "
+                f"an inplace operation: {what} of {node.name} (shape {raw.shape}, "
+                f"{raw.dtype.name}, recorded at {node.source}) is at version {raw.version}; "
+                f"expected version {version}. Clone it before modifying it in place"
+            )
 
 
 def _rewrap_output(out: p10.Tensor, node: GradFn) -> Tensor:
@@ -258,29 +290,34 @@ def _rewrap_output(out: p10.Tensor, node: GradFn) -> Tensor:
 
 
 def _check_rule_output(node: GradFn, grads: Any, create_graph: bool) -> tuple:
-    if not isinstance(grads, tuple) or len(grads) != len(node.edges):
+    edges = node.edges
+    if grads.__class__ is not tuple or len(grads) != len(edges):
         n = len(grads) if isinstance(grads, tuple) else type(grads).__name__
         raise RuleError(
             f"the rule of {node.op.value} ({node.name}) returned {n} gradients for "
-            f"{len(node.edges)} inputs; a rule returns a tuple with one gradient (or None) "
+            f"{len(edges)} inputs; a rule returns a tuple with one gradient (or None) "
             "per input"
         )
+    anomaly = state.anomaly
     out = []
-    for i, (g, edge, (shape, dtype)) in enumerate(zip(grads, node.edges, node.in_meta)):
+    for i, (g, edge, (shape, dtype)) in enumerate(zip(grads, edges, node.in_meta)):
         if edge is None or g is None:
             out.append(None)
             continue
-        if g.shape != shape or g.dtype != dtype:
+        if g.__class__ is Tensor:
+            raw = g._t
+            g = g if create_graph else raw
+        else:
+            raw = g
+            g = wrap(g) if create_graph else g
+        # NOTE: the backend's own shape first (cheap); p10's tuple shape only to confirm
+        if (raw._data.shape != shape and raw.shape != shape) or raw.dtype != dtype:
             raise RuleError(
                 f"the rule of {node.op.value} ({node.name}) returned a gradient of shape "
-                f"{g.shape} {g.dtype.name} for input {i} of shape {shape} {dtype.name}; "
+                f"{raw.shape} {raw.dtype.name} for input {i} of shape {shape} {dtype.name}; "
                 "gradients must match their input (un-broadcast with tpx.rules.unbroadcast)"
             )
-        if create_graph and g.__class__ is not Tensor:
-            g = wrap(g)
-        elif not create_graph and g.__class__ is Tensor:
-            g = g._t
-        if state.anomaly:
+        if anomaly:
             _check_grad(node, g, f"gradient for input {i}")
         out.append(g)
     return tuple(out)

@@ -55,9 +55,17 @@ def _camel(name: str) -> str:
 
 
 class Node:
-    """Common part of :class:`GradFn` and :class:`AccumulateGrad`."""
+    """Common part of :class:`GradFn` and :class:`AccumulateGrad`.
 
-    __slots__ = ("__weakref__", "_hooks", "_pre_hooks", "seq")
+    Nodes are plain classes: what most nodes never set (hooks, a retained tensor, ...) is a
+    class-level default, so recording a node writes only the few fields it has.
+    """
+
+    _hooks: list | None = None
+    _pre_hooks: list | None = None
+    tensor_hooks: list | None = None
+    retain: Any = None
+    seq: int
 
     def register_prehook(self, fn: Callable[[Any, Any], Any]) -> Handle:
         """``fn(node, grad_output)`` runs before the node; it may return a replacement grad."""
@@ -82,6 +90,10 @@ def _add_hook(node: Node, attr: str, fn: Callable[..., Any]) -> Handle:
 class GradFn(Node):
     """The record of one op: op, params, ordered input edges, saved values, metadata.
 
+    ``in_meta``/``out_meta`` hold ``(shape, dtype)`` of each input and of the output;
+    ``saved``/``versions`` the values the rule reads (inputs, then the output) and their
+    version counters at record time; ``code``/``lineno`` the user's source line.
+
     >>> import tpx as tp
     >>> x = tp.ones((2, 3), requires_grad=True)
     >>> y = (x * 2).sum()
@@ -89,23 +101,14 @@ class GradFn(Node):
     ('SumBackward', 'MulBackward')
     """
 
-    __slots__ = (
-        "code",
-        "ctx",
-        "edges",
-        "freed",
-        "in_meta",
-        "lineno",
-        "op",
-        "out_meta",
-        "params",
-        "retain",
-        "rule",
-        "saved",
-        "scope",
-        "tensor_hooks",
-        "versions",
-    )
+    out_meta: tuple = ()
+    saved: tuple | None = None
+    versions: tuple = ()
+    freed = False
+    ctx: Any = None
+    scope = ""
+    code: Any = None
+    lineno = 0
 
     def __init__(self, op: Any, params: dict, rule: Rule, edges: tuple, in_meta: tuple) -> None:
         self.seq = next(_seq)
@@ -114,17 +117,6 @@ class GradFn(Node):
         self.rule = rule
         self.edges = edges
         self.in_meta = in_meta
-        self.out_meta: tuple = ()
-        self.saved: tuple | None = None
-        self.freed = False
-        self.versions: tuple = ()
-        self.ctx: Any = None
-        self.scope = ""
-        self.code, self.lineno = None, 0
-        self._pre_hooks: list | None = None
-        self._hooks: list | None = None
-        self.tensor_hooks: list | None = None
-        self.retain: Any = None
 
     @property
     def name(self) -> str:
@@ -166,8 +158,6 @@ class AccumulateGrad(Node):
     'AccumulateGrad'
     """
 
-    __slots__ = ("variable",)
-
     name = "AccumulateGrad"
     op = None
     edges = ()
@@ -178,8 +168,6 @@ class AccumulateGrad(Node):
     def __init__(self, variable: Any) -> None:
         self.seq = next(_seq)
         self.variable = variable
-        self._pre_hooks: list | None = None
-        self._hooks: list | None = None
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad #{self.seq} shape={self.variable.shape}>"
@@ -188,21 +176,25 @@ class AccumulateGrad(Node):
 class RuleContext:
     """What a rule sees: saved inputs/output, params, input shapes/dtypes, needs_input_grad."""
 
-    __slots__ = ("inputs", "needs_input_grad", "node", "output", "params")
+    __slots__ = ("inputs", "node", "output", "params")
 
     def __init__(self, node: GradFn, inputs: tuple, output: Any) -> None:
         self.node = node
         self.params = node.params
         self.inputs = inputs
         self.output = output
-        self.needs_input_grad = tuple(e is not None for e in node.edges)
+
+    @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        """For each input, whether its gradient is used (rules may skip the others)."""
+        return tuple([e is not None for e in self.node.edges])
 
     @property
     def input_shapes(self) -> tuple[tuple[int, ...], ...]:
         """Shape of each input at record time."""
-        return tuple(m[0] for m in self.node.in_meta)
+        return tuple([m[0] for m in self.node.in_meta])
 
     @property
     def input_dtypes(self) -> tuple[Any, ...]:
         """Dtype of each input at record time."""
-        return tuple(m[1] for m in self.node.in_meta)
+        return tuple([m[1] for m in self.node.in_meta])

@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 import p10
-from p10 import Handle
-from p10 import Op
+from p10 import Handle, Op
 from p10._elementwise import scalar_tensor
 from p10._methods import TensorMethods
 from p10._tensor import VIEW_OPS, execute
@@ -24,7 +23,6 @@ from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGr
 from tpx._graph import AccumulateGrad, GradFn, user_frame
 from tpx._mode import state
 from tpx.rules import NON_DIFFERENTIABLE, RULES
-
 
 P = p10.Tensor
 M = TensorMethods
@@ -441,15 +439,18 @@ def _record(
             f"{op.value}: no gradient rule for this op; register one with "
             f"tpx.register_rule(op, vjp) or call it under tp.no_grad()"
         )
-    if out.dtype.kind != "f":
+    dtype = out.dtype
+    if dtype.kind != "f":
         return wrap(out)
     edges = tuple([_edge(x) for x in inputs])
     node = GradFn(op, params, rule, edges, tuple([(r._data.shape, r.dtype) for r in raw]))
     if rule.save or rule.save_output:
         _save(node, rule, inputs, out)
-    node.scope = state.scope
+    scope = state.scope
+    if scope:  # the class default is ""
+        node.scope = scope
     node.code, node.lineno = user_frame()
-    node.out_meta = (out._data.shape, out.dtype)
+    node.out_meta = (out._data.shape, dtype)
     t = wrap(out)
     t._rg = True
     t.grad_fn = node
