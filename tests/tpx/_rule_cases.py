@@ -448,3 +448,9 @@ case(Op.MAX_POOL2D, "large-random", lambda x: p10.max_pool2d(x, 3, 2, 1),
      spaced((2, 3, 9, 9), 0.05), mode="random")  # fmt: skip
 case(Op.GETITEM, "large-random", lambda x: x[_ints(np.arange(50) % 7), 3:],
      u((10, 20)), mode="random")  # fmt: skip
+# Advanced indices separated by a slice (NumPy moves their axis to the front).
+case(Op.GETITEM, "split-arrays", lambda x: x[_ints([0, 2]), :, _ints([1, 1])], u((3, 4, 5)))
+case(Op.GETITEM, "array-none", lambda x: x[:, _ints([3, 3, 0]), None], u((2, 4, 3)))
+case(Op.INDEX_ADD, "split-arrays",
+     lambda x, v: p10.index_add(x, (_ints([0, 0]), slice(None), _ints([1, 1])), v),
+     u((3, 2, 4)), u((2, 2)))  # fmt: skip
