@@ -14,6 +14,7 @@ import tpx.optim as optim
 from tpx.data import DataLoader, TensorDataset
 
 torch = pytest.importorskip("torch")
+torch.set_num_threads(1)  # 2-core CI machines: intra-op threads only add contention
 
 
 def tpx_mlp() -> nn.Module:

@@ -28,8 +28,9 @@ from tpx.nn.layers import (
     Tanh,
 )
 from tpx.nn.losses import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
-from tpx.nn.module import Module, Parameter, load, save
+from tpx.nn.module import Module, Parameter
 from tpx.nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from tpx.nn.serialization import load, save
 
 __all__ = [
     "GELU", "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",

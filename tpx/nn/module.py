@@ -18,6 +18,7 @@ import p10
 import tpx as tp
 from p10 import Handle
 from tpx.nn._errors import LayerShapeError, StateDictError
+from tpx.nn.serialization import state_report
 
 
 def Parameter(data: Any, requires_grad: bool = True) -> tp.Tensor:
@@ -416,7 +417,7 @@ class Module:
             if k in state and tuple(np.shape(state[k])) != own[k].shape
         ]
         if misshaped or (strict and (missing or unexpected)):
-            raise StateDictError(_state_report(type(self).__name__, missing, unexpected, misshaped))
+            raise StateDictError(state_report(type(self).__name__, missing, unexpected, misshaped))
         with tp.no_grad():
             for key, target in own.items():
                 if key in state:
@@ -457,34 +458,3 @@ def _state_items(module: Module) -> Iterator[tuple[str, tp.Tensor]]:
     for name, b in module._buffers.items():
         if b is not None and name not in module._non_persistent:
             yield name, b
-
-
-def _state_report(owner: str, missing: list, unexpected: list, misshaped: list) -> str:
-    parts = [f"load_state_dict into {owner} failed:"]
-    if missing:
-        parts.append(f"missing keys: {', '.join(missing)}")
-    if unexpected:
-        parts.append(f"unexpected keys: {', '.join(unexpected)}")
-    if misshaped:
-        parts.append(f"mis-shaped keys: {'; '.join(misshaped)}")
-    parts.append("(pass strict=False to load a matching subset; shapes must always match)")
-    return "\n  ".join(parts)
-
-
-def save(state: Module | Mapping[str, Any], path: Any) -> None:
-    """Write a module's ``state_dict()`` (or a dict of arrays) to an ``.npz`` file, no pickle.
-
-    >>> import os, tempfile, tpx.nn as nn
-    >>> f = os.path.join(tempfile.mkdtemp(), "m.npz")
-    >>> a, b = nn.Linear(3, 2), nn.Linear(3, 2)
-    >>> nn.save(a, f); _ = b.load_state_dict(nn.load(f)); bool((a.bias == b.bias).all())
-    True
-    """
-    arrays = state.state_dict() if isinstance(state, Module) else state
-    np.savez(path, **{k: np.asarray(v) for k, v in arrays.items()})
-
-
-def load(path: Any) -> dict[str, np.ndarray]:
-    """Read a state dict written by :func:`save` (``np.load`` with ``allow_pickle=False``)."""
-    with np.load(path, allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
