@@ -54,10 +54,10 @@ def _check_node(graph: GraphRecord, node: NodeRecord) -> list[Finding]:
     why = _mismatch(spec, node.output)
     if why is not None:
         return [_finding(node, "forward", f"the {node.backend} kernel of {_op(node)}", why)]
-    g = graph.incoming(node.id)
-    got = _recorded_grads(graph, node.id)
-    if g is None or got is None:
+    ex = graph.execution(node.id)
+    if ex is None:
         return []
+    g, got = ex.grad_output, ex.grad_inputs
     spec_grads = replay.vjp(xs, node.output, g)
     for i, (s, b) in enumerate(zip(spec_grads, got)):
         why = _mismatch(s, b) if b is not None else None
@@ -69,14 +69,6 @@ def _check_node(graph: GraphRecord, node: NodeRecord) -> list[Finding]:
 
 def _op(node: NodeRecord) -> str:
     return getattr(node.op, "value", node.name)
-
-
-def _recorded_grads(graph: GraphRecord, node_id: int) -> tuple | None:
-    for bw in graph.backwards:
-        for ex in bw.executions:
-            if ex.node == node_id:
-                return ex.grad_inputs
-    return None
 
 
 def _finding(node: NodeRecord, phase: str, what: str, why: str, **details: Any) -> Finding:

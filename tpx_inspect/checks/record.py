@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -115,13 +116,17 @@ class GraphRecord:
                     out[e].append(n.id)
         return out
 
-    def execution(self, node_id: int) -> Execution | None:
-        """The first backward run of ``node_id``, if any."""
+    @cached_property
+    def _first_runs(self) -> dict[int, Execution]:
+        runs: dict[int, Execution] = {}
         for bw in self.backwards:
             for ex in bw.executions:
-                if ex.node == node_id:
-                    return ex
-        return None
+                runs.setdefault(ex.node, ex)
+        return runs
+
+    def execution(self, node_id: int) -> Execution | None:
+        """The first backward run of ``node_id``, if any."""
+        return self._first_runs.get(node_id)
 
     def incoming(self, node_id: int) -> np.ndarray | None:
         """The gradient ``node_id`` received in the first backward that ran it, if any."""

@@ -135,7 +135,8 @@ def _tensor(x: Any) -> Any:
     if isinstance(x, np.generic):
         x = np.asarray(x)
     if isinstance(x, np.ndarray):
-        return p10.asarray(x, dtype=x.dtype, backend="numpy")
+        # NOTE: shares memory; kernels and rules never write into their inputs.
+        return p10.from_numpy(x)
     return x
 
 
