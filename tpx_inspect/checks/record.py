@@ -152,12 +152,18 @@ class Recorder:
     Use it through :func:`record`; ``graph()`` freezes what it saw into a :class:`GraphRecord`.
     """
 
-    def __init__(self, keep_values: bool = True) -> None:
+    def __init__(self, keep_values: bool = True, max_backwards: int | None = None) -> None:
         self.keep_values = keep_values
+        self.max_backwards = max_backwards
         self._ids: dict[Any, int] = {}
         self._nodes: list[dict[str, Any]] = []
         self._backwards: list[dict[str, Any]] = []
-        self.forward_calls = 0
+        self._ended = 0
+
+    @property
+    def done(self) -> bool:
+        """True once ``max_backwards`` backward passes ended: later events are ignored."""
+        return self.max_backwards is not None and self._ended >= self.max_backwards
 
     # -- node ids ------------------------------------------------------------------------------
     def _id(self, node: Any) -> int:
@@ -199,16 +205,20 @@ class Recorder:
 
     # -- observer events -------------------------------------------------------------------------
     def on_node_recorded(self, node: Any, output: Any) -> None:
+        if self.done:
+            return
         entry = self._nodes[self._id(node)]
         entry["backend"] = _backend_name(output)
         if self.keep_values:
             entry["output"] = to_numpy(output)
 
     def on_node_forward(self, node: Any, inputs: tuple, output: Any, seconds: float) -> None:
-        if self.keep_values:
+        if self.keep_values and not self.done:
             self._nodes[self._id(node)]["inputs"] = tuple(to_numpy(x) for x in inputs)
 
     def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
+        if self.done:
+            return
         ids = tuple(self._id(r) for r in roots)
         seeds = tuple(to_numpy(grads[r]) for r in roots)
         self._backwards.append(
@@ -217,7 +227,7 @@ class Recorder:
         )  # fmt: skip
 
     def on_node_executed(self, node: Any, grad_output: Any, grad_inputs: tuple, s: float) -> None:
-        if not self._backwards:
+        if not self._backwards or self.done:
             return
         nid = self._id(node)
         if _has_hooks(node):
@@ -226,11 +236,15 @@ class Recorder:
         self._backwards[-1]["executions"].append(ex)
 
     def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
-        if not self._backwards:
+        if not self._backwards or self.done:
             return
         c = Contribution(self._id(target), self._id(source), to_numpy(contribution),
                          to_numpy(total))  # fmt: skip
         self._backwards[-1]["contributions"].append(c)
+
+    def on_backward_end(self, roots: Any) -> None:
+        if not self.done:
+            self._ended += 1
 
     # -- result -------------------------------------------------------------------------------
     def graph(self) -> GraphRecord:
@@ -283,8 +297,8 @@ class Recording:
     Reusable as the ``cap`` of :func:`tpx_inspect.script.run_captured`.
     """
 
-    def __init__(self, keep_values: bool = True) -> None:
-        self.recorder = Recorder(keep_values)
+    def __init__(self, keep_values: bool = True, max_backwards: int | None = None) -> None:
+        self.recorder = Recorder(keep_values, max_backwards)
         self._handle: Any = None
 
     def __enter__(self) -> Recording:
@@ -301,8 +315,11 @@ class Recording:
         return self.recorder.graph()
 
 
-def record(keep_values: bool = True) -> Recording:
+def record(keep_values: bool = True, max_backwards: int | None = None) -> Recording:
     """Observe every node recorded and every backward run inside the ``with`` block.
+
+    With ``max_backwards``, observation stops after that many backward passes (a training
+    script repeats the same graph; keeping every value of every step costs memory).
 
     >>> import tpx as tp
     >>> with record() as rec:
@@ -310,4 +327,4 @@ def record(keep_values: bool = True) -> Recording:
     >>> rec.graph().nodes[-1].name
     'SinBackward'
     """
-    return Recording(keep_values)
+    return Recording(keep_values, max_backwards)

@@ -176,15 +176,22 @@ def run_all_checks(
 
 
 def run_script_checks(
-    path: str, args: Sequence[str] = (), checks: Sequence[str] = GRAPH_CHECKS, **options: Any
+    path: str,
+    args: Sequence[str] = (),
+    checks: Sequence[str] = GRAPH_CHECKS,
+    *,
+    max_backwards: int | None = 3,
+    **options: Any,
 ) -> Report:
     """Run a script (as ``python path args``) under :func:`record`, then the graph checks.
 
-    A script that fails is reported as a ``script`` check with its exit code.
+    Only the first ``max_backwards`` backward passes (and the nodes recorded before their
+    end) are kept and checked (None: all). A script that fails is reported as a ``script``
+    check with its exit code.
     """
     from tpx_inspect.script import run_captured
 
-    rec = record()
+    rec = record(max_backwards=max_backwards)
     outcome = run_captured(rec, path, list(args))
     report = run_graph_checks(rec.graph(), checks, **options)
     if outcome.ok:
