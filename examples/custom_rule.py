@@ -8,12 +8,14 @@ The op is SiLU, ``x * sigmoid(x)``, whose derivative is ``s + x s (1 - s)`` with
 ``s = sigmoid(x)``. The wrong backward returns only ``s``, a classic slip. The script trains a
 tiny MLP that uses the op and compares its analytic gradient with central finite
 differences along a random direction (float64). The inspect layer imports ``silu_function``,
-``make_problem`` and ``main`` from here.
+``make_problem`` and ``main`` from here; ``loss`` / ``wrong_loss`` with ``loss_inputs`` are
+targets for ``tpx-inspect gradcheck examples/custom_rule.py::wrong_loss``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
 import numpy as np
@@ -79,6 +81,32 @@ def make_problem(wrong: bool = False, seed: int = 0) -> tuple[CustomMLP, tp.Tens
     x = tp.asarray(gen.randn((5, 4), dtype="float64") * 2.0, requires_grad=True)
     y = tp.asarray(gen.randint(0, 3, (5,)))
     return model, x, y
+
+
+@functools.cache
+def _problem(wrong: bool) -> tuple[CustomMLP, tp.Tensor, tp.Tensor]:
+    return make_problem(wrong)
+
+
+def loss(x: tp.Tensor) -> tp.Tensor:
+    """Cross entropy of the model with the correct SiLU at input ``x`` (shape (5, 4)): a
+    target for ``tpx-inspect gradcheck examples/custom_rule.py::loss``."""
+    model, _, y = _problem(False)
+    return F.cross_entropy(model(x), y)
+
+
+def wrong_loss(x: tp.Tensor) -> tp.Tensor:
+    """The same with the deliberately wrong SiLU backward (``::wrong_loss``)."""
+    model, _, y = _problem(True)
+    return F.cross_entropy(model(x), y)
+
+
+def loss_inputs(generator: p10.random.Generator) -> tuple[tp.Tensor]:
+    """A float64 input of shape (5, 4) drawn from ``generator``, requiring grad."""
+    return (tp.asarray(generator.randn((5, 4), dtype="float64"), requires_grad=True),)
+
+
+wrong_loss_inputs = loss_inputs
 
 
 def directional_check(model: CustomMLP, x: tp.Tensor, y: tp.Tensor, eps: float = 1e-6) -> float:

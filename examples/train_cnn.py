@@ -3,7 +3,10 @@
     python examples/train_cnn.py            # full run
     python examples/train_cnn.py --quick    # a short run for CI
 
-Conv(1->16, 3x3) - BatchNorm - ReLU - MaxPool - Conv(16->32, 3x3) - ReLU - MaxPool - Linear.
+Conv(1->16, 3x3) - BatchNorm - MaxPool - ReLU - Conv(16->32, 3x3) - MaxPool - ReLU - Linear.
+Pooling before ReLU computes the same function as after it (both are monotone), costs less,
+and keeps exact ties (the zeros ReLU makes) out of the max-pool windows, where gradients are
+not unique and finite-difference checks would disagree with any choice.
 The inspect layer imports ``build_model`` / ``main`` from here.
 """
 
@@ -29,11 +32,11 @@ def build_model(seed: int = 0) -> nn.Module:
     return nn.Sequential(
         nn.Conv2d(1, 16, 3, padding=1),
         nn.BatchNorm2d(16),
-        nn.ReLU(),
         nn.MaxPool2d(2),
+        nn.ReLU(),
         nn.Conv2d(16, 32, 3, padding=1),
-        nn.ReLU(),
         nn.MaxPool2d(2),
+        nn.ReLU(),
         nn.Flatten(),
         nn.Dropout(0.1, seed=seed),
         nn.Linear(32 * 2 * 2, 10),
