@@ -11,7 +11,7 @@ import tpx as tp
 
 
 def test_requires_grad_on_int_raises():
-    with pytest.raises(RuntimeError, match="only floating tensors can require grad.*int64"):
+    with pytest.raises(RuntimeError, match=r"only floating tensors can require grad.*int64"):
         tp.arange(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="astype"):
         tp.arange(3).requires_grad_()
