@@ -76,3 +76,8 @@ def test_train_mlp_full_reaches_95_percent():
 def test_tiny_transformer_loss_falls_well_below_unigram_entropy():
     result = load("tiny_transformer").main(["--steps", "150"])
     assert result["train_loss"] < 0.75 * result["unigram_entropy"]
+
+
+@pytest.mark.slow
+def test_train_cnn_full_reaches_95_percent():
+    assert load("train_cnn").main([])["test_accuracy"] >= 0.95

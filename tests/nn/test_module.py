@@ -245,3 +245,35 @@ def test_conv_channel_mismatch_names_the_layer():
     model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.Conv2d(3, 2, 3))
     with pytest.raises(nn.LayerShapeError, match=r"model\.1 .*\(N, 3, H, W\).*\(1, 4, 6, 6\)"):
         model(tp.ones((1, 1, 8, 8)))
+
+
+def test_shape_error_in_the_outermost_module_names_its_scope():
+    class Mul(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(tp.ones((3,)))
+
+        def forward(self, x):
+            return x * self.w
+
+    with pytest.raises(nn.LayerShapeError, match=r"^in model \(Mul\(\)\): "):
+        Mul()(tp.ones((2, 4)))
+
+
+def test_parameter_helpers():
+    t = tp.ones(2, requires_grad=True)
+    p = nn.Parameter(t * 2)
+    assert p.is_leaf and p.requires_grad and p.tolist() == [2.0, 2.0]
+    m = nn.Module()
+    with pytest.raises(TypeError, match="leaf tensor that requires grad"):
+        m.register_parameter("w", tp.ones(2))
+    m.register_parameter("w", p)
+    m.register_parameter("unused", None)
+    assert [n for n, _ in m.named_parameters()] == ["w"] and m.unused is None
+    m.requires_grad_(False)
+    assert not m.w.requires_grad
+    visited = []
+    nn.Sequential(nn.ReLU(), nn.Tanh()).apply(lambda mod: visited.append(type(mod).__name__))
+    assert visited == ["Tanh", "ReLU", "Sequential"]
+    with pytest.raises(TypeError, match="is not a Module"):
+        m.add_module("x", 3)  # type: ignore[arg-type]

@@ -184,8 +184,9 @@ class Module:
         except p10.ShapeError as e:
             if isinstance(e, LayerShapeError):
                 raise
-            where = tp.current_scope() or type(self).__name__
-            raise LayerShapeError(f"in {where}.{name} ({self._describe()}): {e}") from e
+            outer = tp.current_scope()
+            where = f"{outer}.{name}" if outer else name
+            raise LayerShapeError(f"in {where} ({self._describe()}): {e}") from e
         finally:
             _calls.stack.pop()
             if root:
