@@ -179,6 +179,10 @@ def _ex(name: str, arg: str = "[0.0, 1.0]", binary: bool = False) -> str:
     return f"\n\n    >>> import p10\n    >>> p10.{name}({args}).shape\n    (2,)\n"
 
 
+def _show(call: str, result: str) -> str:
+    return f"\n\n    >>> import p10\n    >>> p10.{call}.tolist()\n    {result}\n"
+
+
 negative = _unary(Op.NEG, "Elementwise ``-x``." + _ex("negative"))
 abs = _unary(Op.ABS, "Elementwise absolute value." + _ex("abs"))
 exp = _unary_float(Op.EXP, "Elementwise ``e**x``." + _ex("exp"))
@@ -212,22 +216,101 @@ add = _binary_fn(
 )
 subtract = _binary_fn(Op.SUB, "subtract", "Elementwise ``x1 - x2``." + _ex("subtract", binary=True))
 multiply = _binary_fn(Op.MUL, "multiply", "Elementwise ``x1 * x2``." + _ex("multiply", binary=True))
-floor_divide = _binary_fn(Op.FLOORDIV, "floor_divide", "Elementwise ``x1 // x2``.")
-remainder = _binary_fn(Op.MOD, "remainder", "Elementwise ``x1 % x2`` (sign of x2).")
-maximum = _binary_fn(Op.MAXIMUM, "maximum", "Elementwise maximum (NaN propagates).")
-minimum = _binary_fn(Op.MINIMUM, "minimum", "Elementwise minimum (NaN propagates).")
-equal = _binary_fn(Op.EQ, "equal", "Elementwise ``x1 == x2`` (bool result).")
-not_equal = _binary_fn(Op.NE, "not_equal", "Elementwise ``x1 != x2`` (bool result).")
-less = _binary_fn(Op.LT, "less", "Elementwise ``x1 < x2`` (bool result).")
-less_equal = _binary_fn(Op.LE, "less_equal", "Elementwise ``x1 <= x2`` (bool result).")
-greater = _binary_fn(Op.GT, "greater", "Elementwise ``x1 > x2`` (bool result).")
-greater_equal = _binary_fn(Op.GE, "greater_equal", "Elementwise ``x1 >= x2`` (bool result).")
-logical_and = _binary_fn(Op.LOGICAL_AND, "logical_and", "Elementwise logical and.")
-logical_or = _binary_fn(Op.LOGICAL_OR, "logical_or", "Elementwise logical or.")
-logical_xor = _binary_fn(Op.LOGICAL_XOR, "logical_xor", "Elementwise logical xor.")
-bitwise_and = _binary_fn(Op.BITWISE_AND, "bitwise_and", "Elementwise bitwise and.")
-bitwise_or = _binary_fn(Op.BITWISE_OR, "bitwise_or", "Elementwise bitwise or.")
-bitwise_xor = _binary_fn(Op.BITWISE_XOR, "bitwise_xor", "Elementwise bitwise xor.")
+floor_divide = _binary_fn(
+    Op.FLOORDIV,
+    "floor_divide",
+    "Elementwise ``x1 // x2``, rounding toward -inf."
+    + _show("floor_divide(p10.asarray([7, -7]), 2)", "[3, -4]"),
+)
+remainder = _binary_fn(
+    Op.MOD,
+    "remainder",
+    "Elementwise ``x1 % x2`` (sign of x2)." + _show("remainder(p10.asarray([7, -7]), 3)", "[1, 2]"),
+)
+maximum = _binary_fn(
+    Op.MAXIMUM,
+    "maximum",
+    "Elementwise maximum (NaN propagates)."
+    + _show("maximum(p10.asarray([1.0, 5.0]), 3.0)", "[3.0, 5.0]"),
+)
+minimum = _binary_fn(
+    Op.MINIMUM,
+    "minimum",
+    "Elementwise minimum (NaN propagates)."
+    + _show("minimum(p10.asarray([1.0, 5.0]), 3.0)", "[1.0, 3.0]"),
+)
+equal = _binary_fn(
+    Op.EQ,
+    "equal",
+    "Elementwise ``x1 == x2`` (bool result)."
+    + _show("equal(p10.asarray([1, 2]), 2)", "[False, True]"),
+)
+not_equal = _binary_fn(
+    Op.NE,
+    "not_equal",
+    "Elementwise ``x1 != x2`` (bool result)."
+    + _show("not_equal(p10.asarray([1, 2]), 2)", "[True, False]"),
+)
+less = _binary_fn(
+    Op.LT,
+    "less",
+    "Elementwise ``x1 < x2`` (bool result)."
+    + _show("less(p10.asarray([1, 2]), 2)", "[True, False]"),
+)
+less_equal = _binary_fn(
+    Op.LE,
+    "less_equal",
+    "Elementwise ``x1 <= x2`` (bool result)."
+    + _show("less_equal(p10.asarray([1, 2]), 2)", "[True, True]"),
+)
+greater = _binary_fn(
+    Op.GT,
+    "greater",
+    "Elementwise ``x1 > x2`` (bool result)."
+    + _show("greater(p10.asarray([1, 2]), 1)", "[False, True]"),
+)
+greater_equal = _binary_fn(
+    Op.GE,
+    "greater_equal",
+    "Elementwise ``x1 >= x2`` (bool result)."
+    + _show("greater_equal(p10.asarray([1, 2]), 2)", "[False, True]"),
+)
+logical_and = _binary_fn(
+    Op.LOGICAL_AND,
+    "logical_and",
+    "Elementwise logical and."
+    + _show("logical_and(p10.asarray([True, False]), True)", "[True, False]"),
+)
+logical_or = _binary_fn(
+    Op.LOGICAL_OR,
+    "logical_or",
+    "Elementwise logical or."
+    + _show("logical_or(p10.asarray([True, False]), False)", "[True, False]"),
+)
+logical_xor = _binary_fn(
+    Op.LOGICAL_XOR,
+    "logical_xor",
+    "Elementwise logical xor."
+    + _show("logical_xor(p10.asarray([True, False]), True)", "[False, True]"),
+)
+bitwise_and = _binary_fn(
+    Op.BITWISE_AND,
+    "bitwise_and",
+    "Elementwise bitwise and of integers or bools."
+    + _show("bitwise_and(p10.asarray([12, 10]), 6)", "[4, 2]"),
+)
+bitwise_or = _binary_fn(
+    Op.BITWISE_OR,
+    "bitwise_or",
+    "Elementwise bitwise or of integers or bools."
+    + _show("bitwise_or(p10.asarray([12, 10]), 6)", "[14, 14]"),
+)
+bitwise_xor = _binary_fn(
+    Op.BITWISE_XOR,
+    "bitwise_xor",
+    "Elementwise bitwise xor of integers or bools."
+    + _show("bitwise_xor(p10.asarray([12, 10]), 6)", "[10, 12]"),
+)
 
 
 def divide(x1: Any, x2: Any, /) -> Any:

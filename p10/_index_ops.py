@@ -27,12 +27,12 @@ def nonzero(x: Any, /) -> tuple[Tensor, ...]:
     return tuple(wrap(backend.from_numpy(i.astype(np.int64)), backend) for i in np.nonzero(arr))
 
 
-def _check_int(item: int, axis: int, shape: tuple[int, ...]) -> int:
+def _check_int(item: int, axis: int, shape: tuple[int, ...], op: str) -> int:
     if axis >= len(shape):
-        raise IndexOutOfRangeError(f"getitem: too many indices for a tensor of shape {shape}")
+        raise IndexOutOfRangeError(f"{op}: too many indices for a tensor of shape {shape}")
     if not -shape[axis] <= item < shape[axis]:
         raise IndexOutOfRangeError(
-            f"getitem: index {item} is out of range for axis {axis} of size {shape[axis]} "
+            f"{op}: index {item} is out of range for axis {axis} of size {shape[axis]} "
             f"(shape {shape}); valid indices are {-shape[axis]}..{shape[axis] - 1}"
         )
     return item
@@ -47,7 +47,7 @@ def _slice(s: slice) -> slice:
     return slice(num(s.start), num(s.stop), num(s.step))
 
 
-def normalize_key(x: Any, key: Any) -> tuple[tuple, list[Any]]:
+def normalize_key(x: Any, key: Any, op: str = "getitem") -> tuple[tuple, list[Any]]:
     """Split ``key`` into a hashable, JSON-friendly key and the index tensors it refers to.
 
     >>> import p10
@@ -77,7 +77,7 @@ def normalize_key(x: Any, key: Any) -> tuple[tuple, list[Any]]:
         elif isinstance(k, bool | np.bool_):
             raise DTypeError("getitem: a Python bool index is not supported; use a bool tensor")
         elif isinstance(k, int | np.integer):
-            out.append(_check_int(int(k), axis, x.shape))
+            out.append(_check_int(int(k), axis, x.shape, op))
             axis += 1
         else:
             t = operand(k, x) if is_tensor(k) else operand(np.asarray(k), x)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any
 
 from p10._dtypes import to_dtype
@@ -21,7 +22,7 @@ def normalize_axis(axis: int, ndim: int, op: str) -> int:
     2
     """
     try:
-        a = int(axis)
+        a = operator.index(axis)
     except TypeError:
         raise AxisError(f"{op}: axis must be an int, got {axis!r}") from None
     if not -builtins.max(ndim, 1) <= a < builtins.max(ndim, 1):
@@ -54,6 +55,16 @@ def _reduce(op: Op, x: Any, axis: Axis, keepdims: bool, **params: Any) -> Any:
     return apply(op, x, axis=normalize_axes(axis, x.ndim, op.value), keepdims=keepdims, **params)
 
 
+def _reduce_as(op: Op, x: Any, axis: Axis, keepdims: bool, dtype: Any) -> Any:
+    """Sum or product; with ``dtype`` computed and returned in it (small ints otherwise widen)."""
+    (x,) = operands(x)
+    if dtype is None:
+        return _reduce(op, x, axis, keepdims)
+    dt = to_dtype(dtype)
+    out = _reduce(op, apply(Op.CAST, x, dtype=dt), axis, keepdims)
+    return out if out.dtype == dt else apply(Op.CAST, out, dtype=dt)
+
+
 def _nonempty(x: Any, axis: Axis, op: str) -> None:
     axes = normalize_axes(axis, x.ndim, op)
     sizes = [x.shape[a] for a in (axes if axes is not None else range(x.ndim))]
@@ -70,10 +81,7 @@ def sum(x: Any, /, *, axis: Axis = None, dtype: Any = None, keepdims: bool = Fal
     >>> p10.sum(p10.asarray([[1, 2], [3, 4]]), axis=0).tolist()
     [4, 6]
     """
-    (x,) = operands(x)
-    if dtype is not None:
-        x = apply(Op.CAST, x, dtype=to_dtype(dtype))
-    return _reduce(Op.SUM, x, axis, keepdims)
+    return _reduce_as(Op.SUM, x, axis, keepdims, dtype)
 
 
 def mean(x: Any, /, *, axis: Axis = None, keepdims: bool = False) -> Any:
@@ -94,10 +102,7 @@ def prod(x: Any, /, *, axis: Axis = None, dtype: Any = None, keepdims: bool = Fa
     >>> p10.prod(p10.asarray([2.0, 3.0])).item()
     6.0
     """
-    (x,) = operands(x)
-    if dtype is not None:
-        x = apply(Op.CAST, x, dtype=to_dtype(dtype))
-    return _reduce(Op.PROD, x, axis, keepdims)
+    return _reduce_as(Op.PROD, x, axis, keepdims, dtype)
 
 
 def max(x: Any, /, *, axis: Axis = None, keepdims: bool = False) -> Any:

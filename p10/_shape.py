@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,10 +14,15 @@ from p10._reductions import normalize_axes, normalize_axis
 from p10._tensor import apply
 
 
-def _shape_arg(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, int):
-        return (shape,)
-    return tuple(int(s) for s in shape)
+def _shape_arg(shape: Any, op: str = "reshape") -> tuple[int, ...]:
+    try:
+        return (operator.index(shape),)
+    except TypeError:
+        pass
+    try:
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise ShapeError(f"{op}: a shape is an int or a sequence of ints, got {shape!r}") from None
 
 
 def _infer_shape(size: int, shape: tuple[int, ...], old: tuple[int, ...]) -> tuple[int, ...]:
@@ -124,9 +130,16 @@ def broadcast_to(x: Any, /, shape: Sequence[int]) -> Any:
     (2, 3)
     """
     (x,) = operands(x)
-    shape = _shape_arg(shape)
-    if len(shape) < x.ndim or broadcast_shapes(x.shape, shape) != shape:
-        raise ShapeError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
+    shape = _shape_arg(shape, "broadcast_to")
+    try:
+        fits = len(shape) >= x.ndim and broadcast_shapes(x.shape, shape) == shape
+    except ShapeError:
+        fits = False
+    if not fits:
+        raise ShapeError(
+            f"broadcast_to: cannot broadcast {x.shape} to {shape}; each size of {x.shape} must "
+            "equal the target's or be 1, counted from the right"
+        )
     if shape == x.shape:
         return x
     return apply(Op.BROADCAST_TO, x, shape=shape)
@@ -279,7 +292,7 @@ def tile(x: Any, /, repetitions: Sequence[int]) -> Any:
     [1, 2, 1, 2]
     """
     (x,) = operands(x)
-    return apply(Op.TILE, x, reps=_shape_arg(repetitions))
+    return apply(Op.TILE, x, reps=_shape_arg(repetitions, "tile"))
 
 
 def repeat(x: Any, /, repeats: int, *, axis: int | None = None) -> Any:
@@ -361,7 +374,8 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple = 2) -> Any:
         a2 = tuple(normalize_axis(a, x2.ndim, "tensordot") for a in axes[1])
     if [x1.shape[a] for a in a1] != [x2.shape[a] for a in a2]:
         raise ShapeError(
-            f"tensordot: contracted sizes differ for {x1.shape} axes {a1} and {x2.shape} axes {a2}"
+            f"tensordot: contracted sizes differ for {x1.shape} axes {a1} and {x2.shape} axes "
+            f"{a2}; the paired axes must have equal sizes"
         )
     return apply(Op.TENSORDOT, *promote_mixed(x1, x2), axes=(a1, a2))
 

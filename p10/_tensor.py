@@ -328,14 +328,14 @@ class Tensor(TensorMethods):
         from p10._index_ops import normalize_key
         from p10._indexing import fill_key
 
-        k, tensors = normalize_key(self, key)
+        k, tensors = normalize_key(self, key, "setitem")
         self._write(fill_key(k, tuple(t._data for t in tensors)), operand(value, self))
 
     def _write(self, key: Any, value: Tensor) -> None:
         if value.dtype != self.dtype and not np.can_cast(value.dtype, self.dtype, "same_kind"):
             raise DTypeError(
-                f"in-place write: cannot store {value.dtype.name} values into a "
-                f"{self.dtype.name} tensor; cast with .astype('{value.dtype.name}') first"
+                f"in-place write: cannot store {value.dtype.name} values into a tensor of "
+                f"dtype {self.dtype.name}; compute out of place or cast the values first"
             )
         setitem = self._backend.setitem
         if setitem is None:

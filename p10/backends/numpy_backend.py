@@ -56,7 +56,8 @@ def _var(x, *, axis=None, keepdims=False, correction=0.0):
 
 
 def _logsumexp(x, *, axis=None, keepdims=False):
-    return special.logsumexp(x, axis=axis, keepdims=keepdims).astype(x.dtype, copy=False)
+    out = special.logsumexp(x, axis=axis, keepdims=keepdims).astype(x.dtype, copy=False)
+    return out.reshape(()) if x.ndim == 0 else out  # NOTE: scipy gives 0-d input keepdims (1,)
 
 
 def _cumsum(x, *, axis=0):
