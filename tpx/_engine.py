@@ -217,17 +217,30 @@ def _pre_hooks(node: Node, g: Any) -> Any:
 
 
 def _sum_grad(prev: Any, g: Any) -> Any:
-    g = g if g.__class__ is Tensor else wrap(g)
-    return g if prev is None else prev + g
+    if prev is not None:
+        return prev + (g if g.__class__ is Tensor else wrap(g))
+    return g if g.__class__ is Tensor else _owned(g)
+
+
+def _owned(g: p10.Tensor) -> Tensor:
+    # NOTE: a gradient may be the caller's `gradient=` or be shared with other leaves (the rule
+    # of add returns one value for both inputs), or be a read-only broadcast view; a `.grad`
+    # gets its own memory, so that `x.grad.mul_(0.5)` or `x.grad += ...` touch only it.
+    return wrap(p10.asarray(g, copy=True))
 
 
 def _accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
     leaf = node.variable
-    if not create_graph and g.__class__ is not Tensor:
-        g = wrap(g)
-    leaf.grad = g if leaf.grad is None else leaf.grad + g
+    if leaf.grad is None:
+        leaf.grad = g if create_graph and g.__class__ is Tensor else _owned(_raw(g))
+    else:
+        leaf.grad = leaf.grad + (g if g.__class__ is Tensor else wrap(g))
     for fn in node._hooks or ():
         fn(node, (), g)
+
+
+def _raw(g: Any) -> p10.Tensor:
+    return g._t if g.__class__ is Tensor else g
 
 
 def _execute(node: GradFn, g: Any, retain_graph: bool, create_graph: bool) -> tuple:

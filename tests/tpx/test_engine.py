@@ -361,3 +361,35 @@ def test_accumulate_grad_node_shared_and_not_keeping_leaf_alive():
         assert acc() is None and leaf_ref() is None
     finally:
         gc.enable()
+
+
+def test_leaf_grads_own_their_memory():
+    x = tp.ones(2, requires_grad=True)
+    y = tp.ones(2, requires_grad=True)
+    gradient = tp.ones(2)
+    (x + y).backward(gradient)  # the rule of add hands one value to both inputs
+    with tp.no_grad():
+        x.grad *= 5
+        y.grad += 1
+    assert x.grad.tolist() == [5.0, 5.0]
+    assert y.grad.tolist() == [2.0, 2.0]
+    assert gradient.tolist() == [1.0, 1.0]
+
+
+def test_leaf_grad_from_a_broadcast_is_writable():
+    x = tp.ones((2, 3), requires_grad=True)
+    x.sum().backward()
+    with tp.no_grad():
+        x.grad.mul_(0.5)
+    assert x.grad.tolist() == [[0.5] * 3] * 2
+
+
+def test_retained_grad_owns_its_memory():
+    x = tp.ones(2, requires_grad=True)
+    h = x * 1
+    h.retain_grad()
+    (h + x).sum().backward()
+    with tp.no_grad():
+        h.grad *= 3
+    assert x.grad.tolist() == [2.0, 2.0]
+    assert h.grad.tolist() == [3.0, 3.0]
