@@ -37,8 +37,8 @@ function graphPath(run, graph) {
 export const http = {
   runs: () => get("/api/runs"),
   graphs: (run) => getAll(`/api/runs/${enc(run)}/graphs`, "graphs"),
-  view: (run, graph, expanded) => {
-    const q = expanded.map((s) => `expand=${enc(s)}`).join("&");
+  view: (run, graph, expanded, stub = "") => {
+    const q = expanded.map((s) => `expand=${enc(s)}`).concat(stub ? [`stub=${stub}`] : []).join("&");
     return get(`${graphPath(run, graph)}/view${q ? "?" + q : ""}`);
   },
   nodes: (run, graph) => getAll(`${graphPath(run, graph)}/nodes`, "nodes"),

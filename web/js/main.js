@@ -13,7 +13,7 @@ const api = window.TPX_EMBED ? embedded(window.TPX_EMBED) : http;
 const state = {
   run: null, graph: null, expanded: new Set(), scopes: [], view: null, nodes: [], byNode: new Map(),
   order: [], selected: null, hits: [], hit: -1, findings: new Map(), checked: false,
-  diff: null, compare: null, play: { index: -1, timer: null }, colour: "kind", graphs: [],
+  diff: null, compare: null, play: { index: -1, timer: null }, colour: "kind", graphs: [], stub: "",
 };
 
 const main = new GraphView($("canvas"));
@@ -70,7 +70,7 @@ async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
 
 async function refreshView() {
   const t0 = performance.now();
-  const view = await api.view(state.run, state.graph, [...state.expanded]);
+  const view = await api.view(state.run, state.graph, [...state.expanded], state.stub);
   state.view = view;
   state.scopes = view.scopes;
   main.setGraph(toDrawable(view));
@@ -266,10 +266,12 @@ async function step() {
 function play() {
   if (state.play.timer) return stopPlay();
   $("play").textContent = "Pause";
+  // About eight seconds for a whole pass, between 30 and 400 ms a step.
+  const every = Math.min(400, Math.max(30, 8000 / Math.max(1, state.order.length)));
   state.play.timer = setInterval(() => {
     if (state.play.index >= state.order.length - 1) stopPlay();
     else step();
-  }, 400);
+  }, every);
 }
 
 function stopPlay() {
@@ -362,6 +364,7 @@ function updateURL() {
   if (state.graph !== null) p.set("graph", state.graph);
   if (state.selected !== null) p.set("node", state.selected);
   if (state.expanded.size) p.set("expand", [...state.expanded].join(","));
+  if (state.stub) p.set("stub", state.stub);
   history.replaceState(null, "", "#" + p.toString());
 }
 
@@ -372,6 +375,7 @@ function readURL() {
     graph: p.has("graph") ? Number(p.get("graph")) : null,
     node: p.has("node") ? Number(p.get("node")) : null,
     expand: p.get("expand") ? p.get("expand").split(",") : [],
+    stub: p.get("stub") || "",
   };
 }
 
@@ -454,6 +458,11 @@ $("collapse-all").addEventListener("click", async () => {
   main.fit();
   updateURL();
 });
+$("stub").addEventListener("change", async (e) => {
+  state.stub = e.target.value;
+  await refreshView();
+  updateURL();
+});
 $("colour").addEventListener("change", (e) => {
   state.colour = e.target.value;
   applyColour();
@@ -488,6 +497,8 @@ async function start() {
   const link = readURL();
   const run = runs.some((r) => r.id === link.run) ? link.run : runs[0].id;
   state.expanded = new Set(link.expand);
+  state.stub = link.stub;
+  $("stub").value = link.stub;
   if (link.graph !== null) {
     state.run = run;
     $("run").value = run;
@@ -514,6 +525,21 @@ async function follow(run) {
     if (feed.status !== "running" && !feed.new.length) break;
   }
 }
+
+// A pasted deep link (or the back button) changes the hash: show what it names.
+window.addEventListener("hashchange", async () => {
+  const link = readURL();
+  if (!link.run) return;
+  state.expanded = new Set(link.expand);
+  state.stub = link.stub;
+  $("stub").value = link.stub;
+  if (link.run !== state.run) await selectRun(link.run, link.graph);
+  else if (link.graph !== null && link.graph !== state.graph) await selectGraph(link.graph, { keepExpanded: true, node: link.node });
+  else {
+    await refreshView();
+    if (link.node !== null && link.node !== state.selected) await select(link.node);
+  }
+});
 
 window.tpxViewer = { state, main, select, toggle, runChecks, step };
 start().catch((err) => status(`error: ${err}`));

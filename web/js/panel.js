@@ -54,6 +54,10 @@ function summaryTable(title, s, values) {
   return out;
 }
 
+function replace(panel, ...children) {
+  panel.replaceChildren(...children.filter((c) => c !== null && c !== undefined));
+}
+
 export function renderNode(panel, detail, ctx) {
   const n = detail.node;
   const link = (id) => h("a", { class: "jump", tabindex: "0", onclick: () => ctx.select(id), onkeydown: (e) => e.key === "Enter" && ctx.select(id) }, `#${id}`);
@@ -62,7 +66,8 @@ export function renderNode(panel, detail, ctx) {
   const saved = detail.saved.map((s) => h("tr", {}, h("td", {}, s.slot < 0 ? "output" : `input ${s.slot}`), h("td", { class: "mono" }, `${shape(s.shape)} ${s.dtype}`), h("td", {}, bytes(s.bytes))));
   const checks = (ctx.findings.get(n.id) || []).map((f) => h("li", { class: "fail" }, `${f.check}: ${f.message}`));
   const diff = ctx.diff && ctx.diff.get(n.id);
-  panel.replaceChildren(
+  replace(
+    panel,
     h("h2", {}, `#${n.id} ${n.title || n.name}`),
     kv([
       ["op", n.op || n.kind],
