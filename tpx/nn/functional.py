@@ -15,6 +15,12 @@ import p10
 import p10.random
 import tpx as tp
 from p10 import ShapeError
+from tpx.nn._losses import (  # re-exported: the losses live in their own file
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    mse_loss,
+    nll_loss,
+)
 
 Tensor = tp.Tensor
 
@@ -319,13 +325,6 @@ def scaled_dot_product_attention(
         weights = dropout(weights, dropout_p, True, generator)
     return tp.matmul(weights, v)
 
-
-from tpx.nn._losses import (  # noqa: E402  (re-exported: losses live in their own file)
-    binary_cross_entropy_with_logits,
-    cross_entropy,
-    mse_loss,
-    nll_loss,
-)
 
 __all__ = [
     "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy",
