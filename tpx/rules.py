@@ -51,8 +51,22 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
         i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1
     )
     if axes:
-        g = p10.sum(g, axis=axes, keepdims=True)
-    return p10.reshape(g, shape)
+        g = p10.apply(Op.SUM, g, axis=axes, keepdims=True)
+    return _reshape_to(g, shape)
+
+
+# NOTE: the helpers below call the ops directly with parameters that are valid by construction,
+# skipping the argument checks of the public functions: they run once per node of a backward.
+def _reshape_to(g: Any, shape: tuple[int, ...]) -> Any:
+    return g if g.shape == shape else p10.apply(Op.RESHAPE, g, shape=shape)
+
+
+def _broadcast(g: Any, shape: tuple[int, ...]) -> Any:
+    return g if g.shape == shape else p10.apply(Op.BROADCAST_TO, g, shape=shape)
+
+
+def _slice(g: Any, key: tuple) -> Any:
+    return p10.apply(Op.GETITEM, g, key=key)
 
 
 def _fit(ctx: RuleContext, grads: Grads) -> Grads:
@@ -80,11 +94,11 @@ def _zeros(ctx: RuleContext, i: int, like: Any) -> Any:
 def _keep(g: Any, ctx: RuleContext) -> Any:
     """The gradient of a reduction reshaped as with ``keepdims=True``."""
     axis, shape = ctx.params.get("axis"), ctx.input_shapes[0]
-    if ctx.params.get("keepdims"):
-        return g
-    axes = range(len(shape)) if axis is None else axis
+    if axis is None or ctx.params.get("keepdims"):
+        return g  # a full reduction gives a 0-d gradient: it broadcasts as it is
+    axes = axis
     kept = tuple(1 if i in axes else s for i, s in enumerate(shape))
-    return p10.reshape(g, kept)
+    return _reshape_to(g, kept)
 
 
 def _reduced_count(ctx: RuleContext) -> int:
@@ -291,12 +305,12 @@ def _where(ctx: RuleContext, g: Any) -> Grads:
 
 # -- reductions ------------------------------------------------------------------------------------
 def _sum(ctx: RuleContext, g: Any) -> Grads:
-    return (p10.broadcast_to(_keep(g, ctx), ctx.input_shapes[0]),)
+    return (_broadcast(_keep(g, ctx), ctx.input_shapes[0]),)
 
 
 def _mean(ctx: RuleContext, g: Any) -> Grads:
     n = max(_reduced_count(ctx), 1)
-    return (p10.broadcast_to(_keep(g, ctx) / n, ctx.input_shapes[0]),)
+    return (_broadcast(_keep(g, ctx) / n, ctx.input_shapes[0]),)
 
 
 def _prod(ctx: RuleContext, g: Any) -> Grads:
@@ -480,7 +494,7 @@ def _tensordot(ctx: RuleContext, g: Any) -> Grads:
 
 # -- shape -----------------------------------------------------------------------------------------
 def _reshape(ctx: RuleContext, g: Any) -> Grads:
-    return (p10.reshape(g, ctx.input_shapes[0]),)
+    return (_reshape_to(g, ctx.input_shapes[0]),)
 
 
 def _permute(ctx: RuleContext, g: Any) -> Grads:
@@ -499,7 +513,7 @@ def _concat(ctx: RuleContext, g: Any) -> Grads:
     for shape, need in zip(ctx.input_shapes, ctx.needs_input_grad):
         stop = start + shape[axis]
         key = (slice(None),) * axis + (slice(start, stop),)
-        grads.append(g[key] if need else None)
+        grads.append(_slice(g, key) if need else None)
         start = stop
     return _fit(ctx, tuple(grads))
 
@@ -529,7 +543,7 @@ def _repeat(ctx: RuleContext, g: Any) -> Grads:
 def _pad(ctx: RuleContext, g: Any) -> Grads:
     shape = ctx.input_shapes[0]
     key = tuple(slice(a, a + s) for (a, _), s in zip(ctx.params["pad_width"], shape))
-    return (g[key],)
+    return (_slice(g, key),)
 
 
 # -- indexing --------------------------------------------------------------------------------------
