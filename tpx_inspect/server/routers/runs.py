@@ -65,7 +65,8 @@ def _feed(entry: RunEntry, since: int) -> m.Feed:
     trace = entry.trace()
     graphs = trace.graphs
     new = [views.graph_info(entry.id, i, graphs[i]) for i in range(since, len(graphs))][:100]
-    return m.Feed(run=entry.id, status=_info(entry).status, graphs=len(graphs), new=new)
+    status = views.run_info(entry.id, trace.runs, entry.live).status
+    return m.Feed(run=entry.id, status=status, graphs=len(graphs), new=new)
 
 
 Since = Annotated[int, Query(ge=0, le=10**9, description="graphs the viewer already has")]
@@ -84,7 +85,7 @@ async def feed(
     deadline = time.monotonic() + wait
     while True:
         out = _feed(entry, since)
-        if out.new or not entry.live or time.monotonic() >= deadline:
+        if out.new or out.status != "running" or time.monotonic() >= deadline:
             return out
         await asyncio.sleep(POLL_SECONDS)
 
@@ -100,7 +101,7 @@ async def events(
     timeout: Annotated[float, Query(ge=0, le=600, description="close the stream after")] = 60,
 ) -> StreamingResponse:
     """Server-sent events: one ``graph`` event per new graph, ``status`` when the run ends;
-    the stream closes when the run is no longer live or after ``timeout`` seconds."""
+    the stream closes once the run has ended and every graph was sent, or after ``timeout``."""
     entry = run_for(request, run_id)
     return StreamingResponse(
         _stream(request, entry, since, timeout), media_type="text/event-stream"
@@ -117,7 +118,8 @@ async def _stream(
         for g in out.new:
             yield f"event: graph\ndata: {g.model_dump_json()}\n\n"
         seen += len(out.new)
-        if not entry.live or time.monotonic() >= deadline or await request.is_disconnected():
+        ended = out.status != "running" and len(out.new) < 100
+        if ended or time.monotonic() >= deadline or await request.is_disconnected():
             yield f"event: status\ndata: {json.dumps({'status': out.status, 'graphs': seen})}\n\n"
             return
         await asyncio.sleep(POLL_SECONDS)
