@@ -20,12 +20,20 @@ import tpx
 
 
 class GradcheckError(AssertionError):
-    """Raised by :func:`gradcheck` when analytical and numerical gradients disagree."""
+    """Raised by :func:`gradcheck` when analytical and numerical gradients disagree.
+
+    >>> issubclass(GradcheckError, AssertionError)
+    True
+    """
 
 
 @dataclass(frozen=True)
 class Mismatch:
-    """A disagreement: which output and input, which elements, and the two values."""
+    """A disagreement: which output and input, which elements, and the two values.
+
+    >>> Mismatch(0, 1, (2,), (0,), 1.0, 0.5).message().split(", ")[1]
+    'd output[0][2] / d input[1][0]: numerical 1'
+    """
 
     output: int
     input: int

@@ -29,6 +29,9 @@ class LocalOptions:
     """Step, tolerances and how many random directions/cotangents the local check uses.
 
     ``rtol32`` applies to recorded gradients computed in float32 (or narrower).
+
+    >>> LocalOptions(directions=1).eps
+    1e-06
     """
 
     eps: float = 1e-6

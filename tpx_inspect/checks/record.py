@@ -28,6 +28,9 @@ class NodeRecord:
     ``inputs`` holds every input of the op in argument order (NumPy copies of tensors, other
     arguments as given), or ``None`` when the values were not recorded. Leaves
     (``AccumulateGrad``) have ``op=None`` and their value as ``output``.
+
+    >>> NodeRecord(0, "AccumulateGrad", None, {}, (), (), None).is_leaf
+    True
     """
 
     id: int
@@ -295,6 +298,12 @@ class Recording:
     """A context manager that observes TPX while entered; ``graph()`` gives what it saw.
 
     Reusable as the ``cap`` of :func:`tpx_inspect.script.run_captured`.
+
+    >>> import tpx as tp
+    >>> with Recording() as rec:
+    ...     _ = tp.ones(2, requires_grad=True) * 2
+    >>> len(rec.graph().nodes)
+    2
     """
 
     def __init__(self, keep_values: bool = True, max_backwards: int | None = None) -> None:

@@ -133,9 +133,11 @@ class Report:
 
     @property
     def first_failure(self) -> Finding | None:
-        """The first error finding (for per-node checks, the first node in backward order)."""
+        """The first error finding that names a node (per-node checks list theirs in backward
+        order), else the first error finding; None when every check passed."""
         fails = self.failures
-        return fails[0] if fails else None
+        located = [f for f in fails if f.node is not None]
+        return (located or list(fails) or [None])[0]
 
     def result(self, check: str) -> CheckResult:
         """The result of the check named ``check``."""

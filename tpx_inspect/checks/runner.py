@@ -188,6 +188,12 @@ def run_script_checks(
     Only the first ``max_backwards`` backward passes (and the nodes recorded before their
     end) are kept and checked (None: all). A script that fails is reported as a ``script``
     check with its exit code.
+
+    >>> import pathlib, tempfile
+    >>> script = pathlib.Path(tempfile.mkdtemp()) / "s.py"
+    >>> _ = script.write_text("import tpx as tp; tp.ones(2, requires_grad=True).sum().backward()")
+    >>> run_script_checks(str(script)).exit_code
+    0
     """
     from tpx_inspect.script import run_captured
 
@@ -205,6 +211,12 @@ def run_trace_checks(trace: Any, checks: Sequence[str] = GRAPH_CHECKS, **options
 
     Results of several graphs are merged check by check; each finding names its graph in
     ``details['graph']``.
+
+    >>> import tpx as tp, tpx_inspect
+    >>> with tpx_inspect.capture(values="all", timing=False) as cap:
+    ...     (tp.ones(2, requires_grad=True).tanh()).sum().backward()
+    >>> run_trace_checks(cap.trace).result("local").checked
+    2
     """
     from tpx_inspect.checks.offline import from_trace_graph
     from tpx_inspect.records import Trace

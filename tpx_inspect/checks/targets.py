@@ -38,7 +38,13 @@ import tpx
 
 
 class TargetError(ValueError):
-    """A ``TARGET`` that cannot be loaded; the message says what to write instead."""
+    """A ``TARGET`` that cannot be loaded; the message says what to write instead.
+
+    >>> load_target("no_colon_here")
+    Traceback (most recent call last):
+    ...
+    tpx_inspect.checks.targets.TargetError: bad target 'no_colon_here': write ...
+    """
 
 
 def _module_from_file(path: str) -> ModuleType:
@@ -60,7 +66,11 @@ def _module_from_file(path: str) -> ModuleType:
 
 
 def split_target(spec: str) -> tuple[ModuleType, str]:
-    """The module and the function name of ``file.py::name`` or ``package.module:name``."""
+    """The module and the function name of ``file.py::name`` or ``package.module:name``.
+
+    >>> split_target("json:dumps")[1]
+    'dumps'
+    """
     if "::" in spec:
         path, _, name = spec.rpartition("::")
         return _module_from_file(path), name
@@ -98,7 +108,13 @@ def _require_grad(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def load_target(spec: str, seed: int = 0) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """The function named by ``spec`` and its inputs (see the module docstring)."""
+    """The function named by ``spec`` and its inputs (see the module docstring).
+
+    >>> load_target("json:dumps")
+    Traceback (most recent call last):
+    ...
+    tpx_inspect.checks.targets.TargetError: no inputs for dumps: define dumps_inputs() ...
+    """
     module, name = split_target(spec)
     fn = getattr(module, name, None)
     if not callable(fn):
