@@ -92,12 +92,12 @@ def _zeros(ctx: RuleContext, i: int, like: Any) -> Any:
 
 
 def _keep(g: Any, ctx: RuleContext) -> Any:
-    """The gradient of a reduction reshaped as with ``keepdims=True``."""
+    """The gradient of a reduction in a shape that broadcasts against the input: as with
+    ``keepdims=True``, or 0-d for a full reduction (it broadcasts as it is)."""
     axis, shape = ctx.params.get("axis"), ctx.input_shapes[0]
     if axis is None or ctx.params.get("keepdims"):
-        return g  # a full reduction gives a 0-d gradient: it broadcasts as it is
-    axes = axis
-    kept = tuple(1 if i in axes else s for i, s in enumerate(shape))
+        return g
+    kept = tuple(1 if i in axis else s for i, s in enumerate(shape))
     return _reshape_to(g, kept)
 
 
@@ -369,7 +369,8 @@ def _var(ctx: RuleContext, g: Any) -> Grads:
     x, axis = ctx.inputs[0], ctx.params.get("axis")
     n = _reduced_count(ctx) - ctx.params.get("correction", 0.0)
     centered = x - p10.mean(x, axis=axis, keepdims=True)
-    return (_keep(g, ctx) * centered * (2.0 / n),)
+    # NOTE: no degrees of freedom left (n <= correction): the forward is NaN/inf, so is this.
+    return (_keep(g, ctx) * centered * (2.0 / n if n > 0 else math.inf),)
 
 
 def _logsumexp(ctx: RuleContext, g: Any) -> Grads:

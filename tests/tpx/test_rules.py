@@ -220,6 +220,13 @@ def test_pow_second_derivative_is_finite_at_zero() -> None:
     assert ggx.tolist() == [0.0, 2.0, 0.0]
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_var_without_degrees_of_freedom_gives_nan_not_an_exception() -> None:
+    x = _f([1.5])
+    (g,) = tp.grad(p10.var(x, correction=1), [x])
+    assert np.isnan(np.asarray(g)).all()
+
+
 def test_prod_with_zeros() -> None:
     assert _grad(p10.prod, [2.0, 0.0, 3.0]) == [[0.0, 6.0, 0.0]]
     assert _grad(p10.prod, [2.0, 0.0, 0.0]) == [[0.0, 0.0, 0.0]]
