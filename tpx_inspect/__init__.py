@@ -42,6 +42,10 @@ from tpx_inspect.capture import (
     run_script,
     trace,
 )
+from tpx_inspect.collapse import View, collapse
+from tpx_inspect.errors import ExportError, GraphvizNotFoundError, InspectError, TraceFormatError
+from tpx_inspect.export import render, to_dot, to_model_explorer, to_svg
+from tpx_inspect.format import load, save, schema_path, to_json
 from tpx_inspect.records import (
     Accumulation,
     Edge,
@@ -58,7 +62,9 @@ from tpx_inspect.records import (
 from tpx_inspect.summary import TensorSummary, summarize
 
 __all__ = [
-    "DEFAULT_POLICY", "FORMAT_VERSION", "Accumulation", "Capture", "Edge", "ErrorInfo", "Graph",
-    "Node", "NodeStats", "NodeValues", "Policy", "Run", "Saved", "ScriptResult", "Source",
-    "TensorSummary", "Trace", "capture", "run_script", "summarize", "trace",
+    "DEFAULT_POLICY", "FORMAT_VERSION", "Accumulation", "Capture", "Edge", "ErrorInfo",
+    "ExportError", "Graph", "GraphvizNotFoundError", "InspectError", "Node", "NodeStats",
+    "NodeValues", "Policy", "Run", "Saved", "ScriptResult", "Source", "TensorSummary", "Trace",
+    "TraceFormatError", "View", "capture", "collapse", "load", "render", "run_script", "save",
+    "schema_path", "summarize", "to_dot", "to_json", "to_model_explorer", "to_svg", "trace",
 ]  # fmt: skip

@@ -18,26 +18,21 @@ import numpy as np
 from p10._indexing import IndexSlot
 from tpx import AccumulateGrad
 from tpx_inspect.records import (
-    Accumulation,
-    Edge,
+    NODE_FIELDS,
+    SUMMARY_COLUMNS,
     Graph,
-    Node,
-    NodeStats,
-    Saved,
-    Source,
-    StatsTable,
+    GraphTables,
+    NodeTable,
     ValueStore,
-    stats_table,
 )
-from tpx_inspect.summary import TensorSummary, summarize, to_numpy
+from tpx_inspect.summary import PREVIEW, dtype_name, stats_row, to_numpy
 
 _seq = attrgetter("seq")
 
 
-def saved_meta(node: Any) -> tuple:
-    """``(slot, shape, dtype, bytes, key)`` of each value ``node`` saved; ``key`` identifies
-    the memory so values saved twice are counted once."""
-    saved = node.saved
+def saved_meta(saved: tuple | None) -> tuple:
+    """``(slot, shape, dtype, bytes, key)`` of each value in a node's ``saved`` tuple; ``key``
+    identifies the memory so values saved twice are counted once."""
     if not saved:
         return ()
     last = len(saved) - 1
@@ -45,37 +40,90 @@ def saved_meta(node: Any) -> tuple:
     for i, v in enumerate(saved):
         if v is not None:
             a = to_numpy(v)
-            out.append((-1 if i == last else i, a.shape, a.dtype.name, a.nbytes, id(a)))
+            out.append((-1 if i == last else i, a.shape, _dtype_name(a.dtype), a.nbytes, id(a)))
     return tuple(out)
 
 
 class PendingNode:
     """What the forward of one node reported, until its backward ends."""
 
-    __slots__ = ("const_values", "consts", "out", "out_value", "raw", "saved", "seconds", "step")
+    __slots__ = ("_meta", "_saved", "consts", "out", "raw", "seconds", "step")
 
-    def __init__(self, seconds: float, raw: Any, consts: tuple, saved: tuple, step: int):
+    def __init__(self, seconds: float, raw: Any, consts: tuple, saved: Any, step: int):
         self.seconds = seconds
         self.raw = raw
         self.consts: tuple = consts
-        self.saved = saved
+        self._saved = saved  # the node's saved tuple as recorded (backward may free it later)
+        self._meta: tuple | None = None
         self.step = step
-        self.out: TensorSummary | None = None
-        self.out_value: np.ndarray | None = None
-        self.const_values: tuple = ()
+        self.out: _Frozen | None = None
+
+    @property
+    def saved(self) -> tuple:
+        """:func:`saved_meta` of what the node saved at forward time."""
+        if self._meta is None:
+            self._meta = saved_meta(self._saved)
+            self._saved = None
+        return self._meta
 
     def freeze(self, keep: Callable[[Any], bool]) -> None:
         """Summarize (and copy small values) now, before anything can write into them."""
-        self.out = summarize(self.raw)
-        if keep(self.raw):
-            self.out_value = np.array(to_numpy(self.raw), copy=True)
-        vals = tuple(
-            None if c is None or not keep(c) else np.array(to_numpy(c), copy=True)
-            for c in self.consts
-        )
-        self.const_values = vals
-        self.consts = tuple(None if c is None else summarize(c) for c in self.consts)
+        self.out = _Frozen(self.raw, keep)
+        self.consts = tuple(None if c is None else _Frozen(c, keep) for c in self.consts)
         self.raw = None
+
+
+class _Frozen:
+    """A summary row computed at forward time, with a copy of the value when it is small."""
+
+    __slots__ = ("head", "row", "value")
+
+    def __init__(self, x: Any, keep: Callable[[Any], bool]) -> None:
+        a = to_numpy(x)
+        self.row, self.head = stats_row(a)
+        self.value = np.array(a, copy=True) if keep(a) else None
+
+
+class _Tables:
+    """Collects the summary rows of one graph; a value summarized twice gets one row."""
+
+    def __init__(self, builder: GraphBuilder, full: bool) -> None:
+        self.builder = builder
+        self.full = full
+        self.rows: list[list[float]] = []
+        self.heads: list[tuple] = []
+        self.memo: dict[int, int] = {}
+
+    def add(self, x: Any) -> int:
+        if x is None:
+            return -1
+        row = self.memo.get(id(x))
+        if row is not None:
+            return row
+        if x.__class__ is _Frozen:
+            stats, head, value = x.row, x.head, x.value
+        else:
+            a = to_numpy(x)
+            stats, head = stats_row(a, PREVIEW if self.full else 0)
+            value = a if self.full and self.builder.keep(a) else None
+        vid = self.builder.store.add(value) if self.full and value is not None else -1
+        if not self.full:
+            head = ()
+        self.rows.append([*stats, float(vid), float(len(head))])
+        self.heads.append(head)
+        self.memo[id(x)] = len(self.rows) - 1
+        return len(self.rows) - 1
+
+    def finite(self) -> bool:
+        return not any(r[5] or r[6] for r in self.rows)
+
+    def summaries(self) -> tuple[np.ndarray, np.ndarray]:
+        table = np.array(self.rows, np.float64).reshape(-1, len(SUMMARY_COLUMNS))
+        if not self.full:
+            return table, np.zeros((0, PREVIEW))
+        pad = [math.nan] * PREVIEW
+        previews = [list(h) + pad[len(h) :] for h in self.heads]
+        return table, np.array(previews, np.float64).reshape(-1, PREVIEW)
 
 
 class GraphBuilder:
@@ -86,8 +134,8 @@ class GraphBuilder:
         self.keep = keep
         self.labels = labels
         self.store = ValueStore()
-        self.structures: dict[tuple, tuple[int, tuple[Node, ...]]] = {}
-        self._sources: dict[Any, Source] = {}
+        self.structures: dict[tuple, tuple[int, NodeTable]] = {}
+        self._sources: dict[Any, list] = {}
 
     def build(self, *, run, gid, kind, step, roots, order, pending, backward, timing) -> Graph:
         """The record of the graph reachable from ``roots`` (``order`` = tpx.reachable)."""
@@ -102,52 +150,98 @@ class GraphBuilder:
             known = self.structures[key] = (len(self.structures), nodes)
         sid, nodes = known
         ex = _executed(backward, index)
-        stats = [self._stats(n, pending.get(n), ex.get(i), False) for i, n in enumerate(raw)]
-        full = is_new or not _finite(stats)
-        if full:
-            stats = [self._stats(n, pending.get(n), ex.get(i), True) for i, n in enumerate(raw)]
-        order_ids = tuple(sorted(ex, key=lambda i: ex[i][4]))
+        full = is_new
+        tables = self._tables(raw, pending, ex, backward, index, full)
+        if tables is None:  # a known structure with a NaN/Inf: keep it in full
+            full = True
+            tables = self._tables(raw, pending, ex, backward, index, full)
         return Graph(
             id=gid, run=run, step=step, kind=kind, structure=sid,
-            detail="full" if full else "stats", nodes=nodes, roots=root_ids,
-            stats=tuple(stats) if full else StatsTable(nodes, stats_table(nodes, stats)),
-            order=order_ids,
-            accumulations=self._accumulations(backward, index) if full else (),
+            detail="full" if full else "stats", nodes=nodes, roots=root_ids, tables=tables,
             peak_saved_bytes=_peak(raw, pending),
-            backward_seconds=sum(e[3] for e in ex.values()) if timing else 0.0,
+            backward_seconds=sum(e[2] for e in ex.values()) if timing else 0.0,
             values=self.store,
         )  # fmt: skip
 
-    # -- static records -------------------------------------------------------------------------
-    def _nodes(self, raw: list, index: dict, roots: set, pending: Any) -> tuple[Node, ...]:
+    def _tables(self, raw, pending, ex, b, index, full) -> GraphTables | None:
+        t = _Tables(self, full)
+        rows, times, gout, consts = [], [], [], []
+        for i, n in enumerate(raw):
+            p = pending.get(n)
+            leaf = n.__class__ is AccumulateGrad
+            out = t.add(n.variable if leaf else (None if p is None else p.out or p.raw))
+            e = ex.get(i)
+            fwd = p.seconds if p is not None else 0.0
+            if e is None:
+                rows.append((out, -1, -1, -1))
+                times.append((fwd, math.nan))
+            else:
+                released = e[4] if e[3] and p is not None and p.saved else -1
+                rows.append((out, t.add(e[0]), e[4], released))
+                times.append((fwd, e[2]))
+            if full and not leaf:
+                gins = e[1] if e is not None else ()
+                for j in range(len(n.edges)):
+                    gout.append(t.add(gins[j]) if j < len(gins) else -1)
+                    consts.append(t.add(p.consts[j]) if p is not None else -1)
+        if not full and not t.finite():
+            return None
+        accs = self._accumulations(b, index, t) if full else []
+        summaries, previews = t.summaries()
+        return GraphTables(
+            summaries, previews, np.array(rows, np.int64).reshape(-1, 4),
+            np.array(times, np.float64).reshape(-1, 2), np.array(gout, np.int64),
+            np.array(consts, np.int64), np.array(accs, np.int64).reshape(-1, 4),
+        )  # fmt: skip
+
+    def _accumulations(self, b: Any, index: dict, t: _Tables) -> list[tuple]:
+        if b is None:
+            return []
         out = []
+        for node, g in b.root_grads.items():
+            if node in index:
+                row = t.add(g)
+                out.append((index[node], -1, row, row))
+        for target, contribution, total, source in b.accs:
+            if target in index:
+                src = index.get(source, -1)
+                out.append((index[target], src, t.add(contribution), t.add(total)))
+        return out
+
+    # -- static records -------------------------------------------------------------------------
+    def _nodes(self, raw: list, index: dict, roots: set, pending: Any) -> NodeTable:
+        cols: dict[str, list[Any]] = {f: [] for f in NODE_FIELDS}
         for i, n in enumerate(raw):
             if n.__class__ is AccumulateGrad:
-                out.append(self._leaf(i, n))
+                row = self._leaf(n)
             else:
-                out.append(self._op(i, n, index, i in roots, pending.get(n)))
-        return tuple(out)
+                row = self._op(n, index, i in roots, pending.get(n))
+            for f, v in zip(NODE_FIELDS, row):
+                cols[f].append(v)
+        return NodeTable(cols)
 
-    def _leaf(self, i: int, n: Any) -> Node:
+    def _leaf(self, n: Any) -> tuple:
         var = n.variable
         label = self.labels.get(id(var), ("", None))[0]
         kind = "param" if label or type(var).__name__ == "Parameter" else "leaf"
         a = to_numpy(var)
-        return Node(i, kind, None, "AccumulateGrad", label, {}, "", None, (), a.shape, a.dtype.name)
+        return (kind, None, "AccumulateGrad", label, {}, "", None, [], list(a.shape),
+                _dtype_name(a.dtype), [])  # fmt: skip
 
-    def _op(self, i: int, n: Any, index: dict, is_root: bool, p: Any) -> Node:
-        edges = tuple(
-            Edge(None if e is None else index[e], tuple(shape), _dtype_name(dtype))
+    def _op(self, n: Any, index: dict, is_root: bool, p: Any) -> tuple:
+        inputs = [
+            [None if e is None else index[e], list(shape), _dtype_name(dtype)]
             for e, (shape, dtype) in zip(n.edges, n.in_meta)
-        )
+        ]
         shape, dtype = n.out_meta
-        saved = tuple(Saved(s[0], tuple(s[1]), s[2], s[3]) for s in (p.saved if p else ()))
-        return Node(
-            i, "loss" if is_root else "op", n.op.value, n.name, "", params_to_json(n.params),
-            n.scope, self._source(n), edges, tuple(shape), _dtype_name(dtype), saved,
+        saved = [[s[0], list(s[1]), s[2], s[3]] for s in (p.saved if p else ())]
+        src = self._source(n)
+        return (
+            "loss" if is_root else "op", n.op.value, n.name, "", params_to_json(n.params),
+            n.scope, src, inputs, list(shape), _dtype_name(dtype), saved,
         )  # fmt: skip
 
-    def _source(self, n: Any) -> Source | None:
+    def _source(self, n: Any) -> list | None:
         code = n.code
         if code is None:
             return None
@@ -156,51 +250,8 @@ class GraphBuilder:
             path = os.path.abspath(code.co_filename)
             if path.startswith(self.root + os.sep):
                 path = os.path.relpath(path, self.root)
-            src = self._sources[(code, n.lineno)] = Source(path, n.lineno, code.co_name)
-        return src
-
-    # -- per-step records -----------------------------------------------------------------------
-    def _summary(self, x: Any, full: bool) -> TensorSummary:
-        if full and self.keep(x):
-            return summarize(x, self.store.add(to_numpy(x)))
-        return summarize(x)
-
-    def _stats(self, n: Any, p: Any, ex: Any, full: bool) -> NodeStats:
-        if n.__class__ is AccumulateGrad:
-            output = self._summary(n.variable, full)
-        elif p is None:
-            output = None
-        elif p.out is not None:
-            output = p.out
-            if full and p.out_value is not None:
-                output = _with_value(p.out, self.store.add(p.out_value))
-        else:
-            output = self._summary(p.raw, full)
-        consts = _consts(self, p) if full and p is not None else ()
-        fwd = p.seconds if p is not None else 0.0
-        if ex is None:
-            return NodeStats(output, None, (), consts, fwd)
-        g, gins, seconds, freed, pos = ex
-        grad = self._summary(g, full)
-        outs = tuple(None if x is None else self._summary(x, full) for x in gins) if full else ()
-        released = pos if freed and p is not None and p.saved else None
-        return NodeStats(output, grad, outs, consts, fwd, seconds, pos, released)
-
-    def _accumulations(self, b: Any, index: dict) -> tuple[Accumulation, ...]:
-        if b is None:
-            return ()
-        out = []
-        for node, g in b.root_grads.items():
-            if node in index:
-                s = summarize(g)
-                out.append(Accumulation(index[node], None, s, s))
-        for target, contribution, total, source in b.accs:
-            if target in index:
-                src = index.get(source)
-                out.append(
-                    Accumulation(index[target], src, summarize(contribution), summarize(total))
-                )
-        return tuple(out)
+            src = self._sources[(code, n.lineno)] = [path, n.lineno, code.co_name]
+        return list(src)
 
 
 def _executed(b: Any, index: dict) -> dict[int, tuple]:
@@ -212,28 +263,6 @@ def _executed(b: Any, index: dict) -> dict[int, tuple]:
         if i is not None:
             out[i] = (g, gins, seconds, freed, pos)
     return out
-
-
-def _consts(builder: GraphBuilder, p: Any) -> tuple:
-    if p.out is None:  # not frozen at forward: summarize the held values now
-        return tuple(None if c is None else builder._summary(c, True) for c in p.consts)
-    vals = p.const_values or (None,) * len(p.consts)
-    return tuple(
-        s if v is None else _with_value(s, builder.store.add(v)) for s, v in zip(p.consts, vals)
-    )
-
-
-def _with_value(s: TensorSummary, value: int) -> TensorSummary:
-    return TensorSummary(
-        s.shape, s.dtype, s.min, s.max, s.mean, s.std, s.norm, s.nan, s.inf, s.zeros,
-        s.preview, value,
-    )  # fmt: skip
-
-
-def _finite(stats: list[NodeStats]) -> bool:
-    return all(
-        (s.output is None or s.output.finite) and (s.grad is None or s.grad.finite) for s in stats
-    )
 
 
 def _peak(raw: list, pending: Any) -> int:
@@ -255,10 +284,15 @@ def _node_key(n: Any, index: dict, labels: dict) -> tuple:
     return (n.op, n.scope, n.code, n.lineno, params, edges, n.in_meta, n.out_meta)
 
 
+_DTYPES: dict[int, tuple[Any, str]] = {}
+
+
 def _dtype_name(dtype: Any) -> str:
-    if dtype is None:
-        return "none"
-    return getattr(dtype, "name", str(dtype))
+    # NOTE: keyed by identity (hashing a NumPy dtype is slow); the entry keeps the dtype alive
+    hit = _DTYPES.get(id(dtype))
+    if hit is None:
+        hit = _DTYPES[id(dtype)] = (dtype, "none" if dtype is None else dtype_name(dtype))
+    return hit[1]
 
 
 def params_to_json(params: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import tpx
-from tpx_inspect._build import GraphBuilder, PendingNode, saved_meta
+from tpx_inspect._build import GraphBuilder, PendingNode
+from tpx_inspect._util import paused_gc
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
 from tpx_inspect.summary import is_finite, summarize, to_numpy
 
@@ -236,7 +237,7 @@ class Capture:
             None if e is not None else getattr(x, "_t", x) for x, e in zip(inputs, node.edges)
         )
         seconds = seconds if self.timing else 0.0
-        pending = PendingNode(seconds, raw, consts, saved_meta(node), self._steps)
+        pending = PendingNode(seconds, raw, consts, node.saved, self._steps)
         if wanted:
             pending.freeze(self._keep_value)
         self._pending[node] = pending
@@ -275,8 +276,9 @@ class Capture:
         return self.value_limit < 0 or to_numpy(a).size <= self.value_limit
 
     def _all_finite(self, b: _Backward) -> bool:
-        for _node, g, gins, _, _ in b.executed:
-            if not is_finite(g) or not all(x is None or is_finite(x) for x in gins):
+        # NOTE: a NaN/Inf in a rule's output reaches the incoming gradient of its target
+        for _node, g, _, _, _ in b.executed:
+            if not is_finite(g):
                 return False
         for node in b.order:
             p = self._pending.get(node)
@@ -285,10 +287,11 @@ class Capture:
         return True
 
     def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None):
-        return self._builder.build(
-            run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,
-            pending=self._pending, backward=b, timing=self.timing,
-        )  # fmt: skip
+        with paused_gc():
+            return self._builder.build(
+                run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,
+                pending=self._pending, backward=b, timing=self.timing,
+            )  # fmt: skip
 
     def _store(self, graph: Graph) -> Graph:
         self._graphs.append(graph)

@@ -17,23 +17,20 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect._util import paused_gc
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
-    Accumulation,
-    Edge,
+    NODE_FIELDS,
+    SUMMARY_COLUMNS,
     ErrorInfo,
     Graph,
-    Node,
-    NodeStats,
+    GraphTables,
+    NodeTable,
     Run,
-    Saved,
-    Source,
-    StatsTable,
     Trace,
     ValueStore,
-    stats_table,
 )
-from tpx_inspect.summary import TensorSummary
+from tpx_inspect.summary import PREVIEW
 
 FORMAT = "tpx_inspect.trace"
 VERSION = 1
@@ -61,18 +58,37 @@ def sidecar_path(path: str) -> str:
 
 
 # -- saving -------------------------------------------------------------------------------------
-def to_json(trace: Trace) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The JSON document of ``trace`` and the arrays of its sidecar (pure, deterministic)."""
+def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The JSON document of ``trace`` and the arrays of its sidecar (pure, deterministic).
+
+    With ``inline`` the arrays go into the document itself (``"arrays"``; for small exports
+    that must be one file) and the returned dict is empty.
+
+    >>> import tpx as tp, tpx_inspect
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> doc, arrays = to_json(tpx_inspect.trace(lambda: x.exp().sum().backward()))
+    >>> doc["runs"][0]["graphs"][0]["rows"]["nodes"], sorted(arrays)[:2]
+    ([0, 3], ['r0.accumulations', 'r0.consts'])
+    """
     arrays: dict[str, np.ndarray] = {}
     stores: list[ValueStore] = []
     runs = [_run_json(r, arrays, stores) for r in trace.runs]
     _values_arrays(stores, arrays)
-    doc = {"format": FORMAT, "version": VERSION, "meta": trace.meta, "runs": runs}
+    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "meta": trace.meta, "runs": runs}
+    if inline:
+        doc["sidecar"] = None
+        doc["arrays"] = {k: _inline(a) for k, a in sorted(arrays.items())}
+        return doc, {}
     return doc, arrays
 
 
 def save(trace: Trace, path: str) -> tuple[str, str]:
     """Write ``trace`` to ``path`` (JSON) and its ``.npz`` sidecar; returns both paths."""
+    with paused_gc():
+        return _save(trace, path)
+
+
+def _save(trace: Trace, path: str) -> tuple[str, str]:
     doc, arrays = to_json(trace)
     side = sidecar_path(path)
     blob = _npz_bytes(arrays)
@@ -84,7 +100,7 @@ def save(trace: Trace, path: str) -> tuple[str, str]:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(side, "wb") as f:
         f.write(blob)
-    text = json.dumps(doc, indent=None, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
         f.write("\n")
@@ -93,19 +109,38 @@ def save(trace: Trace, path: str) -> tuple[str, str]:
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
         for key in sorted(arrays):
             member = io.BytesIO()
             np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
-            z.writestr(zipfile.ZipInfo(key + ".npy", _ZIP_DATE), member.getvalue())
+            info = zipfile.ZipInfo(key + ".npy", _ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, member.getvalue(), compresslevel=1)
     return buf.getvalue()
+
+
+def _inline(a: np.ndarray) -> dict[str, Any]:
+    data = a.reshape(-1).tolist()
+    if a.dtype.kind == "f":
+        data = [v if v - v == 0 else str(v) for v in data]
+    return {"dtype": a.dtype.str, "shape": list(a.shape), "data": data}
+
+
+_TABLES = ("summaries", "previews", "nodes", "times", "grads_out", "consts", "accumulations")
 
 
 def _run_json(run: Run, arrays: dict, stores: list) -> dict[str, Any]:
     structures: dict[int, Graph] = {}
     for g in run.graphs:
         structures.setdefault(g.structure, g)
-    graphs = [_graph_json(g, arrays, _store_base(g.values, stores)) for g in run.graphs]
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in _TABLES}
+    sizes = dict.fromkeys(_TABLES, 0)
+    graphs = []
+    for g in run.graphs:
+        base = _store_base(g.values, stores)
+        graphs.append(_graph_json(g, parts, sizes, base))
+    for k in _TABLES:
+        arrays[f"r{run.id}.{k}"] = _concat(parts[k], k)
     err = run.error
     return {
         "id": run.id,
@@ -116,11 +151,23 @@ def _run_json(run: Run, arrays: dict, stores: list) -> dict[str, Any]:
         "error": None if err is None else {"type": err.type, "message": err.message,
                                           "traceback": err.traceback},
         "structures": [
-            {"id": sid, "roots": list(g.roots), "nodes": [_node_json(n) for n in g.nodes]}
-            for sid, g in sorted(structures.items())
+            _structure_json(sid, g) for sid, g in sorted(structures.items())
         ],
         "graphs": graphs,
     }  # fmt: skip
+
+
+_EMPTY = {
+    "summaries": (0, len(SUMMARY_COLUMNS)), "previews": (0, PREVIEW), "nodes": (0, 4),
+    "times": (0, 2), "grads_out": (0,), "consts": (0,), "accumulations": (0, 4),
+}  # fmt: skip
+
+
+def _concat(parts: list[np.ndarray], key: str) -> np.ndarray:
+    if not parts:
+        kind = np.float64 if key in ("summaries", "previews", "times") else np.int64
+        return np.zeros(_EMPTY[key], kind)
+    return np.concatenate(parts)
 
 
 def _store_base(store: ValueStore, stores: list) -> int:
@@ -133,71 +180,42 @@ def _store_base(store: ValueStore, stores: list) -> int:
     return base
 
 
-def _node_json(n: Node) -> dict[str, Any]:
-    src = n.source
+def _structure_json(sid: int, g: Graph) -> dict[str, Any]:
+    nodes = g.nodes
+    table = nodes if isinstance(nodes, NodeTable) else NodeTable.from_nodes(nodes)
+    sources: dict[tuple, int] = {}
+    refs = []
+    for src in table.columns["source"]:
+        refs.append(None if src is None else sources.setdefault(tuple(src), len(sources)))
     return {
-        "id": n.id,
-        "kind": n.kind,
-        "op": n.op,
-        "name": n.name,
-        "label": n.label,
-        "params": n.params,
-        "scope": n.scope,
-        "source": None if src is None else [src.file, src.line, src.function],
-        "inputs": [[e.src, list(e.shape), e.dtype] for e in n.inputs],
-        "shape": list(n.shape),
-        "dtype": n.dtype,
-        "saved": [[s.slot, list(s.shape), s.dtype, s.bytes] for s in n.saved],
+        "id": sid,
+        "roots": list(g.roots),
+        "sources": [list(k) for k in sources],
+        "nodes": {**table.columns, "source": refs},
     }
 
 
-def _graph_json(g: Graph, arrays: dict, base: int) -> dict[str, Any]:
-    doc: dict[str, Any] = {
+def _graph_json(g: Graph, parts: dict, sizes: dict, base: int) -> dict[str, Any]:
+    t = g.tables
+    rows = {}
+    for k in _TABLES:
+        a = getattr(t, k)
+        if k == "summaries" and base:
+            a = a.copy()
+            a[:, 8] = np.where(a[:, 8] >= 0, a[:, 8] + base, a[:, 8])
+        parts[k].append(a)
+        rows[k] = [sizes[k], sizes[k] + len(a)]
+        sizes[k] += len(a)
+    return {
         "id": g.id,
         "step": g.step,
         "kind": g.kind,
         "structure": g.structure,
         "detail": g.detail,
-        "order": list(g.order),
         "peak_saved_bytes": g.peak_saved_bytes,
         "backward_seconds": g.backward_seconds,
+        "rows": rows,
     }
-    if g.detail == "stats":
-        key = f"stats.r{g.run}.g{g.id}"
-        table = g.stats.table if isinstance(g.stats, StatsTable) else None
-        arrays[key] = table if table is not None else stats_table(g.nodes, g.stats)
-        doc["stats"] = key
-        doc["accumulations"] = []
-        return doc
-    doc["stats"] = [_stats_json(s, base) for s in g.stats]
-    doc["accumulations"] = [
-        [a.target, a.source, _summary_json(a.contribution, base), _summary_json(a.total, base)]
-        for a in g.accumulations
-    ]
-    return doc
-
-
-def _stats_json(s: NodeStats, base: int) -> dict[str, Any]:
-    return {
-        "output": _summary_json(s.output, base),
-        "grad": _summary_json(s.grad, base),
-        "grads_out": [_summary_json(x, base) for x in s.grads_out],
-        "consts": [_summary_json(x, base) for x in s.consts],
-        "forward_seconds": s.forward_seconds,
-        "backward_seconds": s.backward_seconds,
-        "order": s.order,
-        "released": s.released,
-    }
-
-
-def _summary_json(s: TensorSummary | None, base: int) -> list[Any] | None:
-    if s is None:
-        return None
-    return [
-        list(s.shape), s.dtype, s.min, s.max, s.mean, s.std, s.norm, s.nan, s.inf, s.zeros,
-        [v if v - v == 0 else str(v) for v in s.preview],
-        None if s.value is None else s.value + base,
-    ]  # fmt: skip
 
 
 def _values_arrays(stores: list[ValueStore], arrays: dict) -> None:
@@ -225,15 +243,24 @@ def _values_arrays(stores: list[ValueStore], arrays: dict) -> None:
 def load(path: str) -> Trace:
     """Read a trace written by :func:`save`; raises :class:`TraceFormatError` with the reason
     for a corrupt/truncated file, an unknown version or a missing/mismatched sidecar."""
-    doc = _read_json(path)
-    arrays = _read_sidecar(path, doc)
+    with paused_gc():
+        return from_json(_read_json(path), path)
+
+
+def from_json(doc: dict[str, Any], path: str = "<trace>") -> Trace:
+    """The trace of a JSON document (its sidecar read next to ``path``, or inline arrays)."""
+    _check_header(doc, path)
+    if isinstance(doc.get("arrays"), dict):
+        arrays = _read_inline(doc["arrays"], path)
+    else:
+        arrays = _read_sidecar(path, doc)
     store = _load_values(arrays, path)
     runs = []
     for i, r in enumerate(_get(doc, "runs", list, path)):
         try:
             runs.append(_load_run(r, arrays, store))
-        except TraceFormatError:
-            raise
+        except TraceFormatError as e:
+            raise TraceFormatError(f"{path}: run {i}: {e}") from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
             raise TraceFormatError(f"{path}: run {i} is malformed: {type(e).__name__}: {e}") from e
     return Trace(doc["version"], tuple(runs), doc.get("meta") or {})
@@ -250,8 +277,12 @@ def _read_json(path: str) -> dict[str, Any]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        what = "truncated" if e.pos >= len(text.rstrip()) else "corrupt"
+        what = "truncated" if e.pos >= len(text.rstrip()) - 1 else "corrupt"
         raise TraceFormatError(f"{path}: {what} trace JSON ({e.msg} at line {e.lineno})") from None
+    return doc
+
+
+def _check_header(doc: Any, path: str) -> None:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise TraceFormatError(f"{path}: not a tpx_inspect trace (no 'format': '{FORMAT}')")
     version = doc.get("version")
@@ -261,7 +292,6 @@ def _read_json(path: str) -> dict[str, Any]:
             f"(it reads versions {', '.join(map(str, SUPPORTED_VERSIONS))}); re-capture the "
             "trace or upgrade tpx_inspect"
         )
-    return doc
 
 
 def _read_sidecar(path: str, doc: dict) -> dict[str, np.ndarray]:
@@ -286,6 +316,20 @@ def _read_sidecar(path: str, doc: dict) -> dict[str, np.ndarray]:
         raise TraceFormatError(f"{side}: corrupt sidecar ({e})") from None
 
 
+def _read_inline(arrays: dict, path: str) -> dict[str, np.ndarray]:
+    out = {}
+    for k, a in arrays.items():
+        try:
+            dtype = np.dtype(a["dtype"])
+            if dtype.kind not in "fiubU":
+                raise ValueError(f"dtype {dtype} is not allowed")
+            data = [float(v) if isinstance(v, str) else v for v in a["data"]]
+            out[k] = np.array(data, dtype).reshape(a["shape"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise TraceFormatError(f"{path}: inline array {k!r} is malformed ({e})") from None
+    return out
+
+
 def _get(doc: dict, key: str, kind: type, path: str) -> Any:
     v = doc.get(key)
     if not isinstance(v, kind):
@@ -304,6 +348,8 @@ def _load_values(arrays: dict, path: str) -> ValueStore:
     for code, off, size, ndim in index.tolist():
         shape = tuple(shapes[pos : pos + ndim].tolist())
         pos += ndim
+        if not 0 <= code < len(bufs) or off + size > len(bufs[code]):
+            raise TraceFormatError(f"{path}: value index points outside the sidecar buffers")
         a = bufs[code][off : off + size].reshape(shape)
         a.flags.writeable = False
         out.append(a)
@@ -314,63 +360,67 @@ def _load_run(r: dict, arrays: dict, store: ValueStore) -> Run:
     rid = r["id"]
     structures = {}
     for s in r["structures"]:
-        nodes = tuple(_load_node(i, n) for i, n in enumerate(s["nodes"]))
-        structures[s["id"]] = (nodes, tuple(s["roots"]))
-    graphs = tuple(_load_graph(rid, g, structures, arrays, store) for g in r["graphs"])
+        structures[s["id"]] = (_load_nodes(s["nodes"], s["sources"]), tuple(s["roots"]))
+    tables = {}
+    for k in _TABLES:
+        key = f"r{rid}.{k}"
+        if key not in arrays:
+            raise TraceFormatError(f"the sidecar lacks array {key!r}")
+        tables[k] = arrays[key]
+    graphs = tuple(_load_graph(rid, g, structures, tables, store) for g in r["graphs"])
     e = r.get("error")
     err = None if e is None else ErrorInfo(e["type"], e["message"], e["traceback"])
     return Run(rid, r["name"], r["status"], r["steps"], r["policy"], graphs, err)
 
 
-def _load_node(i: int, n: dict) -> Node:
-    if n["id"] != i:
-        raise TraceFormatError(f"node ids must be 0..n-1 in order; found {n['id']} at {i}")
-    inputs = tuple(Edge(src, tuple(shape), dtype) for src, shape, dtype in n["inputs"])
-    for e in inputs:
-        if e.src is not None and not 0 <= e.src < i:
-            raise TraceFormatError(f"node {i}: input {e.src} breaks topological order")
-    src = n["source"]
-    return Node(
-        i, n["kind"], n["op"], n["name"], n["label"], n["params"], n["scope"],
-        None if src is None else Source(src[0], src[1], src[2]), inputs, tuple(n["shape"]),
-        n["dtype"], tuple(Saved(s[0], tuple(s[1]), s[2], s[3]) for s in n["saved"]),
-    )  # fmt: skip
+def _load_nodes(cols: dict[str, list[Any]], sources: list[list]) -> NodeTable:
+    if not isinstance(cols, dict) or set(cols) != set(NODE_FIELDS):
+        raise TraceFormatError(f"a structure's nodes must have the columns {list(NODE_FIELDS)}")
+    n = len(cols["kind"])
+    for f in NODE_FIELDS:
+        if not isinstance(cols[f], list) or len(cols[f]) != n:
+            raise TraceFormatError(f"node column {f!r} is not a list of {n} entries")
+    try:
+        cols = {**cols, "source": [None if k is None else sources[k] for k in cols["source"]]}
+    except (IndexError, TypeError):
+        raise TraceFormatError("a node's source is not an index into 'sources'") from None
+    for i, ins in enumerate(cols["inputs"]):
+        for e in ins:
+            src = e[0]
+            if src is not None and not (type(src) is int and 0 <= src < i):
+                raise TraceFormatError(f"node {i}: input {src!r} breaks topological order")
+    return NodeTable(cols)
 
 
-def _load_graph(rid: int, g: dict, structures: dict, arrays: dict, store: ValueStore) -> Graph:
+def _load_graph(rid: int, g: dict, structures: dict, tables: dict, store: ValueStore) -> Graph:
+    gid = g["id"]
+    if g["structure"] not in structures:
+        raise TraceFormatError(f"graph {gid}: unknown structure {g['structure']}")
     nodes, roots = structures[g["structure"]]
-    if g["detail"] == "stats":
-        key = g["stats"]
-        if key not in arrays:
-            raise TraceFormatError(f"graph {g['id']}: sidecar lacks its stats table {key!r}")
-        stats: Any = StatsTable(nodes, arrays[key])
-        accs: tuple = ()
-    else:
-        stats = tuple(_load_stats(s) for s in g["stats"])
-        if len(stats) != len(nodes):
-            raise TraceFormatError(f"graph {g['id']}: {len(stats)} stats for {len(nodes)} nodes")
-        accs = tuple(
-            Accumulation(t, s, _load_summary(c), _load_summary(tot))
-            for t, s, c, tot in g["accumulations"]
-        )
+    parts = {}
+    for k in _TABLES:
+        lo, hi = g["rows"][k]
+        if not 0 <= lo <= hi <= len(tables[k]):
+            raise TraceFormatError(f"graph {gid}: rows {lo}:{hi} of {k!r} are out of range")
+        parts[k] = tables[k][lo:hi]
+    t = GraphTables(**parts)
+    _check_tables(gid, t, nodes, g["detail"])
     return Graph(
-        g["id"], rid, g["step"], g["kind"], g["structure"], g["detail"], nodes, roots, stats,
-        tuple(g["order"]), accs, g["peak_saved_bytes"], g["backward_seconds"], store,
+        gid, rid, g["step"], g["kind"], g["structure"], g["detail"], nodes, roots, t,
+        g["peak_saved_bytes"], g["backward_seconds"], store,
     )  # fmt: skip
 
 
-def _load_stats(s: dict) -> NodeStats:
-    return NodeStats(
-        _load_summary(s["output"]), _load_summary(s["grad"]),
-        tuple(_load_summary(x) for x in s["grads_out"]),
-        tuple(_load_summary(x) for x in s["consts"]),
-        s["forward_seconds"], s["backward_seconds"], s["order"], s["released"],
-    )  # fmt: skip
-
-
-def _load_summary(s: list | None) -> TensorSummary | None:
-    if s is None:
-        return None
-    shape, dtype, lo, hi, mean, std, norm, nan, inf, zeros, preview, value = s
-    head = tuple(v if not isinstance(v, str) else float(v) for v in preview)
-    return TensorSummary(tuple(shape), dtype, lo, hi, mean, std, norm, nan, inf, zeros, head, value)
+def _check_tables(gid: int, t: GraphTables, nodes: tuple, detail: str) -> None:
+    n_rows = len(t.summaries)
+    if len(t.nodes) != len(nodes) or len(t.times) != len(nodes):
+        raise TraceFormatError(f"graph {gid}: {len(t.nodes)} node rows for {len(nodes)} nodes")
+    if len(t.previews) not in (0, n_rows):
+        raise TraceFormatError(f"graph {gid}: {len(t.previews)} previews for {n_rows} summaries")
+    refs = [t.nodes[:, :2].reshape(-1), t.grads_out, t.consts, t.accumulations[:, 2:].reshape(-1)]
+    for r in refs:
+        if len(r) and (int(r.max()) >= n_rows or int(r.min()) < -1):
+            raise TraceFormatError(f"graph {gid}: a summary row is out of range (0..{n_rows - 1})")
+    edges = sum(nodes.input_counts()) if isinstance(nodes, NodeTable) else -1
+    if detail == "full" and len(t.grads_out) not in (0, edges) and edges >= 0:
+        raise TraceFormatError(f"graph {gid}: {len(t.grads_out)} gradient rows for {edges} inputs")

@@ -90,6 +90,85 @@ class Node:
         return self.op or self.label or self.kind
 
 
+NODE_FIELDS = (
+    "kind", "op", "name", "label", "params", "scope", "source", "inputs", "shape", "dtype", "saved",
+)  # fmt: skip
+"""The columns of a structure's node table, as the trace JSON stores them."""
+
+
+class NodeTable(Sequence[Node]):
+    """The nodes of one structure, kept as JSON-ready columns and built into :class:`Node`
+    records on access (so loading a 100,000-node graph does not build 100,000 records).
+
+    >>> t = NodeTable.from_nodes([Node(0, "leaf", None, "AccumulateGrad", "", {}, "", None, (),
+    ...                                (2,), "float32")])
+    >>> t[0].shape, t.columns["shape"]
+    ((2,), [[2]])
+    """
+
+    def __init__(self, columns: dict[str, list[Any]]) -> None:
+        self.columns = columns
+        self._cache: list[Node | None] = [None] * len(columns["kind"])
+
+    @classmethod
+    def from_nodes(cls, nodes: Sequence[Node]) -> NodeTable:
+        """The table of ``nodes`` (ids must be 0..n-1 in order)."""
+        cols: dict[str, list[Any]] = {f: [] for f in NODE_FIELDS}
+        for n in nodes:
+            src = n.source
+            cols["kind"].append(n.kind)
+            cols["op"].append(n.op)
+            cols["name"].append(n.name)
+            cols["label"].append(n.label)
+            cols["params"].append(n.params)
+            cols["scope"].append(n.scope)
+            cols["source"].append(None if src is None else [src.file, src.line, src.function])
+            cols["inputs"].append([[e.src, list(e.shape), e.dtype] for e in n.inputs])
+            cols["shape"].append(list(n.shape))
+            cols["dtype"].append(n.dtype)
+            cols["saved"].append([[v.slot, list(v.shape), v.dtype, v.bytes] for v in n.saved])
+        table = cls(cols)
+        table._cache = list(nodes)
+        return table
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        node = self._cache[i]
+        if node is None:
+            node = self._cache[i] = self._build(i if i >= 0 else i + len(self))
+        return node
+
+    def _build(self, i: int) -> Node:
+        c = self.columns
+        src = c["source"][i]
+        return Node(
+            i, c["kind"][i], c["op"][i], c["name"][i], c["label"][i], c["params"][i],
+            c["scope"][i], None if src is None else Source(src[0], src[1], src[2]),
+            tuple([Edge(e[0], tuple(e[1]), e[2]) for e in c["inputs"][i]]), tuple(c["shape"][i]),
+            c["dtype"][i], tuple([Saved(v[0], tuple(v[1]), v[2], v[3]) for v in c["saved"][i]]),
+        )  # fmt: skip
+
+    def input_counts(self) -> list[int]:
+        """The number of inputs of each node, without building records."""
+        return [len(x) for x in self.columns["inputs"]]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NodeTable):
+            return self.columns == other.columns
+        if isinstance(other, tuple | list):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<NodeTable of {len(self)} nodes>"
+
+
 @dataclass(frozen=True)
 class NodeStats:
     """What one step measured at a node.
@@ -130,66 +209,118 @@ class ErrorInfo:
     traceback: str
 
 
-STAT_COLUMNS = (
-    *(f"output.{f}" for f in STAT_FIELDS),
-    *(f"grad.{f}" for f in STAT_FIELDS),
-    "forward_seconds",
-    "backward_seconds",
-    "order",
-    "has_output",
-    "has_grad",
-)
-"""Columns of a compact per-step statistics table (one row per node)."""
+SUMMARY_COLUMNS = (*STAT_FIELDS, "value", "preview_len")
+"""Columns of a summary row; ``value`` is -1 when no full value was kept."""
+
+NODE_COLUMNS = ("output", "grad", "order", "released")
+"""Columns of the per-node int table: summary rows of output and gradient, backward position,
+position at which saved values were released; -1 stands for None."""
+
+TIME_COLUMNS = ("forward_seconds", "backward_seconds")
+"""Columns of the per-node float table; NaN stands for None."""
 
 
-class StatsTable(Sequence[NodeStats]):
-    """Per-node statistics of a compact graph, stored as one float array, read as NodeStats."""
+@dataclass(frozen=True, eq=False)
+class GraphTables:
+    """One graph's measurements as arrays (what the sidecar stores; read through NodeStats).
 
-    def __init__(self, nodes: tuple[Node, ...], table: np.ndarray) -> None:
-        if table.shape != (len(nodes), len(STAT_COLUMNS)):
-            raise ValueError(f"stats table of shape {table.shape} for {len(nodes)} nodes")
-        self.nodes = nodes
-        self.table = table
+    ``summaries`` (rows x SUMMARY_COLUMNS) and ``previews`` (rows x PREVIEW, or no rows) hold
+    every tensor summary; ``nodes`` and ``times`` have one row per node; ``grads_out`` and
+    ``consts`` one summary row (or -1) per input edge, in node then argument order (empty for
+    ``stats`` detail); ``accumulations`` rows are (target, source or -1, contribution row,
+    total row). A summary's shape and dtype come from the structure.
+    """
+
+    summaries: np.ndarray
+    previews: np.ndarray
+    nodes: np.ndarray
+    times: np.ndarray
+    grads_out: np.ndarray
+    consts: np.ndarray
+    accumulations: np.ndarray
+
+    def summary(self, row: int, shape: tuple[int, ...], dtype: str) -> TensorSummary | None:
+        """The summary in ``row`` (None for -1)."""
+        if row < 0:
+            return None
+        r = self.summaries[row].tolist()
+        n = int(r[9])
+        head = tuple(self.previews[row, :n].tolist()) if n else ()
+        value = None if r[8] < 0 else int(r[8])
+        return summary_from_row(shape, dtype, r[:8], head, value)
+
+
+class StatsView(Sequence[NodeStats]):
+    """The :class:`NodeStats` of a graph, built from its tables on access."""
+
+    def __init__(self, nodes: Sequence[Node], tables: GraphTables, detail: str) -> None:
+        self._nodes = nodes
+        self._t = tables
+        self._edge_start: list[int] | None = None
+        self._full = detail == "full"
 
     def __len__(self) -> int:
-        return len(self.nodes)
+        return len(self._nodes)
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        row = self.table[i].tolist()
-        n = self.nodes[i]
-        k = len(STAT_FIELDS)
-        out = summary_from_row(n.shape, n.dtype, row[:k]) if row[-2] else None
-        grad = summary_from_row(n.shape, n.dtype, row[k : 2 * k]) if row[-1] else None
-        bwd = None if math.isnan(row[2 * k + 1]) else row[2 * k + 1]
-        order = None if row[2 * k + 2] < 0 else int(row[2 * k + 2])
-        return NodeStats(out, grad, (), (), row[2 * k], bwd, order)
+        if i < 0:
+            i += len(self)
+        n, t = self._nodes[i], self._t
+        out_row, grad_row, order, released = t.nodes[i].tolist()
+        fwd, bwd = t.times[i].tolist()
+        outs: tuple = ()
+        consts: tuple = ()
+        if self._full and len(t.grads_out):
+            k = self._edges()[i]
+            outs = self._edge_summaries(t.grads_out, k, n)
+            consts = self._edge_summaries(t.consts, k, n)
+        return NodeStats(
+            t.summary(out_row, n.shape, n.dtype), t.summary(grad_row, n.shape, n.dtype), outs,
+            consts, fwd, None if math.isnan(bwd) else bwd, None if order < 0 else order,
+            None if released < 0 else released,
+        )  # fmt: skip
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StatsTable):
-            return NotImplemented
-        return np.array_equal(self.table, other.table, equal_nan=True)
+    def _edge_summaries(self, rows: np.ndarray, k: int, n: Node) -> tuple:
+        return tuple(
+            self._t.summary(int(rows[k + j]), e.shape, e.dtype) for j, e in enumerate(n.inputs)
+        )
 
-    __hash__ = None  # type: ignore[assignment]
+    def _edges(self) -> list[int]:
+        if self._edge_start is None:
+            nodes = self._nodes
+            counts = (
+                nodes.input_counts()
+                if isinstance(nodes, NodeTable)
+                else [len(n.inputs) for n in nodes]
+            )
+            starts, k = [], 0
+            for c in counts:
+                starts.append(k)
+                k += c
+            self._edge_start = starts
+        return self._edge_start
 
 
-def stats_table(nodes: tuple[Node, ...], stats: Sequence[NodeStats]) -> np.ndarray:
-    """The compact table of ``stats`` (see :data:`STAT_COLUMNS`)."""
-    k = len(STAT_FIELDS)
-    table = np.full((len(nodes), len(STAT_COLUMNS)), np.nan)
-    for i, s in enumerate(stats):
-        if s.output is not None:
-            table[i, :k] = s.output.stats_row()
-        if s.grad is not None:
-            table[i, k : 2 * k] = s.grad.stats_row()
-        table[i, 2 * k] = s.forward_seconds
-        if s.backward_seconds is not None:
-            table[i, 2 * k + 1] = s.backward_seconds
-        table[i, 2 * k + 2] = -1 if s.order is None else s.order
-        table[i, -2] = s.output is not None
-        table[i, -1] = s.grad is not None
-    return table
+class AccumulationsView(Sequence[Accumulation]):
+    """The :class:`Accumulation` events of a graph, built from its table on access."""
+
+    def __init__(self, nodes: Sequence[Node], tables: GraphTables) -> None:
+        self._nodes = nodes
+        self._t = tables
+
+    def __len__(self) -> int:
+        return len(self._t.accumulations)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        target, source, c, tot = self._t.accumulations[i].tolist()
+        n = self._nodes[target]
+        contribution = self._t.summary(c, n.shape, n.dtype)
+        total = self._t.summary(tot, n.shape, n.dtype)
+        return Accumulation(target, None if source < 0 else source, contribution, total)
 
 
 class ValueStore:
@@ -239,7 +370,8 @@ class Graph:
     ``kind`` is ``backward`` (a backward ran), ``roots`` (captured with ``cap.add``) or
     ``partial`` (recorded when an error ended the run before any backward used it).
     ``detail`` is ``full`` (previews, values, accumulations, gradients per input) or ``stats``
-    (a later step of an already stored structure: per-node statistics only).
+    (a later step of an already stored structure: per-node statistics only). ``stats``,
+    ``order`` and ``accumulations`` are read from ``tables``.
     """
 
     id: int
@@ -248,14 +380,29 @@ class Graph:
     kind: str
     structure: int
     detail: str
-    nodes: tuple[Node, ...]
+    nodes: Sequence[Node]
     roots: tuple[int, ...]
-    stats: Sequence[NodeStats]
-    order: tuple[int, ...] = ()
-    accumulations: tuple[Accumulation, ...] = ()
+    tables: GraphTables = field(repr=False)
     peak_saved_bytes: int = 0
     backward_seconds: float = 0.0
     values: ValueStore = field(default_factory=ValueStore, repr=False)
+
+    @cached_property
+    def stats(self) -> Sequence[NodeStats]:
+        """What this step measured at each node, by node id."""
+        return StatsView(self.nodes, self.tables, self.detail)
+
+    @cached_property
+    def order(self) -> tuple[int, ...]:
+        """Node ids in the order backward ran them."""
+        pos = self.tables.nodes[:, 2]
+        ran = np.flatnonzero(pos >= 0)
+        return tuple(ran[np.argsort(pos[ran], kind="stable")].tolist())
+
+    @cached_property
+    def accumulations(self) -> Sequence[Accumulation]:
+        """Which contributions were summed into which gradient, in engine order."""
+        return AccumulationsView(self.nodes, self.tables)
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -80,6 +80,21 @@ def to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
+_NAMES: dict[Any, str] = {}
+
+
+def dtype_name(dtype: Any) -> str:
+    """``dtype.name``, cached (NumPy computes it in Python on every access).
+
+    >>> dtype_name(np.dtype("float32"))
+    'float32'
+    """
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = np.dtype(dtype).name
+    return name
+
+
 def summarize(x: Any, value: int | None = None, preview: int = PREVIEW) -> TensorSummary:
     """Summarize a tensor (``tpx``/``p10``/NumPy); ``value`` is a sidecar id to attach.
 
@@ -89,46 +104,58 @@ def summarize(x: Any, value: int | None = None, preview: int = PREVIEW) -> Tenso
     'bool'
     """
     a = to_numpy(x)
-    shape = tuple(int(d) for d in a.shape)
-    dtype = a.dtype.name
-    head = tuple(_num(v) for v in a.reshape(-1)[:preview].tolist())
-    if a.dtype.kind not in "fiub" or a.size == 0:
-        return TensorSummary(shape, dtype, preview=head, value=value)
-    if a.dtype.kind == "b":
+    row, head = stats_row(a, preview)
+    return summary_from_row(tuple(a.shape), dtype_name(a.dtype), row, head, value)
+
+
+def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple[float, ...]]:
+    """The :data:`STAT_FIELDS` of NumPy array ``a`` as floats (NaN for None) and the first
+    ``preview`` elements.
+
+    >>> stats_row(np.array([1.0, -1.0]), 1)
+    ([-1.0, 1.0, 0.0, 1.0, 1.4142135623730951, 0.0, 0.0, 0.0], (1.0,))
+    """
+    head = tuple(float(v) for v in a.reshape(-1)[:preview].tolist()) if preview else ()
+    kind = a.dtype.kind
+    if kind not in "fiub" or a.size == 0:
+        return [math.nan] * 5 + [0.0, 0.0, 0.0], head
+    if kind == "b":
         a = a.view(np.uint8)
-    zeros = a.size - int(np.count_nonzero(a))
-    if a.dtype.kind != "f":
-        return _stats(shape, dtype, a.astype(np.float64), 0, 0, zeros, head, value)
+    zeros = float(a.size - np.count_nonzero(a))
+    if kind != "f":
+        return _moments(a.astype(np.float64), 0.0, 0.0, zeros), head
     total = float(np.add.reduce(a, axis=None, dtype=np.float64))
     if math.isfinite(total):
-        return _stats(shape, dtype, a, 0, 0, zeros, head, value, total)
-    nan = int(np.count_nonzero(np.isnan(a)))
-    inf = int(np.count_nonzero(np.isinf(a)))
+        return _moments(a, 0.0, 0.0, zeros, total), head
+    nan = float(np.count_nonzero(np.isnan(a)))
+    inf = float(np.count_nonzero(np.isinf(a)))
     if nan + inf == 0:  # the float64 sum overflowed; every element is finite
-        return _stats(shape, dtype, a, 0, 0, zeros, head, value)
-    finite = a[np.isfinite(a)]
-    return _stats(shape, dtype, finite, nan, inf, zeros, head, value)
+        return _moments(a, 0.0, 0.0, zeros), head
+    return _moments(a[np.isfinite(a)], nan, inf, zeros), head
 
 
-def _stats(shape, dtype, a, nan, inf, zeros, head, value, total=None) -> TensorSummary:
+def _moments(
+    a: np.ndarray, nan: float, inf: float, zeros: float, total: float | None = None
+) -> list[float]:
     if a.size == 0:
-        return TensorSummary(
-            shape, dtype, None, None, None, None, None, nan, inf, zeros, head, value
-        )
-    a64 = a.astype(np.float64, copy=False)
+        return [math.nan] * 5 + [nan, inf, zeros]
+    flat = a.reshape(-1)
     if total is None:
-        total = float(a64.sum())
-    mean = total / a.size
-    sq = float(np.vdot(a64.reshape(-1), a64.reshape(-1)))
-    var = max(sq / a.size - mean * mean, 0.0)
-    lo, hi = float(a.min()), float(a.max())
-    return TensorSummary(
-        shape, dtype, lo, hi, mean, math.sqrt(var), math.sqrt(sq), nan, inf, zeros, head, value
-    )
-
-
-def _num(v: Any) -> float:
-    return float(v) if not isinstance(v, complex) else float(v.real)
+        total = float(np.add.reduce(flat, dtype=np.float64))
+    mean = total / flat.size
+    f64 = flat if flat.dtype == np.float64 else flat.astype(np.float64)
+    sq = float(np.dot(f64, f64))
+    var = max(sq / flat.size - mean * mean, 0.0)
+    return [
+        float(flat.min()),
+        float(flat.max()),
+        mean,
+        math.sqrt(var),
+        math.sqrt(sq),
+        nan,
+        inf,
+        zeros,
+    ]
 
 
 def is_finite(x: Any) -> bool:
@@ -145,15 +172,20 @@ def is_finite(x: Any) -> bool:
     return bool(np.isfinite(a).all())
 
 
-def summary_from_row(shape: tuple[int, ...], dtype: str, row: Any) -> TensorSummary:
-    """Rebuild a summary (without preview) from a :meth:`TensorSummary.stats_row`.
+def summary_from_row(
+    shape: tuple[int, ...],
+    dtype: str,
+    row: Any,
+    preview: tuple[float, ...] = (),
+    value: int | None = None,
+) -> TensorSummary:
+    """Rebuild a summary from a :meth:`TensorSummary.stats_row` (NaN means None).
 
     >>> s = summarize(np.array([1.0, -2.0]))
-    >>> summary_from_row(s.shape, s.dtype, s.stats_row()) == TensorSummary(
-    ...     (2,), 'float64', -2.0, 1.0, -0.5, 1.5, s.norm)
+    >>> summary_from_row(s.shape, s.dtype, s.stats_row(), s.preview) == s
     True
     """
     vals = [float(v) for v in row]
     f = [None if math.isnan(v) else v for v in vals[:5]]
     counts = [0 if math.isnan(v) else int(v) for v in vals[5:8]]
-    return TensorSummary(tuple(shape), dtype, *f, *counts)
+    return TensorSummary(tuple(shape), dtype, *f, *counts, tuple(preview), value)

@@ -1,0 +1,121 @@
+"""Benchmarks of tpx_inspect: capture overhead on the MLP training loop, save/load of a
+100,000-node graph, DOT export of it.
+
+    python benchmarks/bench_inspect.py          # or: python benchmarks/run.py inspect
+
+Targets (issue 5): capture with the default policy <= 1.3x the uncaptured loop; save and load
+of a 100,000-node graph <= 2 s each.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+
+import tpx as tp  # noqa: E402
+import tpx_inspect  # noqa: E402
+from tpx_inspect.export import to_dot  # noqa: E402
+
+STEPS = 200
+
+
+def mlp_loop() -> tuple[Callable[[int], None], Any]:
+    """``run(steps)`` of the MLP training example (examples/train_mlp.py), and its params."""
+    from train_mlp import batches, build_model
+
+    import tpx.nn.functional as F
+    import tpx.optim as optim
+
+    model = build_model()
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    data = batches()
+    cached = [next(data) for _ in range(STEPS)]
+
+    def run(steps: int) -> None:
+        for i in range(steps):
+            x, y = cached[i % len(cached)]
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+    return run, list(model.named_parameters())
+
+
+def bench_capture(repeats: int = 5) -> dict[str, float]:
+    """Median seconds of STEPS training steps without and with capture (default policy)."""
+    run, params = mlp_loop()
+    run(20)  # warm up
+    plain, captured = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        run(STEPS)
+        plain.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        with tpx_inspect.capture(params=params):
+            run(STEPS)
+        captured.append(time.perf_counter() - t)
+    p, c = statistics.median(plain), statistics.median(captured)
+    return {"plain_s": p, "captured_s": c, "ratio": c / p}
+
+
+def chain(n: int) -> tpx_inspect.Trace:
+    """A trace of one n-op chain."""
+    with tpx_inspect.capture("all", values="none") as cap:
+        x = tp.ones(4, requires_grad=True)
+        y = x
+        for _ in range(n):
+            y = y * 1.0
+        y.sum().backward()
+    return cap.trace
+
+
+def bench_save_load(n: int = 100_000) -> dict[str, float]:
+    """Seconds (wall, and CPU of this process) to capture, save, load and export DOT of an
+    n-node chain (the machine may be shared: CPU time is the steadier figure)."""
+    t = time.perf_counter()
+    trace = chain(n - 2)
+    out = {"nodes": float(len(trace.graphs[0].nodes)), "capture_s": time.perf_counter() - t}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "chain.json")
+        t = time.perf_counter()
+        tpx_inspect.save(trace, path)
+        out["save_s"] = time.perf_counter() - t
+        out["json_mb"] = os.path.getsize(path) / 1e6
+        t = time.perf_counter()
+        loaded = tpx_inspect.load(path)
+        out["load_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    to_dot(loaded.graphs[0])
+    out["dot_s"] = time.perf_counter() - t
+    return out
+
+
+def main() -> dict[str, Any]:
+    """Run both benchmarks and print the figures."""
+    cap = bench_capture()
+    print(
+        f"capture overhead (MLP, {STEPS} steps, default policy): plain {cap['plain_s']:.3f} s, "
+        f"captured {cap['captured_s']:.3f} s, ratio {cap['ratio']:.2f}x (target <= 1.3x)"
+    )
+    sl = bench_save_load()
+    print(
+        f"100k-node chain: capture {sl['capture_s']:.2f} s, save {sl['save_s']:.2f} s "
+        f"({sl['json_mb']:.1f} MB JSON), load {sl['load_s']:.2f} s (target <= 2 s each), "
+        f"DOT {sl['dot_s']:.2f} s"
+    )
+    return {"capture": cap, "save_load": sl}
+
+
+if __name__ == "__main__":
+    main()
