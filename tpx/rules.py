@@ -17,8 +17,10 @@ Conventions, as PyTorch unless marked:
 - ``prod`` with zeros: only a lone zero of its row gets a gradient (the product of the others);
   under ``create_graph`` the product of the others is formed for every element (O(n^2) per
   reduced row, only when the input holds zeros) so that second derivatives stay exact.
-- Deviation: ``max``/``min`` (reductions), ``maximum``/``minimum`` and ``max_pool2d`` split
-  the gradient evenly between tied elements (PyTorch's max_pool2d picks one).
+- ``max``/``min`` (reductions) and ``maximum``/``minimum`` split the gradient evenly between
+  tied elements. Deviations: along an axis and in ``max_pool2d`` ties split evenly too, where
+  PyTorch's ``max(dim)`` and ``max_pool2d`` send it to one element; ``relu`` of NaN gives a NaN
+  gradient (PyTorch passes ``g``).
 - ``index_put`` with repeated indices: only the write that lands (NumPy: the last) sends a
   gradient to its value; the overwritten positions of the base get none.
 - ``einsum`` supports repeated labels (``"ii->"``, ``"ii->i"``), ``...`` and size-1
