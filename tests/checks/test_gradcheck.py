@@ -101,3 +101,8 @@ def test_gradgradcheck_catches_a_rule_whose_gradient_is_not_differentiable():
             gradgradcheck(lambda t: t.sin(), [x])
     finally:
         h.remove()
+
+
+def test_a_function_without_floating_outputs_is_a_clear_error():
+    with pytest.raises(ValueError, match="no floating"):
+        gradcheck(lambda t: t > 0, [_x([1.0])])

@@ -84,6 +84,7 @@ def test_rule_right_except_under_broadcasting(broadcast_bug):
     result = local_check(capture_call(lambda u, v: (u * v).exp().sum(), [a, row]))
     (f,) = result.findings
     assert f.op == "mul" and f.details["input"] == 1
+    assert len(f.details["element"]) == 1 and "worst element" in f.message
 
 
 class WrongSoftplus(tp.Function):
@@ -155,3 +156,25 @@ def test_first_finding_is_the_first_bad_node_in_backward_order():
         h.remove()
     ids = [f.node for f in result.findings]
     assert len(ids) == 2 and ids[0] > ids[1]  # later-recorded sin runs first in backward
+
+
+class Dropout(tp.Function):
+    """Draws its mask inside forward: a replay cannot reproduce it, so it must be skipped."""
+
+    @staticmethod
+    def forward(ctx, x):
+        mask = tp.asarray(np.random.default_rng().random(x.shape) > 0.5, dtype=x.dtype)
+        ctx.save_for_backward(mask)
+        return x * mask * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        return g * mask * 2.0
+
+
+def test_a_node_whose_forward_cannot_be_replayed_is_skipped_not_failed():
+    x = tp.asarray(np.linspace(-1, 1, 16), requires_grad=True)
+    result = local_check(capture_call(lambda t: Dropout.apply(t.sin()).sum(), [x]))
+    assert result.passed and result.skipped == 1
+    assert any("does not reproduce" in n for n in result.notes)

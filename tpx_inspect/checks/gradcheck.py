@@ -255,6 +255,8 @@ def gradcheck(
     mismatches: list[Mismatch] = []
     checked = 0
     n_out = len(problem.evaluate(problem.base()))
+    if n_out == 0:
+        raise ValueError("gradcheck: fn returned no floating tpx.Tensor to differentiate")
     if fast_mode:
         failing, checked = _fast_pair_checks(problem, eps, atol, rtol, seed)
         for f in failing:

@@ -39,6 +39,7 @@ class LocalOptions:
     rtol: float = 1e-5
     rtol32: float = 1e-3
     directions: int = 2
+    locate_limit: int = 512
     cotangents: int = 1
     seed: int = 0
 
@@ -94,6 +95,7 @@ def check_node(
     replay = Replay(node)
     xs = replay.inputs()
     y = replay.forward(xs)
+    _require_reproduced(node, y)
     rng = np.random.default_rng([opts.seed, node.id])
     us = _cotangents(y, grad_output, opts.cotangents, rng)
     grads = {name: replay.vjp(xs, y, u) for name, u in us}
@@ -108,6 +110,50 @@ def check_node(
             for name, u in us:
                 out.append(_compare(i, name, u, v, y, plus, minus, grads[name], opts))
     return out
+
+
+class NotReplayable(Exception):
+    """The node's forward cannot be rerun faithfully from its recorded inputs."""
+
+
+def _require_reproduced(node: NodeRecord, y: np.ndarray) -> None:
+    """Raise :class:`NotReplayable` unless the replayed output matches the recorded one."""
+    out = node.output
+    if out is None:
+        return
+    if np.shape(out) != np.shape(y):
+        raise NotReplayable(f"replay gives shape {np.shape(y)}, recorded {np.shape(out)}")
+    out = np.asarray(out, dtype=np.float64)
+    rtol = 1e-3 if np.asarray(node.output).dtype.itemsize <= 4 else 1e-8
+    scale = float(np.max(np.abs(out))) if out.size else 0.0
+    if not np.allclose(y, out, rtol=rtol, atol=rtol * scale + 1e-12):
+        raise NotReplayable(
+            "rerunning its forward from the recorded inputs does not reproduce the recorded "
+            "output (random, stateful or with inputs the record lacks)"
+        )
+
+
+def locate_element(
+    node: NodeRecord, input: int, u: np.ndarray, analytical: np.ndarray, opts: LocalOptions
+) -> tuple[tuple[int, ...], float, float] | None:
+    """The element of input ``input`` where ``u^T J`` (central differences) and the rule's
+    gradient ``analytical`` differ most: ``(index, numerical, analytical)``; None for inputs
+    larger than ``opts.locate_limit`` elements."""
+    replay = Replay(node)
+    xs = replay.inputs()
+    x = np.asarray(xs[input])
+    if x.size > opts.locate_limit:
+        return None
+    analytical = np.asarray(analytical, dtype=np.float64).reshape(x.shape)
+    numerical = np.zeros(x.shape)
+    for j in np.ndindex(*x.shape):
+        step = np.zeros(x.shape)
+        step[j] = opts.eps
+        plus, minus = _shifted(replay, xs, input, step)
+        numerical[j] = np.sum(u * (plus - minus)) / (2 * opts.eps)
+    worst = np.unravel_index(int(np.argmax(np.abs(numerical - analytical))), x.shape)
+    index = tuple(int(k) for k in worst)
+    return index, float(numerical[worst]), float(analytical[worst])
 
 
 def _cotangents(y: np.ndarray, real: np.ndarray | None, n: int, rng: Any) -> list:
@@ -145,15 +191,21 @@ def _compare(i, name, u, v, y, plus, minus, grads, opts) -> Comparison:
     return Comparison(i, name, numerical, analytical, tol, asym)
 
 
-def _finding(node: NodeRecord, c: Comparison) -> Finding:
+def _finding(node: NodeRecord, c: Comparison, element: tuple | None = None) -> Finding:
+    where = ""
+    extra: dict[str, Any] = {}
+    if element is not None:
+        index, num, an = element
+        where = f"; worst element {list(index)}: numerical {num:.6g}, analytical {an:.6g}"
+        extra = {"element": list(index), "element_numerical": num, "element_analytical": an}
     return finding_at(
         node, "rule",
         f"the rule of {node.op.value if node.op is not None else node.name} ({node.name}) "
         f"disagrees with finite differences of its forward for input {c.input} along the "
         f"{c.cotangent}: numerical {c.numerical:.6g}, analytical {c.analytical:.6g} "
-        f"(|diff| {c.mismatch:.3g} > tolerance {c.tolerance:.3g})",
+        f"(|diff| {c.mismatch:.3g} > tolerance {c.tolerance:.3g}){where}",
         input=c.input, cotangent=c.cotangent, numerical=c.numerical,
-        analytical=c.analytical, tolerance=c.tolerance,
+        analytical=c.analytical, tolerance=c.tolerance, **extra,
     )  # fmt: skip
 
 
@@ -195,16 +247,48 @@ def local_check(graph: GraphRecord, opts: LocalOptions | None = None) -> CheckRe
             notes.append(f"{node.where()}: skipped, {reason}")
             continue
         ex = graph.execution(nid)
-        incoming, recorded = (None, None) if ex is None else (ex.grad_output, ex.grad_inputs)
-        comparisons = check_node(node, incoming, opts, recorded)
+        try:
+            finding, note = _check_one(node, ex, opts)
+        except Exception as e:  # NOTE: a node that cannot be replayed is skipped, not failed
+            skipped += 1
+            notes.append(f"{node.where()}: skipped, {e}")
+            continue
         checked += 1
-        bad = [c for c in comparisons if c.failed]
-        if bad:
-            findings.append(_finding(node, bad[0]))
-        elif any(c.inconclusive for c in comparisons):
-            notes.append(f"{node.where()}: not differentiable at the recorded point; skipped")
+        if finding is not None:
+            findings.append(finding)
+        if note is not None:
+            notes.append(note)
     seconds = time.perf_counter() - start
     return CheckResult("local", checked, tuple(findings), skipped, seconds, tuple(notes))
+
+
+def _check_one(node: NodeRecord, ex: Any, opts: LocalOptions) -> tuple:
+    """``(finding or None, note or None)`` for one replayable node."""
+    incoming, recorded = (None, None) if ex is None else (ex.grad_output, ex.grad_inputs)
+    comparisons = check_node(node, incoming, opts, recorded)
+    bad = [c for c in comparisons if c.failed]
+    if bad:
+        return _finding(node, bad[0], _locate(node, bad[0], incoming, recorded, opts)), None
+    if any(c.inconclusive for c in comparisons):
+        return None, f"{node.where()}: not differentiable at the recorded point; skipped"
+    return None, None
+
+
+def _locate(
+    node: NodeRecord, c: Comparison, incoming: Any, recorded: Any, opts: LocalOptions
+) -> tuple | None:
+    if c.cotangent not in ("recorded gradient", "incoming gradient"):
+        return None
+    u = np.asarray(incoming, dtype=np.float64)
+    if c.cotangent == "recorded gradient":
+        analytical = recorded[c.input]
+    else:
+        replay = Replay(node)
+        xs = replay.inputs()
+        analytical = replay.vjp(xs, replay.forward(xs), u)[c.input]
+    if analytical is None:
+        analytical = np.zeros(np.shape(node.inputs[c.input]))
+    return locate_element(node, c.input, u, analytical, opts)
 
 
 def _nonfinite(node: NodeRecord) -> str | None:
