@@ -51,12 +51,18 @@ class Mismatch:
                 f"{self.input} along a random direction (fast mode): u^T J v numerical "
                 f"{self.numerical:.8g}, analytical {self.analytical:.8g}"
             )
+        out = f"output[{self.output}]{_index(self.output_element)}"
+        inp = f"input[{self.input}]{_index(self.input_element)}"
         return (
             f"Jacobian mismatch for output {self.output} with respect to input {self.input}, "
-            f"d output[{self.output}]{list(self.output_element or ())} / d input[{self.input}]"
-            f"{list(self.input_element)}: numerical {self.numerical:.8g}, analytical "
+            f"d {out} / d {inp}: numerical {self.numerical:.8g}, analytical "
             f"{self.analytical:.8g}"
         )
+
+
+def _index(element: tuple[int, ...] | None) -> str:
+    """``[2, 0]`` for an element of an array, '' for a 0-d one."""
+    return f"[{', '.join(str(i) for i in element)}]" if element else ""
 
 
 @dataclass(frozen=True)
