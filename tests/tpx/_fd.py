@@ -110,10 +110,10 @@ def _compare_full(label, analytic, numeric, arrays, wrt, out_shape, atol, rtol, 
         )
 
 
-def _check_random(f, arrays, wrt, eps, atol, rtol, name, rng, n_dirs) -> None:
+def _check_random(f, arrays, wrt, eps, atol, rtol, name, rng, n_dirs, label) -> None:
     xs = _tensors(arrays, wrt)
     out = f(*xs)
-    label = describe(out)
+    label = label or describe(out)
     for d in range(n_dirs):
         v = rng.standard_normal(out.size)
         us = [rng.standard_normal(arrays[i].shape) for i in wrt]
@@ -145,10 +145,12 @@ def check_vjp(
     seed: int = 0,
     n_dirs: int = 3,
     name: str = "check_vjp",
+    label: str | None = None,
 ) -> None:
     """Check the gradients of ``f`` (tpx tensors in, one tpx tensor out) at ``arrays``.
 
-    ``wrt`` defaults to every floating input; the others are passed as constants.
+    ``wrt`` defaults to every floating input; the others are passed as constants. Failures
+    name ``name`` and the rule: ``label``, or else the op of the node that produced the output.
 
     >>> import numpy as np, p10
     >>> check_vjp(p10.sin, [np.linspace(-1.0, 1.0, 5)])
@@ -159,14 +161,14 @@ def check_vjp(
         wrt = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
     if mode == "random":
         rng = np.random.default_rng(seed)
-        _check_random(f, arrays, wrt, eps, atol, rtol, name, rng, n_dirs)
+        _check_random(f, arrays, wrt, eps, atol, rtol, name, rng, n_dirs, label)
         return
     if mode != "full":
         raise ValueError(f"check_vjp: mode must be 'full' or 'random', got {mode!r}")
-    label, analytic = analytic_jacobian(f, arrays, wrt)
+    found, analytic = analytic_jacobian(f, arrays, wrt)
     numeric = numeric_jacobian(f, arrays, wrt, eps)
     out_shape = _forward(f, arrays, wrt).shape
-    _compare_full(label, analytic, numeric, arrays, wrt, out_shape, atol, rtol, name)
+    _compare_full(label or found, analytic, numeric, arrays, wrt, out_shape, atol, rtol, name)
 
 
 def gradient_function(f: Fn, n_inputs: int, wrt: Sequence[int]) -> Fn:

@@ -32,7 +32,8 @@ def run_gradgrad_case(c: Case) -> None:
         out_shape = c.fn(*[tp.asarray(a) for a in xs]).shape
     v = np.random.default_rng(1).uniform(-1.0, 1.0, out_shape)
     h = gradient_function(c.fn, len(xs), wrt)
-    check_vjp(h, [*xs, v], mode=c.mode, name=c.id + " (second order)")
+    label = f"{c.op.value} (second order, through create_graph)"
+    check_vjp(h, [*xs, v], mode=c.mode, name=c.id + " (second order)", label=label)
 
 
 def _recorded_ops(c: Case) -> set[Any]:
