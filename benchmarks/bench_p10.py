@@ -3,7 +3,9 @@
 For add, mul, tanh, sum and matmul on (4, 4) and (1024, 1024) float32 it times the P10 call
 (``x + y``, ``x.tanh()``, ...) and the NumPy call it stands for (``a + b``, ``np.tanh(a)``, ...),
 alternating the two so that load from other processes hits both alike, and keeps the best of
-several rounds. Goals: at most 0.5 us added per op on (4, 4), at most 5 % on (1024, 1024).
+several rounds. Times are CPU time of this process (``time.process_time``), which other processes
+on a shared machine disturb less than wall-clock time. Goals: at most 0.5 us added per op on
+(4, 4), at most 5 % on (1024, 1024).
 
     python benchmarks/bench_p10.py [--rounds N]
 """
@@ -11,6 +13,7 @@ several rounds. Goals: at most 0.5 us added per op on (4, 4), at most 5 % on (10
 from __future__ import annotations
 
 import argparse
+import time
 import timeit
 from dataclasses import dataclass
 
@@ -57,15 +60,16 @@ class Row:
 
 
 def blas_description() -> str:
-    """Which BLAS NumPy uses and how many threads it runs, from threadpoolctl."""
+    """Which BLAS libraries are loaded (NumPy's, SciPy's), from threadpoolctl, with threads."""
     parts = []
     for pool in threadpool_info():
         if pool.get("user_api") != "blas":
             continue
+        path = pool.get("filepath", "")
+        owner = next((name for name in ("numpy", "scipy") if f"/{name}" in path), "other")
         parts.append(
-            f"{pool.get('internal_api')} {pool.get('version')} "
-            f"({pool.get('architecture')}, {pool.get('num_threads')} thread(s), "
-            f"{pool.get('filepath', '').rsplit('/', 1)[-1]})"
+            f"{owner}: {pool.get('internal_api')} {pool.get('version')} "
+            f"({pool.get('architecture')}, {pool.get('num_threads')} thread(s))"
         )
     return "; ".join(parts) or "no BLAS found by threadpoolctl"
 
@@ -83,7 +87,10 @@ def measure(op: str, shape: tuple[int, int], rounds: int, target_s: float) -> Ro
     b = rng.standard_normal(shape).astype(np.float32)
     env = {"np": np, "a": a, "b": b, "x": p10.asarray(a), "y": p10.asarray(b)}
     p10_stmt, np_stmt = OPS[op]
-    timers = {"p10": timeit.Timer(p10_stmt, globals=env), "np": timeit.Timer(np_stmt, globals=env)}
+    timers = {
+        "p10": timeit.Timer(p10_stmt, timer=time.process_time, globals=env),
+        "np": timeit.Timer(np_stmt, timer=time.process_time, globals=env),
+    }
     number = _number(timers["np"], target_s)
     best = {"p10": float("inf"), "np": float("inf")}
     for _ in range(rounds):

@@ -45,6 +45,17 @@ def select(names: list[str], found: dict[str, Path]) -> list[Path]:
     return [found[s] for s in short]
 
 
+def run_one(path: Path) -> int:
+    """Call the module's ``main()`` as if it ran alone; its exit status (0 unless an int)."""
+    saved = sys.argv
+    sys.argv = [str(path)]  # a main() that parses sys.argv sees no options
+    try:
+        result = load(path).main()
+    finally:
+        sys.argv = saved
+    return result if isinstance(result, int) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected benchmarks in order; the exit status is the worst one returned."""
     names = sys.argv[1:] if argv is None else argv
@@ -52,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     with threadpool_limits(limits=1):
         for path in select(names, discover()):
             print(f"== {path.name} ==", flush=True)
-            status = max(status, load(path).main([]) or 0)
+            status = max(status, run_one(path))
     return status
 
 

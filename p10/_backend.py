@@ -2,6 +2,21 @@
 
 A backend converts to and from NumPy (``from_numpy``/``to_numpy``), tells the dtype of one of
 its arrays, and maps each op it supports to a kernel ``kernel(*arrays, **params) -> array``.
+The contract, in full:
+
+* its arrays are of ``array_type`` and have a ``.shape`` tuple; a kernel may also return a NumPy
+  array or scalar, which the dispatcher converts with ``from_numpy``;
+* ``dtype_of(array)`` is one of P10's dtypes (NumPy dtype objects);
+* kernels never write into their inputs, and params are the plain values the dispatcher passes
+  (see :mod:`p10._ops`); inputs reach a kernel already promoted to one dtype where the op needs
+  it (see :mod:`p10._elementwise`);
+* ``setitem(dst, key, value)`` writes in place (``None``: the backend refuses in-place writes),
+  and ``may_share_memory(a, b)`` tells whether a view op's output aliases its input (``True``
+  errs on the safe side: the output then shares the input's version counter).
+
+A missing kernel raises :class:`~p10.MissingKernelError` naming the op and the backend. The
+NumPy backend is the executable spec; ``tests/p10/test_p10_backends.py`` sweeps every registered
+backend against it.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from p10._tensor import Tensor, apply, wrap
 
 Scalar = bool | int | float
 _SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+_PY_SCALARS = frozenset({bool, int, float})
 _CAST = Op.CAST
 
 
@@ -75,10 +76,15 @@ def operand(value: Any, like: Any) -> Any:
     >>> operand(0.5, p10.ones(1, dtype="float64")).dtype
     dtype('float64')
     """
-    if is_tensor(value):
+    cls = value.__class__
+    if cls is Tensor:
         return value
-    if isinstance(value, _SCALAR_TYPES):
+    if cls in _PY_SCALARS or (
+        not hasattr(cls, "__p10_apply__") and isinstance(value, _SCALAR_TYPES)
+    ):
         return scalar_tensor(value, like)
+    if hasattr(cls, "__p10_apply__"):
+        return value
     from p10._creation import asarray
 
     return asarray(value, backend=like.backend if like is not None else None)
@@ -128,7 +134,10 @@ def binary(op: Op, x1: Any, x2: Any) -> Any:
     [0.5, 1.5]
     """
     if x1.__class__ is not Tensor or x2.__class__ is not Tensor:
-        x1, x2 = operands(x1, x2)
+        if x1.__class__ is Tensor and x2.__class__ in _PY_SCALARS:
+            x2 = scalar_tensor(x2, x1)  # the commonest mix, x * 2.0, without the general loop
+        else:
+            x1, x2 = operands(x1, x2)
     d1, d2 = x1.dtype, x2.dtype
     if d1 is not d2 and (d1.kind == "f") is not (d2.kind == "f"):
         x1, x2 = promote_mixed(x1, x2)

@@ -475,6 +475,12 @@ class TensorMethods:
         return I.take(self, indices, axis=axis)
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The ``p10`` module, the Array API namespace of this tensor (standard 2024.12)."""
         import p10
 
+        if api_version is not None and api_version not in ("2023.12", "2024.12"):
+            raise p10.ArgumentError(
+                f"__array_namespace__: api_version {api_version!r} is not supported; "
+                "p10 implements 2024.12"
+            )
         return p10

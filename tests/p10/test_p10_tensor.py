@@ -133,6 +133,9 @@ def test_repr_reads_like_numpy(x, text):
 def test_array_namespace_and_python_protocols():
     x = p10.asarray([[1.0, 2.0], [3.0, 4.0]])
     assert x.__array_namespace__() is p10 and p10.__array_api_version__ == "2024.12"
+    assert x.__array_namespace__(api_version="2024.12") is p10
+    with pytest.raises(p10.ArgumentError, match=r"api_version '2019\.01'"):
+        x.__array_namespace__(api_version="2019.01")
     assert len(x) == 2 and [r.tolist() for r in x] == [[1.0, 2.0], [3.0, 4.0]]
     assert x[0, 1].item() == 2.0 and isinstance(x[0, 1].item(), float)
     assert float(x[1, 1]) == 4.0 and int(p10.asarray(7)) == 7 and bool(p10.asarray([True]))
