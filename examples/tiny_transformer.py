@@ -38,7 +38,10 @@ class CharTransformer(nn.Module):
         self.tok_emb = nn.Embedding(vocab, dim)
         self.pos_emb = nn.Embedding(context, dim)
         self.blocks = nn.ModuleList(
-            [nn.TransformerBlock(dim, heads, causal=True) for _ in range(layers)]
+            [
+                nn.TransformerBlock(dim, heads, causal=True, gelu_approximate="tanh")
+                for _ in range(layers)
+            ]
         )
         self.ln_f = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab)
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Parse ``argv``, train, print the losses next to the unigram entropy and return them."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 steps (for CI)")
-    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     r = train(40 if args.quick else args.steps, seed=args.seed)

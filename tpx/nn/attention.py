@@ -70,7 +70,7 @@ class MultiheadSelfAttention(Module):
 
 class TransformerBlock(Module):
     """Pre-norm transformer block: ``x + attn(ln1(x))``, then ``x + mlp(ln2(x))`` with a
-    GELU MLP of width ``mlp_ratio * embed_dim``.
+    GELU MLP of width ``mlp_ratio * embed_dim`` (``gelu_approximate="tanh"`` for GPT-2's GELU).
 
     >>> import tpx as tp, tpx.nn as nn
     >>> block = nn.TransformerBlock(8, 2, causal=True)
@@ -88,6 +88,7 @@ class TransformerBlock(Module):
         mlp_ratio: int = 4,
         dropout: float = 0.0,
         seed: int | None = None,
+        gelu_approximate: str = "none",
     ) -> None:
         super().__init__()
         self.ln1 = LayerNorm(embed_dim)
@@ -95,7 +96,10 @@ class TransformerBlock(Module):
         self.ln2 = LayerNorm(embed_dim)
         hidden = mlp_ratio * embed_dim
         self.mlp = Sequential(
-            Linear(embed_dim, hidden), GELU(), Linear(hidden, embed_dim), Dropout(dropout, seed)
+            Linear(embed_dim, hidden),
+            GELU(gelu_approximate),
+            Linear(hidden, embed_dim),
+            Dropout(dropout, seed),
         )
 
     def forward(self, x: tp.Tensor) -> tp.Tensor:
