@@ -49,6 +49,11 @@ def test_every_differentiable_op_has_a_rule() -> None:
     assert [op.value for op in NON_DIFFERENTIABLE if op in RULES] == []
 
 
+def test_rule_table_is_in_enum_order() -> None:
+    in_table = [op for op in RULES if isinstance(op, Op)]
+    assert in_table == [op for op in Op if op in RULES]
+
+
 def test_every_rule_has_cases() -> None:
     covered = {c.op for c in CASES}
     assert [op.value for op in BUILTIN_RULE_OPS if op not in covered] == []
