@@ -277,7 +277,8 @@ def _read_json(path: str) -> dict[str, Any]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        what = "truncated" if e.pos >= len(text.rstrip()) - 1 else "corrupt"
+        # NOTE: a complete document ends with its closing brace; a cut-off one does not
+        what = "corrupt" if text.rstrip().endswith("}") else "truncated"
         raise TraceFormatError(f"{path}: {what} trace JSON ({e.msg} at line {e.lineno})") from None
     return doc
 
@@ -323,7 +324,9 @@ def _read_inline(arrays: dict, path: str) -> dict[str, np.ndarray]:
             dtype = np.dtype(a["dtype"])
             if dtype.kind not in "fiubU":
                 raise ValueError(f"dtype {dtype} is not allowed")
-            data = [float(v) if isinstance(v, str) else v for v in a["data"]]
+            data = a["data"]
+            if dtype.kind == "f":
+                data = [float(v) if isinstance(v, str) else v for v in data]
             out[k] = np.array(data, dtype).reshape(a["shape"])
         except (KeyError, TypeError, ValueError) as e:
             raise TraceFormatError(f"{path}: inline array {k!r} is malformed ({e})") from None
