@@ -6,7 +6,8 @@ the set of scopes the viewer ``expanded`` (opened one level further, down to the
 nodes). :func:`tpx_inspect.collapse.collapse` folds at one depth for the whole graph, so this
 adapter hands it the graph with every node's scope replaced by the group that the state gives
 it (one flat key, or '' for a node shown on its own): the folding and the long-edge stubbing
-are collapse's own.
+are collapse's own. (It is handed a light copy of the graph made from the node table's
+columns, which collapse reads the same way; see ``_Light``.)
 
 >>> import tpx as tp, tpx_inspect
 >>> x = tp.ones(2, requires_grad=True)
@@ -24,16 +25,18 @@ are collapse's own.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from tpx_inspect._util import paused_gc
 from tpx_inspect.collapse import LARGE, collapse, shape_label
 from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
 from tpx_inspect.server.layout import LayoutEdge, LayoutNode, compute_layout
+from tpx_inspect.server.views import node_column, nonfinite_mask
 
 __all__ = ["BuiltView", "LayoutCache", "State", "build_view", "group_key", "scopes_of"]
 
@@ -76,28 +79,63 @@ def group_key(scope: str, depth: int | None, expanded: frozenset[str]) -> str:
 
 
 def scopes_of(graph: Graph) -> list[str]:
-    """Every scope of the graph and every prefix of one, sorted.
-
-    >>> scopes_of.__name__
-    'scopes_of'
-    """
+    """Every scope of the graph and every prefix of one, sorted."""
     out: set[str] = set()
-    for n in graph.nodes:
-        parts = n.scope.split(".") if n.scope else []
+    for scope in set(node_column(graph, "scope")):
+        parts = scope.split(".") if scope else []
         out.update(".".join(parts[: i + 1]) for i in range(len(parts)))
     return sorted(out)
 
 
-def _regrouped(graph: Graph, state: State) -> tuple[Graph, dict[str, str]]:
+class _Edge(NamedTuple):
+    src: int | None
+    shape: tuple[int, ...]
+
+
+class _Node(NamedTuple):
+    id: int
+    kind: str
+    title: str
+    scope: str
+    inputs: tuple[_Edge, ...]
+
+
+@dataclass(frozen=True)
+class _Light:
+    """What :func:`collapse` reads of a graph (ids, kinds, titles, scopes, input edges),
+    built straight from the node table's columns: building 20,000 full node records costs
+    seconds, these cost milliseconds."""
+
+    nodes: list[_Node]
+
+
+def _light_nodes(graph: Graph, keys: dict[str, str]) -> list[_Node]:
+    columns = getattr(graph.nodes, "columns", None)
+    if columns is None:
+        return [
+            _Node(n.id, n.kind, n.title, keys[n.scope],
+                  tuple(_Edge(e.src, tuple(e.shape)) for e in n.inputs))
+            for n in graph.nodes
+        ]  # fmt: skip
+    c = columns
+    return [
+        _Node(i, kind, op or label or kind, keys[scope],
+              tuple([_Edge(e[0], tuple(e[1])) for e in ins]))
+        for i, (kind, op, label, scope, ins) in enumerate(
+            zip(c["kind"], c["op"], c["label"], c["scope"], c["inputs"])
+        )
+    ]  # fmt: skip
+
+
+def _regrouped(graph: Graph, state: State) -> tuple[_Light, dict[str, str]]:
     expanded = frozenset(state.expanded)
-    flat: dict[str, str] = {}
-    nodes = []
-    for n in graph.nodes:
-        key = group_key(n.scope, state.depth, expanded)
-        enc = key.replace(".", _SEP)
-        flat[enc] = key
-        nodes.append(n if n.scope == enc else dataclasses.replace(n, scope=enc))
-    return dataclasses.replace(graph, nodes=tuple(nodes)), flat
+    keys: dict[str, str] = {}  # scope -> flat group key (one computation per distinct scope)
+    flat: dict[str, str] = {}  # flat group key -> the scope it stands for
+    for scope in set(node_column(graph, "scope")):
+        key = group_key(scope, state.depth, expanded)
+        keys[scope] = key.replace(".", _SEP)
+        flat[keys[scope]] = key
+    return _Light(_light_nodes(graph, keys)), flat
 
 
 @dataclass(frozen=True)
@@ -116,12 +154,14 @@ def build_view(
     graph: Graph, state: State, *, dot: str | None = "dot", timeout: float = 1.5
 ) -> BuiltView:
     """The laid-out view of ``graph`` at ``state``."""
-    regrouped, flat = _regrouped(graph, state)
     stub = len(graph.nodes) > LARGE if state.stub is None else state.stub
-    view = collapse(
-        regrouped, fold=True, stub=stub, max_nodes=len(graph.nodes) + 1, span=state.span
-    )
-    bad = _nonfinite_ids(graph)
+    with paused_gc():  # tens of thousands of small tuples: no cycles
+        regrouped, flat = _regrouped(graph, state)
+        view = collapse(
+            regrouped,  # type: ignore[arg-type]  # duck-typed: see _Light
+            fold=True, stub=stub, max_nodes=len(graph.nodes) + 1, span=state.span,
+        )  # fmt: skip
+    bad = nonfinite_mask(graph)
     boxes = []
     for v in view.nodes:
         if v.kind == "scope":
@@ -131,7 +171,7 @@ def build_view(
             n = graph.nodes[v.members[0]]
             scope = n.scope
             label = v.label if v.kind == "stub" else f"{v.label}\n{shape_label(n.shape)}"
-        boxes.append((v, scope, label, any(i in bad for i in v.members)))
+        boxes.append((v, scope, label, bool(bad[list(v.members)].any())))
     lay = compute_layout(
         [LayoutNode(v.id, label) for v, _, label, _ in boxes],
         [LayoutEdge(e.src, e.dst) for e in view.edges],
@@ -151,16 +191,6 @@ def _view_node(v, scope: str, label: str, nonfinite: bool, box) -> m.ViewNode:
         id=v.id, kind=v.kind, label=label, node=node, scope=scope or None, size=len(v.members),
         nonfinite=nonfinite, x=box.x, y=box.y, w=box.w, h=box.h,
     )  # fmt: skip
-
-
-def _nonfinite_ids(graph: Graph) -> set[int]:
-    bad = set()
-    for i, s in enumerate(graph.stats):
-        if (s.output is not None and not s.output.finite) or (
-            s.grad is not None and not s.grad.finite
-        ):
-            bad.add(i)
-    return bad
 
 
 class LayoutCache:

@@ -19,15 +19,18 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect.diff import GraphDiff as DiffRecord
-from tpx_inspect.records import Graph, Run
+from tpx_inspect.records import NODE_COLUMNS, SUMMARY_COLUMNS, Graph, Run
 from tpx_inspect.server import models as m
 from tpx_inspect.summary import TensorSummary
 
 __all__ = [
+    "check_report",
     "diff_model",
     "graph_info",
+    "node_column",
     "node_detail",
     "node_info",
+    "nonfinite_mask",
     "run_info",
     "summary",
     "values",
@@ -53,16 +56,53 @@ def _nonfinite(s: TensorSummary | None) -> bool:
     return s is not None and not s.finite
 
 
+def nonfinite_mask(g: Graph) -> np.ndarray:
+    """Per node: does its output or gradient hold NaN/Inf? Read from the graph's summary
+    tables in one vectorised pass (no per-node records are built).
+
+    >>> import tpx as tp, tpx_inspect
+    >>> x = tp.asarray([1.0, 0.0], requires_grad=True)
+    >>> with np.errstate(divide="ignore"):
+    ...     g = tpx_inspect.trace(lambda: (1.0 / x).sum().backward()).graphs[0]
+    >>> nonfinite_mask(g).tolist()
+    [True, True, True]
+    """
+    t = getattr(g, "tables", None)
+    if t is None or not len(t.summaries):
+        return np.array([_nonfinite(s.output) or _nonfinite(s.grad) for s in g.stats], bool)
+    cols = [SUMMARY_COLUMNS.index("nan"), SUMMARY_COLUMNS.index("inf")]
+    bad_row = (t.summaries[:, cols] > 0).any(axis=1)
+    mask = np.zeros(len(g.nodes), bool)
+    for k in (NODE_COLUMNS.index("output"), NODE_COLUMNS.index("grad")):
+        rows = t.nodes[:, k].astype(np.int64)
+        has = rows >= 0
+        mask[has] |= bad_row[rows[has]]
+    return mask
+
+
+def node_column(g: Graph, name: str) -> list[Any]:
+    """One field of every node (``scope``, ``inputs``...), from the node table's columns when
+    the graph has one, else from the records."""
+    columns = getattr(g.nodes, "columns", None)
+    if columns is not None and name in columns:
+        return columns[name]
+    return [getattr(n, name) for n in g.nodes]
+
+
 def graph_info(run_id: str, graph_id: int, g: Graph) -> m.GraphInfo:
     """The :class:`GraphInfo` of graph ``g`` (id ``graph_id`` in its run)."""
-    bad = sum(_nonfinite(s.output) or _nonfinite(s.grad) for s in g.stats)
-    edges = sum(e.src is not None for n in g.nodes for e in n.inputs)
+    bad = int(nonfinite_mask(g).sum())
+    edges = sum(_src(e) is not None for ins in node_column(g, "inputs") for e in ins)
     return m.GraphInfo(
         id=graph_id, run=run_id, capture=g.run, step=g.step, kind=g.kind, detail=g.detail,
         nodes=len(g.nodes), edges=edges, roots=list(g.roots), finite=bad == 0,
         nonfinite_nodes=bad, peak_saved_bytes=g.peak_saved_bytes,
         backward_seconds=g.backward_seconds,
     )  # fmt: skip
+
+
+def _src(edge: Any) -> int | None:
+    return edge[0] if isinstance(edge, list | tuple) else edge.src
 
 
 def summary(s: TensorSummary | None) -> m.Summary | None:
