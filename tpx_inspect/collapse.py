@@ -20,10 +20,11 @@ LARGE = 300
 
 @dataclass(frozen=True)
 class ViewNode:
-    """A node of a view: a graph node (``n12``), a folded scope (``s3``) or a stub (``t5``).
+    """A node of a view: a graph node (``n12``), a folded scope (``s3``) or a stub.
 
-    ``members`` are the graph node ids it stands for; for a stub, ``link`` is the view id of
-    the node at the other end of the stubbed edge.
+    ``members`` are the graph node ids it stands for. A stubbed edge leaves its source through
+    a "to" stub (``t2``: members are the targets; one per source) and reaches its target from
+    a "from" stub (``f7``: members is the source); ``link`` is the view id of the other end.
     """
 
     id: str
@@ -47,7 +48,8 @@ class ViewEdge:
 
 @dataclass(frozen=True)
 class View:
-    """A drawable form of a graph. ``depth`` is the scope depth kept (None: not collapsed)."""
+    """A drawable form of a graph. ``depth`` is the scope depth kept (None: not collapsed);
+    ``stubbed`` counts the edges replaced by stubs."""
 
     nodes: tuple[ViewNode, ...]
     edges: tuple[ViewEdge, ...]
@@ -114,7 +116,8 @@ def collapse(
     depth = _choose_depth(graph, max_nodes) if fold else None
     nodes, owner = _view_nodes(graph, depth)
     edges, stubs = _view_edges(graph, owner, levels(graph) if stub else None, span)
-    return View(tuple(nodes) + tuple(stubs), tuple(edges), depth, len(stubs) // 2)
+    stubbed = sum(1 for s in stubs if s.id.startswith("f"))
+    return View(tuple(nodes) + tuple(stubs), tuple(edges), depth, stubbed)
 
 
 def _scope_at(scope: str, depth: int | None) -> str:
@@ -159,30 +162,44 @@ def _view_nodes(graph: Graph, depth: int | None) -> tuple[list[ViewNode], list[s
 
 def _view_edges(graph: Graph, owner: list[str], lv: list[int] | None, span: int):
     merged: dict[tuple[str, str], list] = {}
-    stubs: list[ViewNode] = []
-    stub_edges: list[ViewEdge] = []
+    outgoing: dict[int, list[int]] = {}  # source node -> targets of its stubbed edges
+    long_edges: list[tuple[int, int, str]] = []
     for n in graph.nodes:
         for e in n.inputs:
             if e.src is None or owner[e.src] == owner[n.id]:
                 continue
-            a, b = owner[e.src], owner[n.id]
             if lv is not None and lv[n.id] - lv[e.src] > span:
-                k = len(stubs)
-                to_id, from_id = f"t{k}", f"t{k + 1}"
-                src_title, dst_title = graph.nodes[e.src].title, n.title
-                stubs.append(
-                    ViewNode(to_id, "stub", f"to {dst_title} #{n.id}", "", (n.id,), from_id)
-                )
-                stubs.append(
-                    ViewNode(from_id, "stub", f"from {src_title} #{e.src}", "", (e.src,), to_id)
-                )
-                stub_edges.append(ViewEdge(a, to_id, shape_label(e.shape), 1, True))
-                stub_edges.append(ViewEdge(from_id, b, shape_label(e.shape), 1, True))
+                outgoing.setdefault(e.src, []).append(n.id)
+                long_edges.append((e.src, n.id, shape_label(e.shape)))
                 continue
-            entry = merged.get((a, b))
+            entry = merged.get((owner[e.src], owner[n.id]))
             if entry is None:
-                merged[(a, b)] = [shape_label(e.shape), 1]
+                merged[(owner[e.src], owner[n.id])] = [shape_label(e.shape), 1]
             else:
                 entry[1] += 1
     edges = [ViewEdge(a, b, lab, c) for (a, b), (lab, c) in merged.items()]
+    stubs, stub_edges = _stubs(graph, owner, outgoing, long_edges)
     return edges + stub_edges, stubs
+
+
+def _stubs(graph: Graph, owner: list[str], outgoing: dict, long_edges: list):
+    """One "to" stub per source (beside it) and one "from" stub per stubbed edge (beside its
+    target), linked to each other."""
+    to_id = {src: f"t{k}" for k, src in enumerate(outgoing)}
+    first_from: dict[int, str] = {}
+    stubs: list[ViewNode] = []
+    edges: list[ViewEdge] = []
+    for k, (src, dst, label) in enumerate(long_edges):
+        from_id = f"f{k}"
+        first_from.setdefault(src, from_id)
+        title = graph.nodes[src].title
+        stubs.append(ViewNode(from_id, "stub", f"from {title} #{src}", "", (src,), to_id[src]))
+        edges.append(ViewEdge(from_id, owner[dst], label, 1, True))
+    for src, targets in outgoing.items():
+        if len(targets) == 1:
+            text = f"to {graph.nodes[targets[0]].title} #{targets[0]}"
+        else:
+            text = f"to {len(targets)} uses"
+        stubs.append(ViewNode(to_id[src], "stub", text, "", tuple(targets), first_from[src]))
+        edges.append(ViewEdge(owner[src], to_id[src], shape_label(graph.nodes[src].shape), 1, True))
+    return stubs, edges

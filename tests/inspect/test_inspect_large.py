@@ -1,0 +1,23 @@
+"""A 100,000-node chain: captured, saved, loaded and exported, all without recursion."""
+
+from __future__ import annotations
+
+import pytest
+from _inspect_graphs import chain_capture
+
+import tpx_inspect
+
+
+@pytest.mark.slow
+def test_a_hundred_thousand_node_chain(tmp_path):
+    trace = chain_capture(99_998).trace
+    g = trace.graphs[0]
+    assert len(g.nodes) == 100_000 and g.order[0] == 99_999 and g.order[-1] == 0
+    path, _ = tpx_inspect.save(trace, str(tmp_path / "chain.json"))
+    back = tpx_inspect.load(path)
+    b = back.graphs[0]
+    assert len(b.nodes) == 100_000 and b.node(99_998).inputs[0].src == 99_997
+    assert b.grad(0).shape == (4,)
+    dot = tpx_inspect.to_dot(b)
+    assert dot.count("->") == 99_999
+    assert len(tpx_inspect.to_model_explorer(b)["graphs"][0]["nodes"]) == 100_000
