@@ -79,3 +79,21 @@ def test_labels_that_need_quoting_reach_dot(tmp_path):
     lay = compute_layout(nodes, [LayoutEdge('a"b', "c;d")])
     assert lay.engine == "dot", lay.note
     assert set(lay.nodes) == {'a"b', "c;d"}
+
+
+def test_light_graph_collapses_like_the_real_one(runs_dir):
+    """build_view hands collapse a light copy of the graph: it must give collapse's own view."""
+    from tpx_inspect.collapse import collapse
+    from tpx_inspect.records import Trace
+    from tpx_inspect.server.graphview import State, build_view
+
+    g = Trace.load(str(runs_dir / "scoped" / "trace.json")).graphs[0]
+    for stub, span in ((False, 6), (True, 1), (True, 2)):
+        ours = build_view(g, State(None, (), stub, span), dot=None)
+        theirs = collapse(g, fold=False, stub=stub, span=span)
+        assert [(n.id, n.kind, n.size) for n in ours.nodes] == [
+            (v.id, v.kind, len(v.members)) for v in theirs.nodes
+        ]
+        assert [(e.src, e.dst, e.label) for e in ours.edges] == [
+            (e.src, e.dst, e.label) for e in theirs.edges
+        ]

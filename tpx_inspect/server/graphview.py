@@ -90,14 +90,19 @@ def scopes_of(graph: Graph) -> list[str]:
 class _Edge(NamedTuple):
     src: int | None
     shape: tuple[int, ...]
+    dtype: str
 
 
 class _Node(NamedTuple):
     id: int
     kind: str
+    op: str | None
+    label: str
     title: str
     scope: str
     inputs: tuple[_Edge, ...]
+    shape: tuple[int, ...]
+    dtype: str
 
 
 @dataclass(frozen=True)
@@ -113,16 +118,17 @@ def _light_nodes(graph: Graph, keys: dict[str, str]) -> list[_Node]:
     columns = getattr(graph.nodes, "columns", None)
     if columns is None:
         return [
-            _Node(n.id, n.kind, n.title, keys[n.scope],
-                  tuple(_Edge(e.src, tuple(e.shape)) for e in n.inputs))
+            _Node(n.id, n.kind, n.op, n.label, n.title, keys[n.scope],
+                  tuple(_Edge(e.src, tuple(e.shape), e.dtype) for e in n.inputs),
+                  tuple(n.shape), n.dtype)
             for n in graph.nodes
         ]  # fmt: skip
     c = columns
     return [
-        _Node(i, kind, op or label or kind, keys[scope],
-              tuple([_Edge(e[0], tuple(e[1])) for e in ins]))
-        for i, (kind, op, label, scope, ins) in enumerate(
-            zip(c["kind"], c["op"], c["label"], c["scope"], c["inputs"])
+        _Node(i, kind, op, label, op or label or kind, keys[scope],
+              tuple([_Edge(e[0], tuple(e[1]), e[2]) for e in ins]), tuple(shape), dtype)
+        for i, (kind, op, label, scope, ins, shape, dtype) in enumerate(
+            zip(c["kind"], c["op"], c["label"], c["scope"], c["inputs"], c["shape"], c["dtype"])
         )
     ]  # fmt: skip
 
