@@ -198,3 +198,31 @@ def test_a_wrong_rule_is_still_caught_next_to_kinks():
     finally:
         RULES[Op.RELU] = saved
     assert [f.op for f in result.findings] == ["relu"]
+
+
+def _attention(q, k):
+    scores = (q @ k.T) * 0.5
+    mask = tp.asarray(np.tril(np.ones((4, 4), dtype=bool)))
+    masked = tp.where(mask, scores, tp.full((4, 4), -np.inf, dtype=scores.dtype))
+    return (tp.softmax(masked, axis=-1) * tp.arange(4.0)).sum()
+
+
+def _qk():
+    rng = np.random.default_rng(3)
+    return [tp.asarray(rng.standard_normal((4, 3)), requires_grad=True) for _ in range(2)]
+
+
+def test_a_minus_inf_attention_mask_is_checked_not_skipped():
+    result = local_check(capture_call(_attention, _qk()))
+    assert result.passed and result.skipped == 0 and result.checked == 7
+
+
+def test_a_wrong_softmax_rule_is_caught_behind_a_minus_inf_mask():
+    saved = RULES[Op.SOFTMAX]
+    RULES[Op.SOFTMAX] = Rule(lambda ctx, g: (g * ctx.output,), (), True)  # drops the sum term
+    try:
+        result = local_check(capture_call(_attention, _qk()))
+    finally:
+        RULES[Op.SOFTMAX] = saved
+    assert [f.op for f in result.findings] == ["softmax"]
+    assert len(result.findings[0].details["element"]) == 2

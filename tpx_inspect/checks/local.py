@@ -97,7 +97,13 @@ def check_node(
     y = replay.forward(xs)
     _require_reproduced(node, y)
     rng = np.random.default_rng([opts.seed, node.id])
-    us = _cotangents(y, grad_output, opts.cotangents, rng)
+    # NOTE: infinite values (a -inf attention mask) are constants of the comparison: no
+    # direction moves them and no cotangent weighs an infinite output.
+    finite = np.isfinite(y)
+    us = [
+        (name, np.where(finite, u, 0.0))
+        for name, u in _cotangents(y, grad_output, opts.cotangents, rng)
+    ]
     grads = {name: replay.vjp(xs, y, u) for name, u in us}
     if recorded is not None and us and us[0][0] == "incoming gradient":
         us.insert(0, ("recorded gradient", us[0][1]))
@@ -105,7 +111,7 @@ def check_node(
     out = []
     for i in replay.differentiable():
         for _ in range(opts.directions):
-            v = rng.standard_normal(np.shape(xs[i]))
+            v = np.where(np.isfinite(xs[i]), rng.standard_normal(np.shape(xs[i])), 0.0)
             plus, minus = _shifted(replay, xs, i, v * opts.eps)
             for name, u in us:
                 c = _compare(i, name, u, v, y, plus, minus, grads[name], opts)
@@ -122,8 +128,8 @@ def _without_kinks(replay, xs, c, u, v, y, plus, minus, opts) -> Comparison:
     made inconclusive becomes a pass or a failure.
     """
     h = opts.eps
-    onesided = np.abs((plus - y) - (y - minus)) / h
-    central = (plus - minus) / (2 * h)
+    onesided = np.abs(_sub(plus, y) - _sub(y, minus)) / h
+    central = _sub(plus, minus) / (2 * h)
     smooth = onesided <= 1e-2 * np.abs(central) + 1e-6
     if smooth.all() or not smooth.any():
         return c
@@ -148,7 +154,8 @@ def _require_reproduced(node: NodeRecord, y: np.ndarray) -> None:
         raise NotReplayable(f"replay gives shape {np.shape(y)}, recorded {np.shape(out)}")
     out = np.asarray(out, dtype=np.float64)
     rtol = 1e-3 if np.asarray(node.output).dtype.itemsize <= 4 else 1e-8
-    scale = float(np.max(np.abs(out))) if out.size else 0.0
+    finite = out[np.isfinite(out)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
     if not np.allclose(y, out, rtol=rtol, atol=rtol * scale + 1e-12):
         raise NotReplayable(
             "rerunning its forward from the recorded inputs does not reproduce the recorded "
@@ -168,12 +175,16 @@ def locate_element(
     if x.size > opts.locate_limit:
         return None
     analytical = np.asarray(analytical, dtype=np.float64).reshape(x.shape)
+    analytical = np.where(np.isfinite(x), np.nan_to_num(analytical), 0.0)
+    u = np.where(np.isfinite(np.asarray(node.output)), u, 0.0)
     numerical = np.zeros(x.shape)
     for j in np.ndindex(*x.shape):
+        if not np.isfinite(x[j]):
+            continue
         step = np.zeros(x.shape)
         step[j] = opts.eps
         plus, minus = _shifted(replay, xs, input, step)
-        numerical[j] = np.sum(u * (plus - minus)) / (2 * opts.eps)
+        numerical[j] = np.sum(u * _sub(plus, minus)) / (2 * opts.eps)
     worst = np.unravel_index(int(np.argmax(np.abs(numerical - analytical))), x.shape)
     index = tuple(int(k) for k in worst)
     return index, float(numerical[worst]), float(analytical[worst])
@@ -196,18 +207,31 @@ def _shifted(replay: Replay, xs: list, i: int, step: np.ndarray) -> tuple:
     return values[0], values[1]
 
 
+def _sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b`` where both are finite, 0 elsewhere (infinite outputs are constants)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(a) & np.isfinite(b), a - b, 0.0)
+
+
+def _dot(g: Any, v: np.ndarray) -> float:
+    """``<g, v>`` over the elements that ``v`` moves (NaN where shapes differ)."""
+    if np.shape(g) != np.shape(v):
+        return float("nan")
+    with np.errstate(invalid="ignore"):
+        return float(np.sum(np.where(v != 0, np.asarray(g, dtype=np.float64) * v, 0.0)))
+
+
 def _compare(i, name, u, v, y, plus, minus, grads, opts) -> Comparison:
     h = opts.eps
-    central = (plus - minus) / (2 * h)
+    central = _sub(plus, minus) / (2 * h)
     numerical = float(np.sum(u * central))
     gi = grads[i] if i < len(grads) else None
-    analytical = 0.0 if gi is None else float(np.sum(np.reshape(gi, np.shape(v)) * v))
-    if gi is not None and np.shape(gi) != np.shape(v):
-        analytical = float("nan")
+    analytical = 0.0 if gi is None else _dot(gi, v)
     # NOTE: elementwise, so that kinks of opposite sign cannot cancel out.
-    asym = float(np.sum(np.abs(u) * np.abs((plus - y) - (y - minus)))) / h
+    asym = float(np.sum(np.abs(u) * np.abs(_sub(plus, y) - _sub(y, minus)))) / h
     scale = float(np.sum(np.abs(u * central))) + abs(analytical)
-    roundoff = 64 * _EPS64 * float(np.sum(np.abs(u) * (np.abs(plus) + np.abs(minus)))) / h
+    size = np.where(np.isfinite(plus) & np.isfinite(minus), np.abs(plus) + np.abs(minus), 0.0)
+    roundoff = 64 * _EPS64 * float(np.sum(np.abs(u) * size)) / h
     rtol = opts.rtol
     if name == "recorded gradient" and gi is not None and np.asarray(gi).dtype.itemsize <= 4:
         rtol = max(rtol, opts.rtol32)  # the rule ran in float32
@@ -320,6 +344,6 @@ def _locate(
 def _nonfinite(node: NodeRecord) -> str | None:
     values = [x for x in node.inputs or () if isinstance(x, np.ndarray) and x.dtype.kind == "f"]
     values.append(node.output)
-    if not all(np.isfinite(v).all() for v in values if v is not None):
-        return "non-finite values (see the nonfinite check)"
+    if any(np.isnan(v).any() for v in values if v is not None):
+        return "NaN values (see the nonfinite check)"
     return None

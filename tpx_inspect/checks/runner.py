@@ -180,7 +180,7 @@ def run_script_checks(
     args: Sequence[str] = (),
     checks: Sequence[str] = GRAPH_CHECKS,
     *,
-    max_backwards: int | None = 3,
+    max_backwards: int | None = 2,
     **options: Any,
 ) -> Report:
     """Run a script (as ``python path args``) under :func:`record`, then the graph checks.
