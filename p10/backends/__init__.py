@@ -81,7 +81,13 @@ def resolve(name: str, device: Any = None) -> Any:
     library, _, dev = name.partition(":")
     if library not in LIBRARIES:
         return None
-    label = backend_name(library, device if device is not None else (dev or None))
+    device = device if device is not None else (dev or None)
+    if library not in _registry:
+        enable(library)
+    base = _registry[library]
+    if device is None or str(device) == base.device:
+        return base
+    label = backend_name(library, device)
     if label not in _registry:
-        enable(library, device if device is not None else (dev or None), name=label)
+        enable(library, device, name=label)
     return _registry[label]

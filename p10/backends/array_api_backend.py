@@ -331,6 +331,29 @@ def missing(lib: Lib, op: Op, why: str) -> Kernel:
     return kernel
 
 
+class KernelTable(dict):
+    """A kernel table that lends the NumPy kernels of ops defined with :func:`p10.define_op`
+    to a CPU backend through the host, so user-defined ops run on every backend."""
+
+    def __init__(self, table: dict[Any, Kernel], lib: Lib) -> None:
+        super().__init__(table)
+        self.lib = lib
+
+    def __missing__(self, op: Any) -> Kernel:
+        from p10._backend import _registry
+
+        spec = _registry["numpy"].kernels.get(op) if "numpy" in _registry else None
+        if spec is None or isinstance(op, Op) or not self.lib.cpu:
+            raise KeyError(op)
+        lib = self.lib
+
+        def kernel(*arrays, **params):
+            out = spec(*[lib.to_numpy(a) for a in arrays], **params)
+            return lib.from_numpy(np.asarray(out))
+
+        return kernel
+
+
 def _gelu(erf: Kernel, tanh_form: Kernel) -> Kernel:
     def gelu(x, *, approximate="none"):
         if approximate == "tanh":
@@ -362,7 +385,7 @@ def generic_kernels(lib: Lib, extras: dict[Op, Kernel] | None = None) -> dict[Op
         table[Op.GELU] = _gelu(table[Op.ERF], table[Op.GELU])
     missing_ops = [op.value for op in Op if op not in table]
     assert not missing_ops, f"array API backend lacks {missing_ops}"
-    return table
+    return KernelTable(table, lib)
 
 
 # -- the factory -------------------------------------------------------------------------------
@@ -418,19 +441,23 @@ def make_array_api_backend(
     """
     xp = namespace_of(xp_or_name)
     label = name or _library_name(xp)
-    lib = _make_lib(xp, device, label)
+    try:
+        lib = _make_lib(xp, device, label)
+        array_type = type(lib.from_numpy(np.zeros(1, np.float32)))
+    except Exception as e:
+        raise BackendError(f"backend '{label}': cannot use device {device!r}: {e}") from e
     if host_fallback is not None:
         lib.cpu = host_fallback
     return Backend(
         name=label,
         kernels=generic_kernels(lib, _library_extras(lib, extras)),
-        array_type=type(lib.from_numpy(np.zeros(1, np.float32))),
+        array_type=array_type,
         from_numpy=lib.from_numpy,
         to_numpy=lib.to_numpy,
         dtype_of=lib.dtype,
         setitem=_setitem,
         may_share_memory=_may_share_memory(lib),
-        device=str(lib.device),
+        device="cpu" if lib.cpu else str(lib.device),
     )
 
 
@@ -443,8 +470,9 @@ def _make_lib(xp: ModuleType, device: Any, label: str) -> Lib:
     import array_api_compat
 
     np_of, xp_of = _dtype_tables(xp)
-    probe = xp.asarray([0])
-    dev = device if device is not None else array_api_compat.device(probe)
+    default = array_api_compat.device(xp.asarray([0]))
+    on_cpu = "cpu" in str(default).lower()
+    dev = default if device is None or (str(device) == "cpu" and on_cpu) else device
     lib = Lib(xp, dev, label, np_of, xp_of)
     kind = _library_name(xp)
     if kind == "torch":
