@@ -12,6 +12,7 @@ codes: 0 success (checks: all passed), 1 a check failed (or the script's own cod
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import webbrowser
@@ -284,10 +285,11 @@ def show(trace: str, graph_id: int, limit: int) -> None:
       tpx-inspect show tpx-runs/train_mlp-20260101-120000 --graph 3
     """
     t = load_trace(trace)
+    graph = pick_graph(t, graph_id) if t.graphs else None
     console = _console()
     console.print(tables.graphs_table(t))
-    if t.graphs:
-        console.print(tables.nodes_table(pick_graph(t, graph_id), graph_id, limit))
+    if graph is not None:
+        console.print(tables.nodes_table(graph, graph_id, limit))
 
 
 @cli.command()
@@ -421,8 +423,11 @@ def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool)
     from tpx_inspect.checks import run_script_checks
 
     path = check_script(script)
-    report = _progress_report(lambda p: run_script_checks(str(path), list(args),
-                                                          progress=p), as_json)  # fmt: skip
+    # NOTE: with --json the script's own prints go to stderr, so stdout is the report alone
+    out = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+    with out:
+        report = _progress_report(lambda p: run_script_checks(str(path), list(args),
+                                                              progress=p), as_json)  # fmt: skip
     _finish_report(ctx, report, as_json)
 
 
