@@ -47,10 +47,13 @@ def _fast_binary(op: Op, p10_method: Any, slow: Any, reflected: bool = False) ->
         else:
             return slow(self, other)
         a = self._t
-        if a._backend is not b._backend or a.dtype != b.dtype or state.anomaly or _mode.observers:
+        if a._backend is not b._backend or a.dtype != b.dtype or state.anomaly:
+            return slow(self, other)
+        recording = (self._rg or (cls is Tensor and other._rg)) and state.grad_enabled
+        if recording and _mode.observers:  # observers see recorded ops through apply_op
             return slow(self, other)
         out = p10_method(b, a) if reflected else p10_method(a, b)
-        if (self._rg or (cls is Tensor and other._rg)) and state.grad_enabled:
+        if recording:
             x = other if cls is Tensor else const
             if reflected:
                 return _record(op, (x, self), (b, a), {}, out)
@@ -67,10 +70,11 @@ def _fast_unary(op: Op, p10_method: Any, slow: Any) -> Any:
 
     def method(self: Tensor) -> Any:
         a = self._t
-        if a.dtype.kind != "f" or state.anomaly or _mode.observers:
+        recording = self._rg and state.grad_enabled
+        if a.dtype.kind != "f" or state.anomaly or (recording and _mode.observers):
             return slow(self)
         out = p10_method(a)
-        if self._rg and state.grad_enabled:
+        if recording:
             return _record(op, (self,), (a,), {}, out)
         return wrap(out)
 
