@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -30,19 +31,23 @@ def reachable(roots: Sequence[Node]) -> list[Node]:
     >>> [n.name for n in reachable([(x * 2).sum().grad_fn])]
     ['SumBackward', 'MulBackward', 'AccumulateGrad']
     """
-    seen: set[int] = set()
+    seen: set[Node] = set()
     stack = list(roots)
     nodes: list[Node] = []
     while stack:
         node = stack.pop()
-        key = id(node)
-        if key in seen:
+        if node in seen:
             continue
-        seen.add(key)
+        seen.add(node)
         nodes.append(node)
-        stack.extend(e for e in node.edges if e is not None)
-    nodes.sort(key=lambda n: n.seq, reverse=True)
+        for e in node.edges:
+            if e is not None and e not in seen:
+                stack.append(e)
+    nodes.sort(key=_by_seq, reverse=True)
     return nodes
+
+
+_by_seq = attrgetter("seq")
 
 
 def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
@@ -273,12 +278,22 @@ def _context(node: GradFn, create_graph: bool) -> RuleContext:
         if value is not None and value.version != version:
             _raise_modified(node, saved, version)
     if create_graph:
-        inputs = saved[:-1]
+        inputs = tuple([_unpack(v, node, i) for i, v in enumerate(saved[:-1])])
         out = saved[-1]
-        output = None if out is None else _rewrap_output(out, node)
-        return RuleContext(node, inputs, output)
-    inputs = tuple([v._t if v.__class__ is Tensor else v for v in saved[:-1]])
-    return RuleContext(node, inputs, saved[-1])
+        return RuleContext(node, inputs, None if out is None else _rewrap_output(out, node))
+    return RuleContext(node, saved[:-1], saved[-1])
+
+
+def _unpack(value: Any, node: GradFn, i: int) -> Any:
+    """Saved input ``i`` as a TPX tensor connected to the graph (for ``create_graph``)."""
+    if value is None or value.__class__ is Tensor:  # tp.Function saves TPX tensors
+        return value
+    edge = node.edges[i] if i < len(node.edges) else None
+    if edge is None:
+        return wrap(value)
+    if edge.__class__ is AccumulateGrad:
+        return edge.variable
+    return _rewrap_output(value, edge)
 
 
 def _raise_modified(node: GradFn, saved: tuple, version: int) -> None:
@@ -311,29 +326,35 @@ def _check_rule_output(node: GradFn, grads: Any, create_graph: bool) -> tuple:
             f"{len(edges)} inputs; a rule returns a tuple with one gradient (or None) "
             "per input"
         )
-    anomaly = state.anomaly
-    out = []
-    for i, (g, edge, (shape, dtype)) in enumerate(zip(grads, edges, node.in_meta)):
+    out: list[Any] = []
+    append = out.append
+    for g, edge, (shape, dtype) in zip(grads, edges, node.in_meta):
         if edge is None or g is None:
-            out.append(None)
+            append(None)
             continue
-        if g.__class__ is Tensor:
-            raw = g._t
-            g = g if create_graph else raw
-        else:
-            raw = g
-            g = wrap(g) if create_graph else g
+        raw = g._t if g.__class__ is Tensor else g
         # NOTE: the backend's own shape first (cheap); p10's tuple shape only to confirm
         if (raw._data.shape != shape and raw.shape != shape) or raw.dtype != dtype:
+            _raise_bad_gradient(node, grads)
+        if create_graph:
+            append(g if g.__class__ is Tensor else wrap(g))
+        else:
+            append(raw)
+    if state.anomaly:
+        for i, g in enumerate(out):
+            if g is not None:
+                _check_grad(node, g, f"gradient for input {i}")
+    return tuple(out)
+
+
+def _raise_bad_gradient(node: GradFn, grads: tuple) -> None:
+    for i, (g, edge, (shape, dtype)) in enumerate(zip(grads, node.edges, node.in_meta)):
+        if edge is not None and g is not None and (g.shape != shape or g.dtype != dtype):
             raise RuleError(
                 f"the rule of {node.op.value} ({node.name}) returned a gradient of shape "
-                f"{raw.shape} {raw.dtype.name} for input {i} of shape {shape} {dtype.name}; "
+                f"{g.shape} {g.dtype.name} for input {i} of shape {shape} {dtype.name}; "
                 "gradients must match their input (un-broadcast with tpx.rules.unbroadcast)"
             )
-        if anomaly:
-            _check_grad(node, g, f"gradient for input {i}")
-        out.append(g)
-    return tuple(out)
 
 
 def _check_grad(node: GradFn, g: Any, what: str) -> None:

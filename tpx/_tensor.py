@@ -365,12 +365,12 @@ def _view_of_leaf(t: Tensor) -> bool:
 def _snapshot_saved(node: GradFn, target: Tensor) -> None:
     """Before ``target`` is overwritten by the result of ``node`` (``x *= x``), keep a copy
     of its old value wherever ``node`` saved it, so the gradient stays correct."""
-    saved = node.saved
-    if not saved or not any(s is target for s in saved):
+    saved, raw = node.saved, target._t
+    if not saved or not any(s is raw or s is target for s in saved):
         return
-    old = wrap(p10.asarray(target._t, copy=True))
-    node.saved = tuple(old if s is target else s for s in saved)
-    node.versions = tuple(0 if s is target else v for s, v in zip(saved, node.versions))
+    old = p10.asarray(raw, copy=True)
+    node.saved = tuple(old if s is raw or s is target else s for s in saved)
+    node.versions = tuple(0 if s is old else v for s, v in zip(node.saved, node.versions))
 
 
 def _init(t: Tensor, raw: p10.Tensor) -> None:
@@ -449,7 +449,7 @@ def _record(
     edges = tuple([_edge(x) for x in inputs])
     node = GradFn(op, params, rule, edges, tuple([(r._data.shape, r.dtype) for r in raw]))
     if rule.save or rule.save_output:
-        _save(node, rule, inputs, out)
+        _save(node, rule, raw, out)
     scope = state.scope
     if scope:  # the class default is ""
         node.scope = scope
@@ -466,20 +466,19 @@ def _record(
     return t
 
 
-def _save(node: GradFn, rule: Any, inputs: tuple, out: p10.Tensor) -> None:
-    saved: list[Any] = [None] * (len(inputs) + 1)
-    versions: list[int] = [0] * (len(inputs) + 1)
+def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor) -> None:
+    # NOTE: P10 values are saved, not TPX tensors (the engine rebuilds those from the edges
+    # under create_graph, as PyTorch's SavedVariable does): intermediate tpx.Tensor objects
+    # are then freed as soon as the user drops them.
+    n = len(raw)
+    saved: list[Any] = [None] * (n + 1)
     for i in rule.save:
-        if i >= len(inputs):  # variadic ops list every position they might save
-            break
-        x = inputs[i]
-        saved[i] = x
-        versions[i] = x._t.version if x.__class__ is Tensor else x.version
+        if i < n:  # variadic ops list every position they might save
+            saved[i] = raw[i]
     if rule.save_output:
-        saved[-1] = out
-        versions[-1] = out.version
+        saved[n] = out
     node.saved = tuple(saved)
-    node.versions = tuple(versions)
+    node.versions = tuple([0 if v is None else v.version for v in saved])
 
 
 def _check_finite(op: Any, node: GradFn | None, out: p10.Tensor) -> None:
