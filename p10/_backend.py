@@ -4,9 +4,11 @@ A backend converts to and from NumPy (``from_numpy``/``to_numpy``), tells the dt
 its arrays, and maps each op it supports to a kernel ``kernel(*arrays, **params) -> array``.
 The contract, in full:
 
-* its arrays are of ``array_type`` and have a ``.shape`` tuple; a kernel may also return a NumPy
-  array or scalar, which the dispatcher converts with ``from_numpy``;
-* ``dtype_of(array)`` is one of P10's dtypes (NumPy dtype objects);
+* its arrays are of ``array_type`` and have a ``.shape`` tuple and a ``.dtype`` (as Array API
+  arrays do); a kernel may also return a NumPy array or scalar, which the dispatcher converts
+  with ``from_numpy``;
+* ``dtype_of(array)`` is one of P10's dtypes (NumPy dtype objects), read from ``array.dtype``
+  unless the backend says otherwise;
 * kernels never write into their inputs, and params are the plain values the dispatcher passes
   (see :mod:`p10._ops`); inputs reach a kernel already promoted to one dtype where the op needs
   it (see :mod:`p10._elementwise`);

@@ -53,10 +53,9 @@ def _fast_binary(op: Op, slow: Callable, floating: bool = False) -> Callable:
         backend = self._backend
         if other.__class__ is Tensor and other._backend is backend:
             a, b = self._data, other._data
-            dtype = backend.dtype_of(a)
-            # NOTE: `is` (dtypes are canonical instances) is cheaper than ==; a false "no" only
-            # costs the slow path
-            if dtype is backend.dtype_of(b) and (not floating or dtype.kind == "f"):
+            # NOTE: the arrays' own dtype objects compared by identity: canonical instances in
+            # NumPy, torch, dask, array-api-strict, and a false "no" only costs the slow path
+            if a.dtype is b.dtype and (not floating or backend.dtype_of(a).kind == "f"):
                 try:
                     out = backend.kernels[op](a, b)
                 except Exception:

@@ -252,6 +252,11 @@ SUBSET_OPS = (
 )  # fmt: skip
 
 
+# one object per dtype, as libraries have (torch.float32, ...), but not NumPy's
+_BOX_DTYPES = {np.dtype(n): f"box-{n}" for n in ("bool", "int8", "int16", "int32", "int64")}
+_BOX_DTYPES |= {np.dtype(n): f"box-{n}" for n in ("uint8", "float32", "float64")}
+
+
 class Box:
     """The subset backend's array: a NumPy array in a box that is not itself array-like."""
 
@@ -263,6 +268,10 @@ class Box:
     @property
     def shape(self) -> tuple[int, ...]:
         return self.value.shape
+
+    @property
+    def dtype(self) -> str:
+        return _BOX_DTYPES[self.value.dtype]  # not a P10 dtype: dtype_of maps it
 
 
 def _unbox(x: Any) -> Any:

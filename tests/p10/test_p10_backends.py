@@ -104,6 +104,17 @@ def test_subset_backend_lacks_every_op_outside_its_table(subset_backend):
                 subset_backend.kernel(op)
 
 
+def test_subset_backend_takes_the_fast_path_and_falls_back(subset_backend):
+    calls = []
+    add = subset_backend.kernels[Op.ADD]
+    subset_backend.kernels[Op.ADD] = lambda a, b: calls.append((a.dtype, b.dtype)) or add(a, b)
+    x = p10.ones(2, backend=SUBSET_NAME)
+    assert (x + x).tolist() == [2.0, 2.0] and calls == [("box-float32", "box-float32")]
+    i = p10.asarray([1, 2], backend=SUBSET_NAME)
+    assert (x + i).dtype == p10.float32  # slow path: promotion casts i first
+    assert calls[-1] == ("box-float32", "box-float32")
+
+
 def test_register_kernel_fills_a_gap_until_removed(subset_backend):
     x = p10.full((2,), 4.0, backend=SUBSET_NAME)
     handle = p10.register_kernel(Op.SQRT, SUBSET_NAME, lambda b: Box(np.sqrt(b.value)))
