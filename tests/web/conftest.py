@@ -136,7 +136,7 @@ class Viewer:
     def open(self, fragment: str = "") -> Viewer:
         self.page.goto("about:blank")
         self.page.goto(f"{self.base}/{('#' + fragment) if fragment else ''}")
-        self.page.wait_for_selector("body[data-ready]", timeout=20_000)
+        self.page.wait_for_selector("body[data-ready][data-loaded]", timeout=20_000)
         return self
 
     def state(self, expr: str):

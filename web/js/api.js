@@ -24,10 +24,12 @@ async function getAll(path, key) {
   const sep = path.includes("?") ? "&" : "?";
   const first = await get(`${path}${sep}offset=0&limit=1000`);
   const total = first.page.total;
-  const rest = [];
-  for (let offset = 1000; offset < total; offset += 1000) rest.push(get(`${path}${sep}offset=${offset}&limit=1000`));
-  const pages = await Promise.all(rest);
-  return { ...first, [key]: first[key].concat(...pages.map((p) => p[key])) };
+  // One page at a time, so that the requests a person makes meanwhile are not queued behind.
+  const items = first[key].slice();
+  for (let offset = 1000; offset < total; offset += 1000) {
+    items.push(...(await get(`${path}${sep}offset=${offset}&limit=1000`))[key]);
+  }
+  return { ...first, [key]: items };
 }
 
 function graphPath(run, graph) {

@@ -57,12 +57,20 @@ async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
   state.checked = false;
   state.diff = null;
   stopPlay();
-  const [nodes, order] = await Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]);
+  delete document.body.dataset.loaded;
+  state.nodes = [];
+  state.byNode = new Map();
+  state.order = [];
+  // The node records (search, colours, playback) load while the first view is drawn.
+  const records = Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]);
+  await refreshView();
+  main.fit();
+  const [nodes, order] = await records;
   state.nodes = nodes.nodes;
   state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
   state.order = order.nodes.map((n) => n.id);
-  await refreshView();
-  main.fit();
+  document.body.dataset.loaded = `${state.run}/${state.graph}`;
+  applyColour();
   if (node !== null) await select(node);
   if (state.compare) await showCompare(state.compare);
   updateURL();
