@@ -28,55 +28,60 @@ P = p10.Tensor
 M = TensorMethods
 
 
-def _fast_binary(op: Op, p10_method: Any, slow: Any, reflected: bool = False) -> Any:
+def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
     """``slow`` (P10's function, which dispatches to :func:`apply_op`) with a shortcut.
 
-    The shortcut runs when the other operand is a TPX tensor or a Python int/float of this
-    tensor's dtype and backend, and no observer or anomaly mode wants the general path: it
-    calls P10's own operator on the P10 values and records the node directly, which gives the
-    same value and the same node as the general path with far fewer calls.
+    The shortcut takes a TPX tensor or a Python int/float as the other operand. When nothing
+    is recorded it runs P10's own operator on the P10 values (``forward``, or ``reflected``
+    for ``2 * x``), which is what the general path computes. When a node is recorded and both
+    operands share dtype and backend, it runs ``forward`` and records the node directly, the
+    same node as the general path's. Anything else, observers and anomaly mode take ``slow``.
     """
 
     def method(self: Tensor, other: Any) -> Any:
         cls = other.__class__
         if cls is Tensor:
-            b = const = other._t
+            b = other._t
+            needs = self._rg or other._rg
         elif cls is float or cls is int:
-            b = scalar_tensor(other, self._t)
-            const = b
+            b = other
+            needs = self._rg
         else:
             return slow(self, other)
-        a = self._t
-        if a._backend is not b._backend or a.dtype != b.dtype or state.anomaly:
+        if needs and state.grad_enabled:
+            return _record_binary(op, forward, slow, self, other, reflected is not None)
+        if state.anomaly:
             return slow(self, other)
-        recording = (self._rg or (cls is Tensor and other._rg)) and state.grad_enabled
-        if recording and _mode.observers:  # observers see recorded ops through apply_op
-            return slow(self, other)
-        out = p10_method(b, a) if reflected else p10_method(a, b)
-        if recording:
-            x = other if cls is Tensor else const
-            if reflected:
-                return _record(op, (x, self), (b, a), {}, out)
-            return _record(op, (self, x), (a, b), {}, out)
-        return wrap(out)
+        return wrap(reflected(self._t, b) if reflected is not None else forward(self._t, b))
 
     method.__name__ = slow.__name__
     method.__doc__ = slow.__doc__
     return method
 
 
-def _fast_unary(op: Op, p10_method: Any, slow: Any) -> Any:
-    """``slow`` with a shortcut for floating tensors, as :func:`_fast_binary`."""
+def _record_binary(op: Op, forward: Any, slow: Any, x: Tensor, y: Any, swap: bool) -> Any:
+    """The recording half of :func:`_fast_binary` (``swap``: ``y`` is the left operand)."""
+    a = x._t
+    b = const = y._t if y.__class__ is Tensor else scalar_tensor(y, a)
+    if a._backend is not b._backend or a.dtype != b.dtype or state.anomaly or _mode.observers:
+        return slow(x, y)
+    if y.__class__ is Tensor:
+        const = y
+    if swap:
+        return _record(op, (const, x), (b, a), {}, forward(b, a))
+    return _record(op, (x, const), (a, b), {}, forward(a, b))
+
+
+def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
+    """``slow`` with a shortcut, as :func:`_fast_binary`."""
 
     def method(self: Tensor) -> Any:
-        a = self._t
-        recording = self._rg and state.grad_enabled
-        if a.dtype.kind != "f" or state.anomaly or (recording and _mode.observers):
+        if state.anomaly or (self._rg and _mode.observers):
             return slow(self)
-        out = p10_method(a)
-        if recording:
-            return _record(op, (self,), (a,), {}, out)
-        return wrap(out)
+        a = self._t
+        if self._rg and state.grad_enabled:
+            return _record(op, (self,), (a,), {}, forward(a))
+        return wrap(forward(a))
 
     method.__name__ = slow.__name__
     method.__doc__ = slow.__doc__
@@ -103,11 +108,11 @@ class Tensor(TensorMethods):
 
     # -- shortcuts of the hottest operators (see _fast_binary) -----------------------------
     __add__ = _fast_binary(Op.ADD, P.__add__, M.__add__)
-    __radd__ = _fast_binary(Op.ADD, P.__add__, M.__radd__, reflected=True)
+    __radd__ = _fast_binary(Op.ADD, P.__add__, M.__radd__, P.__radd__)
     __sub__ = _fast_binary(Op.SUB, P.__sub__, M.__sub__)
-    __rsub__ = _fast_binary(Op.SUB, P.__sub__, M.__rsub__, reflected=True)
+    __rsub__ = _fast_binary(Op.SUB, P.__sub__, M.__rsub__, P.__rsub__)
     __mul__ = _fast_binary(Op.MUL, P.__mul__, M.__mul__)
-    __rmul__ = _fast_binary(Op.MUL, P.__mul__, M.__rmul__, reflected=True)
+    __rmul__ = _fast_binary(Op.MUL, P.__mul__, M.__rmul__, P.__rmul__)
     __truediv__ = _fast_binary(Op.DIV, P.__truediv__, M.__truediv__)
     __matmul__ = _fast_binary(Op.MATMUL, P.__matmul__, M.__matmul__)
     matmul = _fast_binary(Op.MATMUL, P.matmul, M.matmul)
