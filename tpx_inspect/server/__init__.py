@@ -1,5 +1,30 @@
 """The tpx-inspect HTTP API: a FastAPI app factory over saved (and live) traces.
 
+``create_app(run_dirs)`` serves the run folders (``<dir>/trace.json`` + ``trace.npz``) found in
+``run_dirs``; ``tpx-inspect serve`` and ``tpx-inspect run --serve`` run it with uvicorn on
+127.0.0.1. Every answer is JSON described by a pydantic model (OpenAPI at ``/docs``); 4xx
+bodies are ``{"detail": "..."}``; non-finite floats are the strings ``"nan"``, ``"inf"``,
+``"-inf"``. All under ``/api``:
+
+=============================================  ==================================================
+``GET /runs``                                  every run: status, graphs, steps, error
+``GET /runs/{run}``                            one run
+``GET /runs/{run}/graphs``                     graphs of a run (``offset``, ``limit``)
+``GET /runs/{run}/feed``                       long polling: graphs after ``since`` (``wait``)
+``GET /runs/{run}/events``                     the same as server-sent events
+``GET /runs/{run}/graphs/{g}``                 one graph's summary
+``GET /runs/{run}/graphs/{g}/view``            folded by scope at ``depth`` + ``expand``, stubs,
+                                               laid out (dot, else fallback), cached per state
+``GET /runs/{run}/graphs/{g}/nodes``           nodes, filtered by op/scope/source/kind, paged
+``GET /runs/{run}/graphs/{g}/nodes/{n}``       one node: params, values, gradients, saved, times
+``GET /runs/{run}/graphs/{g}/backward``        nodes in backward execution order, paged
+``GET /runs/{run}/graphs/{g}/checks``          graph checks on the saved values (no user code)
+``GET /runs/{run}/graphs/{g}/export``          dot, svg, png, pdf, json, model-explorer, html
+``GET /diff``                                  graph ``run_a/graph_a`` vs ``run_b/graph_b``
+=============================================  ==================================================
+
+The viewer (``web/``) is served at ``/``.
+
 >>> from tpx_inspect.server import create_app
 >>> create_app([]).title
 'tpx-inspect'
