@@ -37,8 +37,8 @@ class Policy:
     """Which backward steps a capture keeps.
 
     All fields unset keeps every step. Otherwise a step is kept when it is among the ``first``
-    steps, or a multiple of ``every``, or (``nonfinite``) when an output or gradient of its
-    graph holds NaN/Inf. Steps of a structure already kept store per-node statistics only.
+    steps, or a multiple of ``every``, or (``nonfinite``) when its loss (a root's value) or a
+    gradient holds NaN/Inf. Steps of a structure already kept store per-node statistics only.
 
     >>> Policy.parse("first:10,every:100,nonfinite")
     Policy(first=10, every=100, nonfinite=True)
@@ -276,13 +276,20 @@ class Capture:
         return self.value_limit < 0 or to_numpy(a).size <= self.value_limit
 
     def _all_finite(self, b: _Backward) -> bool:
-        # NOTE: a NaN/Inf in a rule's output reaches the incoming gradient of its target
+        # NOTE: a NaN/Inf in a rule's output reaches the incoming gradient of its target, so
+        # the incoming gradients and the roots' values cover the graph; intermediate forward
+        # values are not checked (masked -inf, as in attention, is not a failure)
         for _node, g, _, _, _ in b.executed:
             if not is_finite(g):
                 return False
-        for node in b.order:
+        for node in b.roots:
             p = self._pending.get(node)
-            if p is not None and not is_finite(p.raw):
+            if p is None:
+                continue
+            if p.out is not None:  # summarized at forward: NaN and Inf counts
+                if p.out.row[5] or p.out.row[6]:
+                    return False
+            elif not is_finite(p.raw):
                 return False
         return True
 
