@@ -202,6 +202,20 @@ def test_serve_refuses_a_busy_port(runs):
     assert f"port {port} on 127.0.0.1 is already in use" in result.output
 
 
+def test_run_serve_refuses_a_busy_port_before_running_the_script(scripts, tmp_path):
+    from tpx_inspect.server.serve import bind
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        port = str(sock.getsockname()[1])
+        args = ["run", str(scripts / "train.py"), "--serve", "--port", port, "-o", str(tmp_path)]
+        result = CliRunner().invoke(cli, args)
+    finally:
+        sock.close()
+    assert result.exit_code == 2 and "already in use" in result.output
+    assert "trained" not in result.output and not (tmp_path / "trace.json").exists()
+
+
 def test_serve_warns_for_a_non_local_address(runs, monkeypatch):
     import tpx_inspect.server.serve as serve_mod
 

@@ -56,7 +56,8 @@ def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def app(runs_dir: Path):
-    return create_app([runs_dir])
+    # a generous dot timeout: on a loaded 2-core machine the test must not see the fallback
+    return create_app([runs_dir], settings=Settings(layout_timeout=30.0))
 
 
 @pytest.fixture(scope="session")

@@ -46,7 +46,7 @@ def test_too_many_nodes_skip_dot():
 @pytest.mark.skipif(not graphviz_available(), reason="Graphviz binaries not installed")
 def test_dot_layout_is_top_down_in_points():
     nodes, edges = _chain(3)
-    lay = compute_layout(nodes, edges + [LayoutEdge("0", "2")])
+    lay = compute_layout(nodes, edges + [LayoutEdge("0", "2")], timeout=30)
     assert lay.engine == "dot", lay.note
     assert lay.nodes["0"].y < lay.nodes["1"].y < lay.nodes["2"].y
     assert len(lay.edges) == 3 and all(len(p) >= 2 for p in lay.edges)
@@ -76,7 +76,7 @@ def test_labels_that_need_quoting_reach_dot(tmp_path):
     if not graphviz_available():
         pytest.skip("Graphviz binaries not installed")
     nodes = [LayoutNode('a"b', 'x\\"y\n{z}'), LayoutNode("c;d", "")]
-    lay = compute_layout(nodes, [LayoutEdge('a"b', "c;d")])
+    lay = compute_layout(nodes, [LayoutEdge('a"b', "c;d")], timeout=30)
     assert lay.engine == "dot", lay.note
     assert set(lay.nodes) == {'a"b', "c;d"}
 
