@@ -275,3 +275,13 @@ def test_capture_labels_parameters_from_named_parameters():
 def test_a_deep_chain_is_captured_with_ids_in_order():
     g = chain_capture(2_000).trace.graphs[0]
     assert len(g.nodes) == 2_002 and g.order[0] == 2_001
+
+
+def test_double_backward_and_tpx_grad_are_captured():
+    with tpx_inspect.capture("all") as cap:
+        x = tp.asarray([1.0, 2.0], requires_grad=True)
+        (g,) = tp.grad((x**3).sum(), x, create_graph=True)
+        g.sum().backward()
+    first, second = cap.trace.graphs
+    assert [n.op for n in first.nodes] == [None, "pow", "sum"]
+    assert second.grad(0).preview == (6.0, 12.0)  # d/dx sum(3x^2) = 6x
