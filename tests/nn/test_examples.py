@@ -81,3 +81,17 @@ def test_tiny_transformer_loss_falls_well_below_unigram_entropy():
 @pytest.mark.slow
 def test_train_cnn_full_reaches_95_percent():
     assert load("train_cnn").main([])["test_accuracy"] >= 0.95
+
+
+def test_examples_run_as_scripts():
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "custom_rule.py"), "--wrong"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "WrongSiLU: analytic gradient DISAGREES" in done.stdout
