@@ -175,17 +175,27 @@ export class GraphView {
       if (n.y + n.h / 2 < view.y0 || n.y - n.h / 2 > view.y1) continue;
       this.drawnNodes += 1;
       const x = n.x - n.w / 2, y = n.y - n.h / 2;
-      ctx.fillStyle = (this.fill && this.fill.get(n.id)) || kindColor(n.kind, colors);
+      const custom = this.fill && this.fill.get(n.id);
+      ctx.fillStyle = custom || kindColor(n.kind, colors);
       ctx.beginPath();
       roundRect(ctx, x, y, n.w, n.h, n.kind === "scope" ? 10 : 4);
       ctx.fill();
       const mark = this.marked.get(n.id);
-      const border = n.id === this.selected ? colors.selected : mark ? colors[mark] : this.hits.has(n.id) ? colors.hit : colors.border;
-      ctx.lineWidth = (n.id === this.selected || mark || this.hits.has(n.id) ? 3 : 1) / Math.min(cam.k, 1);
-      ctx.strokeStyle = border;
+      const chosen = n.id === this.selected || this.hits.has(n.id);
+      ctx.lineWidth = (chosen ? 3 : 1) / Math.min(cam.k, 1);
+      ctx.strokeStyle = n.id === this.selected ? colors.selected : this.hits.has(n.id) ? colors.hit : colors.border;
       ctx.stroke();
+      if (mark) {
+        // A status ring outside the border, so a selected failing node shows both.
+        const pad = 5 / Math.min(cam.k, 1);
+        ctx.beginPath();
+        roundRect(ctx, x - pad, y - pad, n.w + 2 * pad, n.h + 2 * pad, 7);
+        ctx.lineWidth = 3 / Math.min(cam.k, 1);
+        ctx.strokeStyle = colors[mark];
+        ctx.stroke();
+      }
       if (!showLabel) continue;
-      ctx.fillStyle = colors.text;
+      ctx.fillStyle = custom ? textOn(custom) : colors.text;
       ctx.font = `bold ${12}px sans-serif`;
       ctx.fillText(clip(n.label, n.w), n.x, showSub && n.sublabel ? n.y - 7 : n.y);
       if (showSub && n.sublabel) {
@@ -258,6 +268,12 @@ function arrowHead(ctx, [x0, y0], [x1, y1], size) {
   ctx.closePath();
   ctx.fillStyle = ctx.strokeStyle;
   ctx.fill();
+}
+
+function textOn(rgb) {
+  // Black or white text, whichever reads better on a scale colour "rgb(r, g, b)".
+  const [r, g, b] = (rgb.match(/\d+/g) || [0, 0, 0]).map(Number);
+  return 0.299 * r + 0.587 * g + 0.114 * b > 140 ? "#111" : "#fff";
 }
 
 function clip(text, width) {

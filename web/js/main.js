@@ -85,7 +85,8 @@ async function refreshView() {
   applyColour();
   applyMarks();
   const ms = (performance.now() - t0).toFixed(0);
-  status(`${view.nodes.length} boxes (${state.nodes.length} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms${view.note ? " · " + view.note : ""}`);
+  const g = state.graphs.find((x) => x.id === state.graph);
+  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms${view.note ? " · " + view.note : ""}`);
   document.body.dataset.ready = `${state.run}/${state.graph}/${[...state.expanded].join(",")}`;
 }
 

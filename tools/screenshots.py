@@ -1,0 +1,92 @@
+"""Regenerate the viewer screenshots in docs/ (shown in the README).
+
+    .venv/bin/python tools/screenshots.py
+
+Captures examples/train_mlp.py (--quick) and a graph with a planted wrong rule, serves them on
+127.0.0.1 and drives Debian's Chromium through Playwright.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT / "tests" / "web"))
+
+from conftest import LAUNCH_ARGS, _model_trace, _wrong_rule_trace  # noqa: E402
+
+
+def _serve(runs: Path):
+    import uvicorn
+
+    from tpx_inspect.server.app import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app([runs], web_dir=ROOT / "web")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{port}", server
+
+
+def _shots(url: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 820})
+
+        def open_(fragment: str, theme: str = "light") -> None:
+            page.goto("about:blank")
+            page.goto(f"{url}/#{fragment}")
+            page.evaluate(f"() => localStorage.setItem('tpx-theme', '{theme}')")
+            page.reload()
+            page.wait_for_selector("body[data-ready][data-loaded]")
+            page.wait_for_timeout(300)
+
+        open_("run=model&graph=0")
+        page.screenshot(path=DOCS / "viewer-collapsed.png")
+        open_("run=model&graph=0&expand=model,model.1")
+        mm = page.evaluate("() => window.tpxViewer.state.nodes.find(n => n.op === 'matmul').id")
+        page.evaluate("(id) => window.tpxViewer.select(id)", mm)
+        page.wait_for_timeout(400)
+        page.screenshot(path=DOCS / "viewer-node-details.png")
+        open_("run=model&graph=0&expand=model,model.1,model.2,model.3", theme="dark")
+        page.select_option("#colour", "grad_norm")
+        page.evaluate("() => window.tpxViewer.main.fit()")
+        page.wait_for_timeout(300)
+        page.screenshot(path=DOCS / "viewer-dark-grad-norm.png")
+        open_("run=wrong-sin&graph=0")
+        page.click("#checks")
+        page.wait_for_function("() => window.tpxViewer.state.checked")
+        page.wait_for_timeout(400)
+        page.screenshot(path=DOCS / "viewer-checks-failing.png")
+        browser.close()
+
+
+def main() -> None:
+    DOCS.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = Path(tmp)
+        for name, make in (("model", _model_trace), ("wrong-sin", _wrong_rule_trace)):
+            (runs / name).mkdir()
+            make(runs / name)
+        url, server = _serve(runs)
+        try:
+            _shots(url)
+        finally:
+            server.should_exit = True
+    print(f"screenshots written to {DOCS}")
+
+
+if __name__ == "__main__":
+    main()
