@@ -193,7 +193,8 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
     tables.print_run_summary(_console(), cap.trace, trace_file, result)
     if server is not None:
         server.entry.finish(trace_file)
-        click.echo(f"Serving {server.url} until Ctrl-C", err=True)
+        click.echo(f"tpx-inspect: serving {server.url}#run={server.entry.id} until Ctrl-C")
+        sys.stdout.flush()
         _wait_forever()
         server.thread.stop()
     ctx.exit(result.exit_code)
@@ -213,8 +214,7 @@ def _start_live(cap: Any, name: str, host: str, port: int, open_browser: bool) -
     entry = store.add_live(name, cap)
     thread = ServerThread(create_app(store=store), sock).start()
     url = f"{thread.url}#run={entry.id}"
-    click.echo(f"tpx-inspect: serving {url}", err=True)
-    click.echo(f"serving {thread.url} run {entry.id}")
+    click.echo(f"tpx-inspect: serving {url} while the script runs")
     sys.stdout.flush()
     if open_browser:
         webbrowser.open(url)

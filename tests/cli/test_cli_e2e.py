@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVING = re.compile(r"serving (http://127\.0\.0\.1:\d+/) run (\S+)")
+SERVING = re.compile(r"serving (http://127\.0\.0\.1:\d+/)#run=(\S+)")
 
 
 def _get(url: str) -> dict:
