@@ -117,3 +117,13 @@ def test_finite_contributions_that_overflow_when_summed_are_named():
         "AccumulateGrad",
         "accumulation",
     )
+
+
+def test_gradcheck_and_all_checks_run_on_a_second_backend(backend_factory):
+    from tpx_inspect.checks import gradcheck, gradgradcheck, run_all_checks
+
+    name = backend_factory("other_backend")
+    x = tp.from_numpy(np.array([0.3, 0.5])).to(backend=name).requires_grad_()
+    assert gradcheck(lambda t: t.sin() * t, [x]) and gradgradcheck(lambda t: t.sin() * t, [x])
+    report = run_all_checks(lambda t: (t.sin() * t).sum(), [x])
+    assert report.passed and report.result("kernel").checked == 3

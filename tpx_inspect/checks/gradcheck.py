@@ -103,7 +103,7 @@ class _Problem:
         if values is not None:
             for i, v in zip(self.diff, values):
                 x = self.inputs[i]
-                args[i] = tpx.asarray(v, dtype=x.dtype, requires_grad=True)
+                args[i] = _leaf(v, x)
         return _outputs(self.fn(*args))
 
     def base(self) -> list[np.ndarray]:
@@ -113,6 +113,11 @@ class _Problem:
     def evaluate(self, values: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The float outputs at ``values``, as float64 arrays."""
         return [np.asarray(o.numpy(), dtype=np.float64) for o in self.call(values)]
+
+
+def _leaf(value: np.ndarray, like: Any) -> Any:
+    """A fresh leaf with ``value``, on ``like``'s backend and with its dtype."""
+    return tpx.asarray(value, dtype=like.dtype, backend=like.backend, requires_grad=True)
 
 
 def _outputs(out: Any) -> tuple[Any, ...]:
@@ -141,10 +146,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any]) -> _Problem:
 
 def _vjp(problem: _Problem, us: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     """``sum_o vjp_o(u_o)`` for each differentiable input (zeros where unused)."""
-    leaves = [
-        tpx.asarray(v, dtype=problem.inputs[i].dtype, requires_grad=True)
-        for i, v in zip(problem.diff, problem.base())
-    ]
+    leaves = [_leaf(v, problem.inputs[i]) for i, v in zip(problem.diff, problem.base())]
     args = list(problem.inputs)
     for i, leaf in zip(problem.diff, leaves):
         args[i] = leaf
@@ -155,7 +157,7 @@ def _vjp(problem: _Problem, us: Sequence[np.ndarray | None]) -> list[np.ndarray]
     grads = tpx.grad(
         [o for o, _ in pairs],
         leaves,
-        grad_outputs=[tpx.asarray(u, dtype=o.dtype) for o, u in pairs],
+        grad_outputs=[tpx.asarray(u, dtype=o.dtype, backend=o.backend) for o, u in pairs],
         allow_unused=True,
     )
     return [
@@ -314,10 +316,7 @@ def gradgradcheck(
     outs = problem.call()
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
-        grad_outputs = [
-            tpx.asarray(rng.standard_normal(o.shape), dtype=o.dtype, requires_grad=True)
-            for o in outs
-        ]
+        grad_outputs = [_leaf(rng.standard_normal(o.shape), o) for o in outs]
     n = len(problem.inputs)
 
     def first_derivative(*args: Any) -> tuple[Any, ...]:
