@@ -37,14 +37,14 @@ def test_unknown_device_is_an_error_naming_the_backend() -> None:
 
 def test_mixing_backends_in_one_op_names_the_backends() -> None:
     load("torch")
-    with pytest.raises(p10.BackendError, match="add.*'numpy'.*'torch'"):
+    with pytest.raises(p10.BackendError, match=r"add.*'numpy'.*'torch'"):
         p10.ones(2) + p10.ones(2, backend="torch")
 
 
 def test_op_outside_the_standard_on_an_accelerator_raises_missing_kernel() -> None:
     pytest.importorskip("array_api_compat")
     b = array_api_backend.make_array_api_backend("numpy", name="no_host", host_fallback=False)
-    with p10.register_backend(b), pytest.raises(p10.MissingKernelError, match="erf.*'no_host'"):
+    with p10.register_backend(b), pytest.raises(p10.MissingKernelError, match=r"erf.*'no_host'"):
         p10.erf(p10.ones(2, backend="no_host"))
 
 
