@@ -65,6 +65,7 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
     node.out_meta = (out.shape, out.dtype)
     out._rg = True
     out.grad_fn = node
+    out._ver = out._t.version
     if _mode.observers:
         _mode.emit("on_node_recorded", node, out)
         _mode.emit("on_node_forward", node, args, out, time.perf_counter() - start)

@@ -395,7 +395,7 @@ def wrap(raw: p10.Tensor) -> Tensor:
     t._rg = False
     t.grad = None
     t.grad_fn = None
-    t._ver = raw.version  # a view shares its base's counter, which may be past 0
+    t._ver = 0  # NOTE: only compared for tensors with a grad_fn; _record sets it for those
     t._accum = None
     t._extra = None
     return t
@@ -463,6 +463,7 @@ def _record(
     t = wrap(out)
     t._rg = True
     t.grad_fn = node
+    t._ver = out.version  # a view shares its base's counter, which may be past 0
     if state.anomaly:
         _check_finite(op, node, out)
     if _mode.observers:
