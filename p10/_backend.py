@@ -51,6 +51,19 @@ class CustomOp:
     def name(self) -> str:
         return self.value.upper()
 
+    def remove(self) -> None:
+        """Undo :func:`define_op`: forget the name and drop the op's kernel from every backend.
+
+        >>> import numpy as np, p10
+        >>> op = define_op("twice_doc", lambda x: 2 * x); op.remove()
+        >>> "twice_doc" in {o.value for o in _custom_ops.values()}, op in get_backend().kernels
+        (False, False)
+        """
+        if _custom_ops.get(self.value) == self:
+            del _custom_ops[self.value]
+        for backend in _registry.values():
+            backend.kernels.pop(self, None)
+
 
 OpKey = Op | CustomOp
 
@@ -223,7 +236,8 @@ def define_op(
 ) -> CustomOp:
     """Define a new op from user code with its kernel; run it with ``p10.apply(op, ...)``.
 
-    The kernel is checked at definition time: it must accept ``arity`` positional arrays.
+    The kernel is checked at definition time: it must accept ``arity`` positional arrays. The
+    returned op is also the registration's handle: ``op.remove()`` undoes it.
 
     >>> import numpy as np, p10
     >>> softplus = define_op("softplus_doc", lambda x: np.logaddexp(x, 0.0))

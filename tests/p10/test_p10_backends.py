@@ -219,7 +219,7 @@ def test_backend_handle_removes_the_backend():
     assert "temporary" not in p10.list_backends()
 
 
-def test_define_op_registers_a_kernel_and_checks_it():
+def test_define_op_registers_a_kernel_until_removed():
     op = p10.define_op("test_softplus", lambda x: np.logaddexp(x, 0.0))
     try:
         assert p10.op_from_name("test_softplus") is op
@@ -230,7 +230,15 @@ def test_define_op_registers_a_kernel_and_checks_it():
         with pytest.raises(p10.ArgumentError, match="exists already"):
             p10.define_op("add", np.add)
     finally:
-        p10.get_backend("numpy").kernels.pop(op, None)
+        op.remove()
+    with pytest.raises(p10.MissingKernelError, match="test_softplus: backend 'numpy'"):
+        p10.apply(op, p10.zeros(2))
+    with pytest.raises(p10.ArgumentError, match="unknown op name"):
+        p10.op_from_name("test_softplus")
+    again = p10.define_op("test_softplus", np.negative)  # the name is free again
+    assert p10.apply(again, p10.ones(1)).tolist() == [-1.0]
+    again.remove()
+    again.remove()  # a second remove does nothing
 
 
 def test_define_op_validates_at_definition_time():
