@@ -22,8 +22,11 @@ $(STAMP): pyproject.toml requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
+# The main job: train the MLP example under capture, then serve the viewer on its run
+# (http://127.0.0.1:8000; Ctrl-C stops). PORT=0 picks a free port.
+PORT ?= 8000
 demo: setup
-	$(PY) examples/p10_tour.py
+	$(VENV)/bin/tpx-inspect run examples/train_mlp.py --serve --port $(PORT)
 
 test: setup
 	$(PY) -m ruff check .
