@@ -73,7 +73,13 @@ def _console() -> Console:
 
 
 def load_trace(path: str) -> Trace:
-    """The trace at ``path``: a trace JSON file or a run folder holding ``trace.json``."""
+    """The trace at ``path``: a trace JSON file or a run folder holding ``trace.json``.
+
+    >>> load_trace("no/such/run")
+    Traceback (most recent call last):
+    ...
+    tpx_inspect.cli.UsageFail: no trace at no/such/run (expected a trace .json file or a run folder)
+    """
     from tpx_inspect.server.store import trace_path
 
     p = trace_path(path)
@@ -83,7 +89,18 @@ def load_trace(path: str) -> Trace:
 
 
 def pick_graph(trace: Trace, graph: int) -> Graph:
-    """Graph ``graph`` of ``trace`` (its index over all captures), or a one-line error."""
+    """Graph ``graph`` of ``trace`` (its index over all captures), or a one-line error.
+
+    >>> import tpx as tp, tpx_inspect
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> t = tpx_inspect.trace(lambda: x.exp().sum().backward())
+    >>> pick_graph(t, 0).id
+    0
+    >>> pick_graph(t, 3)
+    Traceback (most recent call last):
+    ...
+    tpx_inspect.cli.UsageFail: unknown graph 3: the trace has graphs 0..0
+    """
     graphs = trace.graphs
     if not graphs:
         fail("the trace holds no graph")
@@ -254,7 +271,8 @@ def serve(run_dirs: tuple[str, ...], host: str, port: int, open_browser: bool) -
     dirs = list(run_dirs) or ["tpx-runs"]
     missing = [d for d in dirs if not Path(d).exists()]
     if missing:
-        fail(f"no such run folder: {missing[0]}")
+        hint = "; record one first: tpx-inspect run SCRIPT" if not run_dirs else ""
+        fail(f"no such run folder: {missing[0]}{hint}")
     app = create_app(dirs)
     sock = _bind(host, port)
     click.echo(f"serving {url_of(sock)} ({len(app.state.store.ids())} runs); Ctrl-C stops")

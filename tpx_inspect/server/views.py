@@ -118,7 +118,12 @@ def summary(s: TensorSummary | None) -> m.Summary | None:
 
 
 def values(a: np.ndarray | None, offset: int = 0, limit: int = 1024) -> m.Values | None:
-    """``limit`` elements of a full value from ``offset`` (C order), JSON-safe."""
+    """``limit`` elements of a full value from ``offset`` (C order), JSON-safe.
+
+    >>> v = values(np.array([[1.0, np.nan], [np.inf, 4.0]]), offset=1, limit=2)
+    >>> v.data, v.total, v.truncated
+    (['nan', 'inf'], 4, True)
+    """
     if a is None:
         return None
     flat = np.asarray(a).reshape(-1)
