@@ -23,9 +23,13 @@ _INTERNAL_DIRS = tuple(
 _internal_file: dict[str, bool] = {}
 
 
-def user_frame() -> tuple[Any, int]:
-    """``(code, lineno)`` of the first frame outside p10 and tpx: the user's source line."""
-    f = sys._getframe(2)
+def user_frame(skip: int = 0) -> tuple[Any, int]:
+    """``(code, lineno)`` of the first frame outside p10 and tpx: the user's source line.
+
+    The walk starts at the caller's caller, ``skip`` frames further out when the caller knows
+    that those are TPX frames (each frame walked through costs a frame object).
+    """
+    f = sys._getframe(2 + skip)
     while f is not None:
         name = f.f_code.co_filename
         internal = _internal_file.get(name)

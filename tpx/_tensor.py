@@ -67,9 +67,9 @@ def _record_binary(op: Op, forward: Any, slow: Any, x: Tensor, y: Any, swap: boo
         return slow(x, y)
     if y.__class__ is Tensor:
         const = y
-    if swap:
-        return _record(op, (const, x), (b, a), {}, forward(b, a))
-    return _record(op, (x, const), (a, b), {}, forward(a, b))
+    if swap:  # the user's frame lies past _record_binary and the operator method
+        return _record(op, (const, x), (b, a), {}, forward(b, a), skip=2)
+    return _record(op, (x, const), (a, b), {}, forward(a, b), skip=2)
 
 
 def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
@@ -80,7 +80,7 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
             return slow(self)
         a = self._t
         if self._rg and state.grad_enabled:
-            return _record(op, (self,), (a,), {}, forward(a))
+            return _record(op, (self,), (a,), {}, forward(a), skip=1)
         return wrap(forward(a))
 
     method.__name__ = slow.__name__
@@ -438,8 +438,16 @@ def _edge(x: Any) -> Any:
 
 
 def _record(
-    op: Any, inputs: tuple, raw: list, params: dict, out: p10.Tensor, start: float = 0.0
+    op: Any,
+    inputs: tuple,
+    raw: list | tuple,
+    params: dict,
+    out: p10.Tensor,
+    start: float = 0.0,
+    skip: int = 0,
 ) -> Any:
+    """Record the node of ``op`` (called with ``skip`` TPX frames between the caller and the
+    user's code, see :func:`~tpx._graph.user_frame`) and return the output tensor."""
     rule = RULES.get(op)
     if rule is None:
         if op in NON_DIFFERENTIABLE:
@@ -458,7 +466,7 @@ def _record(
     scope = state.scope
     if scope:  # the class default is ""
         node.scope = scope
-    node.code, node.lineno = user_frame()
+    node.code, node.lineno = user_frame(skip)
     node.out_meta = (out._data.shape, dtype)
     t = wrap(out)
     t._rg = True
