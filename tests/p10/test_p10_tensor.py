@@ -212,7 +212,8 @@ def test_unary_fast_paths_agree_with_the_shared_methods(name, a):
 @pytest.mark.parametrize("name", REDUCE_FAST)
 @pytest.mark.parametrize("axis", [None, 0, -1, (0, 1), 2, "x"], ids=str)
 @pytest.mark.parametrize(
-    "a", [np.arange(6.0, dtype="f4").reshape(2, 3), np.arange(6), np.zeros((0, 2))]
+    "a",
+    [np.arange(6.0, dtype="f4").reshape(2, 3), np.arange(6), np.zeros((0, 2)), np.array(1.5)],
 )
 def test_reduction_fast_paths_agree_with_the_shared_methods(name, axis, a):
     x = p10.asarray(a)
