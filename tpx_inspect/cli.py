@@ -205,6 +205,8 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
     folder.mkdir(parents=True, exist_ok=True)
     server = _start_live(cap, folder.name, host, port, open_browser) if serve else None
     result = run_captured(cap, path, list(args))
+    if result.traceback:
+        click.echo(result.traceback, err=True, nl=False)  # as `python SCRIPT` would show it
     trace_file = folder / "trace.json"
     cap.save(str(trace_file))
     tables.print_run_summary(_console(), cap.trace, trace_file, result)

@@ -38,7 +38,8 @@ class ScriptError(ValueError):
 
 @dataclass(frozen=True)
 class ScriptResult:
-    """How a script ended: its exit code and, when it raised, the exception's one-line text.
+    """How a script ended: its exit code and, when it raised, the exception's one-line text
+    and what the interpreter would have printed to stderr (the traceback).
 
     >>> ScriptResult(0).ok
     True
@@ -46,6 +47,7 @@ class ScriptResult:
 
     exit_code: int
     error: str | None = None
+    traceback: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -88,9 +90,10 @@ def run_captured(
 
     ``sys.argv = [path, *args]`` and ``sys.path[0]`` is the script's folder, as for
     ``python SCRIPT ARGS``. ``SystemExit`` gives its code; any other exception is recorded in
-    the capture, its traceback printed to stderr as the interpreter does, and gives code 1
-    (``KeyboardInterrupt`` 130). Unlike ``tpx_inspect.run_script`` the caller owns ``cap``, so
-    a server can read ``cap.trace`` while the script still runs.
+    the capture and gives code 1 with its one-line ``error`` and its ``traceback`` (text)
+    in the result (``KeyboardInterrupt`` gives 130). Nothing is printed here. Unlike
+    ``tpx_inspect.run_script`` the caller owns ``cap``, so a server can read ``cap.trace``
+    while the script still runs.
     """
     script = check_script(path)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
@@ -101,24 +104,22 @@ def run_captured(
             runpy.run_path(str(script), run_name="__main__")
         return ScriptResult(0)
     except SystemExit as exc:
-        return ScriptResult(_exit_code(exc.code))
+        return _exit_result(exc.code)
     except KeyboardInterrupt:
         return ScriptResult(130, "KeyboardInterrupt")
-    except Exception as exc:  # the user's script failed: report it the way python does
-        traceback.print_exc()
-        return ScriptResult(1, f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # the user's script failed: the caller reports it
+        return ScriptResult(1, f"{type(exc).__name__}: {exc}", traceback.format_exc())
     finally:
         sys.argv = saved_argv
         _restore_path(script, saved_path0)
 
 
-def _exit_code(code: object) -> int:
+def _exit_result(code: object) -> ScriptResult:
     if code is None:
-        return 0
+        return ScriptResult(0)
     if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
+        return ScriptResult(code)
+    return ScriptResult(1, str(code), f"{code}\n")  # sys.exit("message"): python prints it
 
 
 def _restore_path(script: Path, saved_path0: str | None) -> None:
