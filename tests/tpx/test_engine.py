@@ -393,3 +393,28 @@ def test_retained_grad_owns_its_memory():
         h.grad *= 3
     assert x.grad.tolist() == [2.0, 2.0]
     assert h.grad.tolist() == [3.0, 3.0]
+
+
+def test_backward_releases_saved_memory_and_dropping_the_loss_releases_the_rest():
+    import tracemalloc
+
+    x = tp.ones(10_000, requires_grad=True)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        y = x
+        for _ in range(50):
+            y = (y * 1.5).tanh()  # tanh saves its output: 50 x 40 kB
+        loss = y.sum()
+        del y
+        recorded = tracemalloc.get_traced_memory()[0] - base
+        loss.backward()
+        x.grad = None
+        after_backward = tracemalloc.get_traced_memory()[0] - base
+        del loss
+        after_drop = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert recorded > 50 * 40_000
+    assert after_backward < recorded / 10
+    assert after_drop < 40_000  # less than one saved array (caches may hold a few kB)
