@@ -352,7 +352,7 @@ def _raise_bad_gradient(node: GradFn, grads: tuple) -> None:
         if edge is not None and g is not None and (g.shape != shape or g.dtype != dtype):
             raise RuleError(
                 f"the rule of {node.op.value} ({node.name}) returned a gradient of shape "
-                f"{g.shape} {g.dtype.name} for input {i} of shape {shape} {dtype.name}; "
+                f"{g.shape} {g.dtype.name} for input {i} of shape {tuple(shape)} {dtype.name}; "
                 "gradients must match their input (un-broadcast with tpx.rules.unbroadcast)"
             )
 
