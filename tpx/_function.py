@@ -9,7 +9,7 @@ from typing import Any
 import p10
 from p10 import Handle
 from tpx._errors import DefinitionError
-from tpx._graph import Rule, RuleContext
+from tpx._graph import Rule
 from tpx.rules import RULES
 
 
@@ -114,13 +114,3 @@ class Function:
         from tpx._function_apply import apply_function
 
         return apply_function(cls, args, kwargs)
-
-
-def function_rule(cls: type[Function]) -> Rule:
-    """The rule recorded for a :class:`Function` subclass: it calls ``cls.backward``."""
-
-    def vjp(ctx: RuleContext, g: Any) -> tuple:
-        out = cls.backward(ctx.node.ctx, g)
-        return out if isinstance(out, tuple) else (out,)
-
-    return Rule(vjp)
