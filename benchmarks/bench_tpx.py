@@ -1,8 +1,10 @@
 """TPX's autograd overhead against NumPy with a hand-written backward, P10 and PyTorch eager.
 
 Every ratio is measured in one run: the contenders of a case are timed in alternation, with
-BLAS pinned to one thread, and each keeps its best round. PyTorch is an optional column
-(``pip install torch==2.13.0``); without it the PyTorch ratios read "-".
+BLAS pinned to one thread, and each keeps its best round. Times are the process's CPU time
+(``time.process_time``), so that other processes on a shared machine, which take the CPU away
+from both contenders at random moments, distort the ratios less than wall-clock time would.
+PyTorch is an optional column (``pip install torch==2.13.0``); without it its ratios read "-".
 
 Cases and goals (from the TPX issue):
 
@@ -357,10 +359,10 @@ def measure(case: Case, rounds: int, target_s: float) -> Row:
 
 
 def _time(call: Callable[[], object], number: int) -> float:
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(number):
         call()
-    return (time.perf_counter() - start) / number
+    return (time.process_time() - start) / number
 
 
 PEERS = ("torch", "numpy", "p10")
