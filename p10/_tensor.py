@@ -34,7 +34,7 @@ from p10._ops import Op
 VIEW_OPS = frozenset({Op.RESHAPE, Op.PERMUTE, Op.BROADCAST_TO, Op.GETITEM, Op.FLIP})
 
 
-M = TensorMethods
+_M = TensorMethods  # the shared methods: each fast path falls back to one of them
 _new = object.__new__
 
 
@@ -146,40 +146,39 @@ class Tensor(TensorMethods):
         self._data, self._backend, self._vc = t._data, t._backend, None
 
     # -- fast paths of the hottest operators and methods (see the module docstring) --------
-    __add__ = _fast_binary(Op.ADD, M.__add__)
-    __sub__ = _fast_binary(Op.SUB, M.__sub__)
-    __mul__ = _fast_binary(Op.MUL, M.__mul__)
-    __truediv__ = _fast_binary(Op.DIV, M.__truediv__, floating=True)
-    __pow__ = _fast_binary(Op.POW, M.__pow__)
-    __matmul__ = _fast_binary(Op.MATMUL, M.__matmul__)
-    matmul = _fast_binary(Op.MATMUL, M.matmul)
-    maximum = _fast_binary(Op.MAXIMUM, M.maximum)
-    minimum = _fast_binary(Op.MINIMUM, M.minimum)
-    __eq__ = _fast_binary(Op.EQ, M.__eq__)  # type: ignore[assignment]
-    __ne__ = _fast_binary(Op.NE, M.__ne__)  # type: ignore[assignment]
-    __lt__ = _fast_binary(Op.LT, M.__lt__)
-    __le__ = _fast_binary(Op.LE, M.__le__)
-    __gt__ = _fast_binary(Op.GT, M.__gt__)
-    __ge__ = _fast_binary(Op.GE, M.__ge__)
+    __add__ = _fast_binary(Op.ADD, _M.__add__)
+    __sub__ = _fast_binary(Op.SUB, _M.__sub__)
+    __mul__ = _fast_binary(Op.MUL, _M.__mul__)
+    __truediv__ = _fast_binary(Op.DIV, _M.__truediv__, floating=True)
+    __pow__ = _fast_binary(Op.POW, _M.__pow__)
+    __matmul__ = _fast_binary(Op.MATMUL, _M.__matmul__)
+    matmul = _fast_binary(Op.MATMUL, _M.matmul)
+    maximum = _fast_binary(Op.MAXIMUM, _M.maximum)
+    minimum = _fast_binary(Op.MINIMUM, _M.minimum)
+    __eq__ = _fast_binary(Op.EQ, _M.__eq__)  # type: ignore[assignment]
+    __ne__ = _fast_binary(Op.NE, _M.__ne__)  # type: ignore[assignment]
+    __lt__ = _fast_binary(Op.LT, _M.__lt__)
+    __le__ = _fast_binary(Op.LE, _M.__le__)
+    __gt__ = _fast_binary(Op.GT, _M.__gt__)
+    __ge__ = _fast_binary(Op.GE, _M.__ge__)
     __hash__ = TensorMethods.__hash__  # defining __eq__ would otherwise remove it
-    __neg__ = _fast_unary(Op.NEG, M.__neg__)
-    neg = _fast_unary(Op.NEG, M.neg)
-    __abs__ = _fast_unary(Op.ABS, M.__abs__)
-    abs = _fast_unary(Op.ABS, M.abs)
-    relu = _fast_unary(Op.RELU, M.relu)
-    square = _fast_unary(Op.SQUARE, M.square)
-    exp = _fast_unary(Op.EXP, M.exp, floating=True)
-    log = _fast_unary(Op.LOG, M.log, floating=True)
-    sqrt = _fast_unary(Op.SQRT, M.sqrt, floating=True)
-    sin = _fast_unary(Op.SIN, M.sin, floating=True)
-    cos = _fast_unary(Op.COS, M.cos, floating=True)
-    tanh = _fast_unary(Op.TANH, M.tanh, floating=True)
-    sigmoid = _fast_unary(Op.SIGMOID, M.sigmoid, floating=True)
-    mean = _fast_reduce(Op.MEAN, M.mean, floating=True)
-    max = _fast_reduce(Op.MAX, M.max)
-    min = _fast_reduce(Op.MIN, M.min)
-
-    sum = _fast_reduce(Op.SUM, M.sum)
+    __neg__ = _fast_unary(Op.NEG, _M.__neg__)
+    neg = _fast_unary(Op.NEG, _M.neg)
+    __abs__ = _fast_unary(Op.ABS, _M.__abs__)
+    abs = _fast_unary(Op.ABS, _M.abs)
+    relu = _fast_unary(Op.RELU, _M.relu)
+    square = _fast_unary(Op.SQUARE, _M.square)
+    exp = _fast_unary(Op.EXP, _M.exp, floating=True)
+    log = _fast_unary(Op.LOG, _M.log, floating=True)
+    sqrt = _fast_unary(Op.SQRT, _M.sqrt, floating=True)
+    sin = _fast_unary(Op.SIN, _M.sin, floating=True)
+    cos = _fast_unary(Op.COS, _M.cos, floating=True)
+    tanh = _fast_unary(Op.TANH, _M.tanh, floating=True)
+    sigmoid = _fast_unary(Op.SIGMOID, _M.sigmoid, floating=True)
+    mean = _fast_reduce(Op.MEAN, _M.mean, floating=True)
+    max = _fast_reduce(Op.MAX, _M.max)
+    min = _fast_reduce(Op.MIN, _M.min)
+    sum = _fast_reduce(Op.SUM, _M.sum)  # a dtype= argument takes the slow path
 
     # -- core attributes ------------------------------------------------------------------
     @property
