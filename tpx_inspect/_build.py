@@ -49,7 +49,7 @@ class PendingNode:
 
     __slots__ = ("_meta", "_saved", "consts", "out", "raw", "seconds", "step")
 
-    def __init__(self, seconds: float, raw: Any, consts: tuple, saved: Any, step: int):
+    def __init__(self, seconds: float, raw: Any, consts: tuple, saved: Any, step: int) -> None:
         self.seconds = seconds
         self.raw = raw
         self.consts: tuple = consts
@@ -137,7 +137,19 @@ class GraphBuilder:
         self.structures: dict[tuple, tuple[int, NodeTable]] = {}
         self._sources: dict[Any, list] = {}
 
-    def build(self, *, run, gid, kind, step, roots, order, pending, backward, timing) -> Graph:
+    def build(
+        self,
+        *,
+        run: int,
+        gid: int,
+        kind: str,
+        step: int,
+        roots: list,
+        order: list,
+        pending: Any,
+        backward: Any,
+        timing: bool,
+    ) -> Graph:
         """The record of the graph reachable from ``roots`` (``order`` = tpx.reachable)."""
         raw = sorted(order, key=_seq)
         index = {n: i for i, n in enumerate(raw)}
@@ -163,7 +175,9 @@ class GraphBuilder:
             values=self.store,
         )  # fmt: skip
 
-    def _tables(self, raw, pending, ex, b, index, full) -> GraphTables | None:
+    def _tables(
+        self, raw: list, pending: Any, ex: dict, b: Any, index: dict, full: bool
+    ) -> GraphTables | None:
         t = _Tables(self, full)
         rows, times, gout, consts = [], [], [], []
         for i, n in enumerate(raw):

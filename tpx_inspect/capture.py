@@ -104,7 +104,7 @@ class _Backward:
 
     __slots__ = ("accs", "executed", "order", "root_grads", "roots", "step", "wanted")
 
-    def __init__(self, step: int, roots: Any, root_grads: dict, order: list, wanted: bool):
+    def __init__(self, step: int, roots: Any, root_grads: dict, order: list, wanted: bool) -> None:
         self.step = step
         self.roots = tuple(roots)
         self.root_grads = root_grads
@@ -251,14 +251,16 @@ class Capture:
             return
         self._stack.append(_Backward(step, roots, grads, order, wanted))
 
-    def on_node_executed(self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float):
+    def on_node_executed(
+        self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float
+    ) -> None:
         b = self._stack[-1] if self._stack else None
         if b is not None:
             freed = getattr(node, "saved", 0) is None
             seconds = seconds if self.timing else 0.0
             b.executed.append((node, grad_output, grad_inputs, seconds, freed))
 
-    def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any):
+    def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
         b = self._stack[-1] if self._stack else None
         if b is not None:
             b.accs.append((target, contribution, total, source))
@@ -293,7 +295,7 @@ class Capture:
                 return False
         return True
 
-    def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None):
+    def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None) -> Graph:
         with paused_gc():
             return self._builder.build(
                 run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,

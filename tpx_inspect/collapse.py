@@ -160,7 +160,9 @@ def _view_nodes(graph: Graph, depth: int | None) -> tuple[list[ViewNode], list[s
     return out, owner
 
 
-def _view_edges(graph: Graph, owner: list[str], lv: list[int] | None, span: int):
+def _view_edges(
+    graph: Graph, owner: list[str], lv: list[int] | None, span: int
+) -> tuple[list[ViewEdge], list[ViewNode]]:
     merged: dict[tuple[str, str], list] = {}
     outgoing: dict[int, list[int]] = {}  # source node -> targets of its stubbed edges
     long_edges: list[tuple[int, int, str]] = []
@@ -182,7 +184,9 @@ def _view_edges(graph: Graph, owner: list[str], lv: list[int] | None, span: int)
     return edges + stub_edges, stubs
 
 
-def _stubs(graph: Graph, owner: list[str], outgoing: dict, long_edges: list):
+def _stubs(
+    graph: Graph, owner: list[str], outgoing: dict, long_edges: list
+) -> tuple[list[ViewNode], list[ViewEdge]]:
     """One "to" stub per source (beside it) and one "from" stub per stubbed edge (beside its
     target), linked to each other."""
     to_id = {src: f"t{k}" for k, src in enumerate(outgoing)}

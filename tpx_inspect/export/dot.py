@@ -108,7 +108,7 @@ def to_dot(
     return dot.source
 
 
-def _emit_nodes(dot: graphviz.Digraph, graph: Graph, v: View, statuses: list, order: bool):
+def _emit_nodes(dot: graphviz.Digraph, graph: Graph, v: View, statuses: list, order: bool) -> None:
     positions = {i: k for k, i in enumerate(graph.order)} if order else {}
     keyed = sorted((_cluster_path(n), k, n) for k, n in enumerate(v.nodes) if n.kind != "stub")
     stack: list[str] = []
