@@ -102,6 +102,8 @@ def test_view_stubs_long_edges_when_asked(client):
     view = client.get(f"{G0}/view", params={"depth": 0, "stub": True, "span": 1}).json()
     stubs = [n for n in view["nodes"] if n["kind"] == "stub"]
     assert stubs and all(n["label"].startswith(("to ", "from ")) for n in stubs)
+    ids = {n["id"] for n in view["nodes"]}
+    assert all(n["link"] in ids and n["node"] is not None for n in stubs), "linked pairs"
 
 
 def test_nodes_are_listed_filtered_and_paginated(client):

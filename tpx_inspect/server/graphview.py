@@ -194,8 +194,8 @@ def build_view(
 def _view_node(v, scope: str, label: str, nonfinite: bool, box) -> m.ViewNode:
     node = v.members[0] if v.kind != "scope" else None
     return m.ViewNode(
-        id=v.id, kind=v.kind, label=label, node=node, scope=scope or None, size=len(v.members),
-        nonfinite=nonfinite, x=box.x, y=box.y, w=box.w, h=box.h,
+        id=v.id, kind=v.kind, label=label, node=node, link=v.link or None, scope=scope or None,
+        size=len(v.members), nonfinite=nonfinite, x=box.x, y=box.y, w=box.w, h=box.h,
     )  # fmt: skip
 
 

@@ -180,12 +180,17 @@ class NodeDetail(BaseModel):
 
 
 class ViewNode(BaseModel):
-    """A box of a graph view: a node, a collapsed scope or a stub of a long edge."""
+    """A box of a graph view: a node, a collapsed scope or a stub of a long edge.
+
+    ``node`` is the graph node shown (for a stub: the node at the other end of the stubbed
+    edge), ``link`` the view id of a stub's partner, ``size`` the graph nodes inside.
+    """
 
     id: str
     kind: str
     label: str
     node: int | None = None
+    link: str | None = None
     scope: str | None = None
     size: int = 1
     nonfinite: bool = False
