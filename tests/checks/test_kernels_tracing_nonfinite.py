@@ -42,7 +42,8 @@ def test_wrong_kernel_used_only_by_a_rule_is_named_at_that_rule(backend_factory)
     name = backend_factory("bad_cos", COS=lambda x: np.cos(x) + np.float32(0.5))
     result = kernel_check(capture_call(_net, _inputs(name)))
     (f,) = result.findings
-    assert (f.op, f.details["phase"]) == ("sin", "backward")
+    assert (f.op, f.details["phase"], f.details["kernel"]) == ("sin", "backward", "cos")
+    assert "its cos kernel" in f.message
 
 
 def test_nodes_on_the_spec_backend_are_skipped():

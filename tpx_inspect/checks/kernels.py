@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
+import p10
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, finding_at
+from tpx_inspect.checks.tracing import tap_kernels
 
 SPEC = "numpy"
 """The backend whose kernels define every op."""
@@ -62,9 +64,34 @@ def _check_node(graph: GraphRecord, node: NodeRecord) -> list[Finding]:
     for i, (s, b) in enumerate(zip(spec_grads, got)):
         why = _mismatch(s, b) if b is not None else None
         if why is not None:
-            what = f"the backward of {_op(node)} on {node.backend} (a kernel its rule uses)"
-            return [_finding(node, "backward", what, f"input {i}: {why}", input=i)]
+            kernel = culprit_kernel(node, xs, g)
+            used = f"its {kernel} kernel" if kernel else "a kernel its rule uses"
+            what = f"the backward of {_op(node)} on {node.backend} ({used})"
+            details = {"input": i, "kernel": kernel}
+            return [_finding(node, "backward", what, f"input {i}: {why}", **details)]
     return []
+
+
+def culprit_kernel(node: NodeRecord, xs: list, g: np.ndarray) -> str | None:
+    """The first kernel the node's rule runs whose output differs between the node's backend
+    and the spec, found by replaying the rule on both with every kernel call tapped; None when
+    the backend is not registered here or no single kernel call differs."""
+    try:
+        p10.get_backend(node.backend)
+    except p10.BackendError:
+        return None
+    spec_calls: list = []
+    backend_calls: list = []
+    with tap_kernels([SPEC], spec_calls):
+        Replay(node, upcast=False).vjp(xs, node.output, g)
+    with tap_kernels([node.backend], backend_calls):
+        Replay(node, upcast=False, backend=node.backend).vjp(xs, node.output, g)
+    for (op, spec), (op_b, got) in zip(spec_calls, backend_calls):
+        if op is not op_b:
+            return None
+        if _mismatch(spec, got) is not None:
+            return op.value
+    return None
 
 
 def _op(node: NodeRecord) -> str:

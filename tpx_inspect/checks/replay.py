@@ -53,7 +53,8 @@ def why_not_replayable(node: NodeRecord) -> str | None:
 
 
 class Replay:
-    """Forward and VJP of one node on the numpy spec backend, optionally upcast to float64.
+    """Forward and VJP of one node on the numpy spec backend (or ``backend``), optionally
+    upcast to float64.
 
     >>> import tpx as tp
     >>> from tpx_inspect.checks.record import record
@@ -65,9 +66,10 @@ class Replay:
     0.877583
     """
 
-    def __init__(self, node: NodeRecord, upcast: bool = True) -> None:
+    def __init__(self, node: NodeRecord, upcast: bool = True, backend: str = "numpy") -> None:
         self.node = node
         self.upcast = upcast
+        self.backend = backend
         self.params = _params(node.params, upcast)
         self.rule = node.rule if node.rule is not None else tpx.rules.RULES.get(node.op)
 
@@ -94,22 +96,28 @@ class Replay:
         if self.node.function is not None:
             out, _ = self._function_forward(xs)
             return np.array(out.numpy())
-        ts = [_tensor(x) for x in xs]
+        ts = [self._tensor(x) for x in xs]
         return np.array(p10.execute(self.node.op, ts, self.params).numpy())
 
     def vjp(self, xs: Sequence[Any], out: np.ndarray, g: np.ndarray) -> tuple[Any, ...]:
         """The node's rule applied to cotangent ``g`` at ``xs``: one array (or None) per input."""
         if self.node.function is not None:
             return self._function_vjp(xs, g)
-        ts = tuple(_tensor(x) for x in xs)
+        ts = tuple(self._tensor(x) for x in xs)
         meta = tuple((t.shape, t.dtype) if isinstance(t, p10.Tensor) else ((), None) for t in ts)
-        ctx = RuleContext(_ReplayNode(self.node, self.params, meta), ts, _tensor(out))  # type: ignore[arg-type]
-        grads = self.rule.vjp(ctx, _tensor(np.asarray(g, dtype=out.dtype)))
+        ctx = RuleContext(_ReplayNode(self.node, self.params, meta), ts, self._tensor(out))  # type: ignore[arg-type]
+        grads = self.rule.vjp(ctx, self._tensor(np.asarray(g, dtype=out.dtype)))
         return tuple(_numpy(gi) for gi in grads)
+
+    def _tensor(self, x: Any) -> Any:
+        t = _tensor(x)
+        if self.backend != "numpy" and isinstance(t, p10.Tensor):
+            return t.to(backend=self.backend)
+        return t
 
     def _function_forward(self, xs: Sequence[Any]) -> tuple[Any, FunctionCtx]:
         ctx = FunctionCtx(tuple(e is not None for e in self.node.edges))
-        args = [wrap(_tensor(x)) if isinstance(x, np.ndarray) else x for x in xs]
+        args = [wrap(self._tensor(x)) if isinstance(x, np.ndarray) else x for x in xs]
         with tpx.no_grad():
             out = self.node.function.forward(ctx, *args)
         return out, ctx
@@ -117,7 +125,7 @@ class Replay:
     def _function_vjp(self, xs: Sequence[Any], g: np.ndarray) -> tuple[Any, ...]:
         out, ctx = self._function_forward(xs)
         with tpx.no_grad():
-            grads = self.node.function.backward(ctx, wrap(_tensor(np.asarray(g, out.dtype))))
+            grads = self.node.function.backward(ctx, wrap(self._tensor(np.asarray(g, out.dtype))))
         grads = grads if isinstance(grads, tuple) else (grads,)
         return tuple(_numpy(gi) for gi in grads)
 
