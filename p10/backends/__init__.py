@@ -60,7 +60,7 @@ def enable(library: str, device: Any = None, *, name: str | None = None, **optio
 
     ``options`` go to :func:`~p10.backends.array_api_backend.make_array_api_backend`.
 
-    >>> import p10
+    >>> import p10, pytest; _ = pytest.importorskip("array_api_compat")
     >>> with enable("numpy", name="numpy_via_compat"):
     ...     p10.ones(2, backend="numpy_via_compat").tolist()
     [1.0, 1.0]

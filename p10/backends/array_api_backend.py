@@ -392,6 +392,7 @@ def generic_kernels(lib: Lib, extras: dict[Op, Kernel] | None = None) -> dict[Op
 def namespace_of(xp_or_name: ModuleType | str) -> ModuleType:
     """The ``array_api_compat`` namespace of a library given by module or import name.
 
+    >>> import pytest; _ = pytest.importorskip("array_api_compat")
     >>> namespace_of("numpy").__name__
     'array_api_compat.numpy'
     """
@@ -432,7 +433,7 @@ def make_array_api_backend(
     ``extras`` adds or replaces kernels (see :mod:`p10.backends.torch_extras`). The backend is
     not registered; pass it to :func:`p10.register_backend` or use :func:`p10.backends.enable`.
 
-    >>> import p10
+    >>> import p10, pytest; _ = pytest.importorskip("array_api_compat")
     >>> b = make_array_api_backend("numpy", name="compat_numpy")
     >>> with p10.register_backend(b):
     ...     x = p10.asarray([[1.0, -2.0]], backend="compat_numpy")

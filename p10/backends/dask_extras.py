@@ -18,7 +18,7 @@ Running on a cluster: Dask computes with the scheduler of the active ``distribut
 In a training loop, call :func:`persist` on the parameters after each update, or every step
 recomputes the whole history from the start.
 
->>> import dask.array as da
+>>> import pytest; da = pytest.importorskip("dask.array")
 >>> x = from_dask(da.ones((4, 3), chunks=2))
 >>> (x * 2).sum().item()
 24.0

@@ -5,7 +5,7 @@ replaces the ones PyTorch has natively (``conv2d``, ``fold``, pooling, ``erf``, 
 through ``index_add_``) and the hottest elementwise ones, whose compat wrappers cost more than
 the op on small tensors. Each kernel promotes mixed dtypes by NumPy's table first, as the spec.
 
->>> import p10
+>>> import p10, pytest; _ = pytest.importorskip("torch")
 >>> x = p10.asarray([[1.0, -2.0]], backend="torch")
 >>> type(x._data).__name__, x.relu().tolist()
 ('Tensor', [[1.0, 0.0]])
