@@ -56,25 +56,34 @@ def forward_findings(graph: GraphRecord) -> list[Finding]:
     ]
 
 
+def _backward_roles(graph: GraphRecord, bw: Any) -> tuple[list, list[int]]:
+    """``(producers as (node, execution, bad inputs), ids of the nodes that passed it on)``."""
+    producers: list = []
+    passed_on: list[int] = []
+    for ex in bw.executions:
+        node = graph.node(ex.node)
+        bad = [i for i, g in enumerate(ex.grad_inputs) if not _finite(g)]
+        if not _finite(ex.grad_output) or (bad and not _forward_values_finite(node)):
+            passed_on.append(node.id)
+        elif bad:
+            producers.append((node, ex, bad))
+    return producers, passed_on
+
+
 def backward_findings(graph: GraphRecord) -> list[Finding]:
-    """One finding per backward producer of NaN/Inf (a rule or an accumulation)."""
+    """One finding per backward producer of NaN/Inf (a rule or an accumulation); the first
+    lists the nodes that only passed it on (received it, or got it from forward values)."""
     findings: list[Finding] = []
     for k, bw in enumerate(graph.backwards):
-        passed_on: list[int] = []
-        for ex in bw.executions:
-            node = graph.node(ex.node)
-            bad = [i for i, g in enumerate(ex.grad_inputs) if not _finite(g)]
-            if not bad:
-                continue
-            if not _finite(ex.grad_output) or not _forward_values_finite(node):
-                passed_on.append(node.id)
-                continue
+        producers, passed_on = _backward_roles(graph, bw)
+        for j, (node, ex, bad) in enumerate(producers):
             findings.append(finding_at(
                 node, "nonfinite-backward",
                 f"backward {k}: the rule of {node.where()} returned "
                 f"{_kind(ex.grad_inputs[bad[0]])} for input {bad[0]} from a finite incoming "
-                "gradient and finite forward values",
-                role="producer", inputs=bad, passed_on=passed_on,
+                "gradient and finite forward values"
+                + (f"; {len(passed_on)} nodes only passed it on" if j == 0 and passed_on else ""),
+                role="producer", inputs=bad, passed_on=passed_on if j == 0 else [],
             ))  # fmt: skip
         for c in bw.contributions:
             if _finite(c.value) and not _finite(c.total):
