@@ -60,3 +60,26 @@ def test_a_planted_bug_in_every_rule_is_caught_at_its_nodes(op):
     result = local_check(graph)
     assert result.findings, f"planted bug in {op.value} not caught"
     assert {f.op for f in result.findings} == {op.value}
+
+
+def _deep_model(x, w1, w2, gamma):
+    h = x
+    for _ in range(12):
+        z = h @ w1
+        mu = z.mean(axis=-1, keepdims=True)
+        var = z.var(axis=-1, keepdims=True)
+        z = (z - mu) / (var + 1e-5).sqrt() * gamma
+        h = h + tp.gelu(z).relu() @ w2 * 0.5  # residual: h has two consumers
+    logits = h @ w1
+    return -(tp.log_softmax(logits, axis=-1) * tp.softmax(logits * 0.3, axis=-1)).sum()
+
+
+def test_no_false_positive_on_a_deep_float32_model():
+    rng = np.random.default_rng(7)
+    shapes = [(6, 8), (8, 8), (8, 8), (8,)]
+    inputs = [tp.asarray(rng.standard_normal(s) * 0.5, requires_grad=True) for s in shapes]
+    graph = capture_call(_deep_model, inputs)
+    report = run_graph_checks(graph)
+    assert len(graph.nodes) > 150
+    assert report.passed, [f.message for f in report.failures]
+    assert report.result("accumulation").checked >= 12
