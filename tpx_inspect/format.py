@@ -71,9 +71,9 @@ def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict
     ([0, 3], ['r0.accumulations', 'r0.consts'])
     """
     arrays: dict[str, np.ndarray] = {}
-    stores: list[ValueStore] = []
-    runs = [_run_json(r, arrays, stores) for r in trace.runs]
-    _values_arrays(stores, arrays)
+    kept = _KeptValues(trace)
+    runs = [_run_json(r, arrays, kept) for r in trace.runs]
+    _values_arrays(kept.values, arrays)
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "meta": trace.meta, "runs": runs}
     if inline:
         doc["sidecar"] = None
@@ -129,7 +129,7 @@ def _inline(a: np.ndarray) -> dict[str, Any]:
 _TABLES = ("summaries", "previews", "nodes", "times", "grads_out", "consts", "accumulations")
 
 
-def _run_json(run: Run, arrays: dict, stores: list) -> dict[str, Any]:
+def _run_json(run: Run, arrays: dict, kept: _KeptValues) -> dict[str, Any]:
     structures: dict[int, Graph] = {}
     for g in run.graphs:
         structures.setdefault(g.structure, g)
@@ -137,8 +137,7 @@ def _run_json(run: Run, arrays: dict, stores: list) -> dict[str, Any]:
     sizes = dict.fromkeys(_TABLES, 0)
     graphs = []
     for g in run.graphs:
-        base = _store_base(g.values, stores)
-        graphs.append(_graph_json(g, parts, sizes, base))
+        graphs.append(_graph_json(g, parts, sizes, kept.remap(g.values)))
     for k in _TABLES:
         arrays[f"r{run.id}.{k}"] = _concat(parts[k], k)
     err = run.error
@@ -170,14 +169,27 @@ def _concat(parts: list[np.ndarray], key: str) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def _store_base(store: ValueStore, stores: list) -> int:
-    base = 0
-    for s in stores:
-        if s is store:
-            return base
-        base += len(s)
-    stores.append(store)
-    return base
+class _KeptValues:
+    """The values the graphs of a trace refer to, renumbered 0..k-1 (in their capture order)
+    (a trace holding one graph of a long capture saves only that graph's values)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.values: list[np.ndarray] = []
+        self._maps: dict[int, np.ndarray] = {}
+        used: dict[int, tuple[ValueStore, list[np.ndarray]]] = {}
+        for g in trace.graphs:
+            ids = g.tables.summaries[:, 8]
+            used.setdefault(id(g.values), (g.values, []))[1].append(ids[ids >= 0])
+        for key, (store, parts) in used.items():
+            ids = np.unique(np.concatenate(parts)).astype(np.int64)
+            remap = np.full(len(store), -1, np.int64)
+            remap[ids] = np.arange(len(self.values), len(self.values) + len(ids))
+            self._maps[key] = remap
+            self.values.extend(store.get(int(i)) for i in ids)
+
+    def remap(self, store: ValueStore) -> np.ndarray:
+        """Old value id -> new value id for the graphs of ``store``."""
+        return self._maps[id(store)]
 
 
 def _structure_json(sid: int, g: Graph) -> dict[str, Any]:
@@ -195,14 +207,15 @@ def _structure_json(sid: int, g: Graph) -> dict[str, Any]:
     }
 
 
-def _graph_json(g: Graph, parts: dict, sizes: dict, base: int) -> dict[str, Any]:
+def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[str, Any]:
     t = g.tables
     rows = {}
     for k in _TABLES:
         a = getattr(t, k)
-        if k == "summaries" and base:
+        if k == "summaries" and len(a):
             a = a.copy()
-            a[:, 8] = np.where(a[:, 8] >= 0, a[:, 8] + base, a[:, 8])
+            ids = a[:, 8].astype(np.int64)
+            a[:, 8] = np.where(ids >= 0, remap[np.maximum(ids, 0)], -1)
         parts[k].append(a)
         rows[k] = [sizes[k], sizes[k] + len(a)]
         sizes[k] += len(a)
@@ -218,8 +231,7 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, base: int) -> dict[str, Any]
     }
 
 
-def _values_arrays(stores: list[ValueStore], arrays: dict) -> None:
-    values = [a for s in stores for a in s]
+def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
     dtypes = sorted({a.dtype.str for a in values})
     code = {d: i for i, d in enumerate(dtypes)}
     index = np.zeros((len(values), 4), np.int64)

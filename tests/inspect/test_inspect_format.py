@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -250,3 +251,21 @@ def test_the_npz_members_carry_a_fixed_timestamp(saved):
     _, side = saved
     with zipfile.ZipFile(side) as z:
         assert {i.date_time for i in z.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_a_trace_of_one_graph_saves_only_its_values(tmp_path):
+    with tpx_inspect.capture("all") as cap:
+        for k in range(3):
+            w = tp.ones(k + 2, requires_grad=True)  # a new shape: a new structure, kept in full
+            (w * float(k)).exp().sum().backward()
+    trace = cap.trace
+    assert [g.detail for g in trace.graphs] == ["full", "full", "full"]
+    run = dataclasses.replace(trace.run(), graphs=(trace.graphs[1],))
+    one = dataclasses.replace(trace, runs=(run,))
+    _, arrays = to_json(one)
+    _, all_arrays = to_json(trace)
+    assert 0 < len(arrays["values.index"]) < len(all_arrays["values.index"])
+    path, _ = tpx_inspect.save(one, str(tmp_path / "one.json"))
+    g = tpx_inspect.load(path).graphs[0]
+    np.testing.assert_allclose(g.node_values(1).output, np.ones(3))
+    np.testing.assert_allclose(g.node_values(2).output, np.full(3, np.e), rtol=1e-6)
