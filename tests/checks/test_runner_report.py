@@ -241,3 +241,12 @@ def test_the_custom_rule_example(wrong):
     assert failing == {"gradcheck", "local"}
     (f,) = report.result("local").findings
     assert f.op == "WrongSiLU" and "custom_rule.py" in f.source
+
+
+def test_render_keeps_brackets_of_scopes_and_elements():
+    f = Finding("rule", "worst element [2, 1]", node=3, op="mul", scope="enc.layer0")
+    report = Report((CheckResult("local", 1, (f,), notes=("MulBackward [x] skipped",)),))
+    console = Console(file=io.StringIO(), width=200)
+    report.render(console)
+    out = console.file.getvalue()
+    assert "[enc.layer0]" in out and "[2, 1]" in out and "[x] skipped" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -36,21 +37,30 @@ def findings_table(result: Any, limit: int = 20) -> Table:
     table.add_column("message", overflow="fold")
     for i, f in enumerate(result.findings[:limit]):
         style = "red" if f.is_error else "yellow"
-        table.add_row(str(i + 1), f"[{style}]{f.category}[/{style}]", f.where, f.message)
+        table.add_row(
+            str(i + 1), f"[{style}]{f.category}[/{style}]", escape(f.where), escape(f.message)
+        )
     if len(result.findings) > limit:
         table.caption = f"{len(result.findings) - limit} more findings in --json output"
     return table
 
 
-def render_report(report: Any, console: Console | None = None) -> None:
-    """Print the summary, then the findings of every check that has some."""
+def render_report(report: Any, console: Console | None = None, notes: int = 3) -> None:
+    """Print the summary, the findings of every check that has some, and up to ``notes``
+    notes per check (skipped nodes and why, kinks)."""
     console = console or Console()
     console.print(summary_table(report))
     for r in report.results:
         if r.findings:
             console.print(findings_table(r))
+        for note in r.notes[:notes]:
+            console.print(f"[dim]{r.check}: {escape(note)}[/dim]")
+        if len(r.notes) > notes:
+            console.print(f"[dim]{r.check}: {len(r.notes) - notes} more notes in --json[/dim]")
     first = report.first_failure
     if first is not None:
-        console.print(f"[bold red]first failure:[/bold red] {first.category} at {first.where}")
+        console.print(
+            f"[bold red]first failure:[/bold red] {first.category} at {escape(first.where)}"
+        )
     else:
         console.print("[green]all checks passed[/green]")
