@@ -250,3 +250,13 @@ def test_render_keeps_brackets_of_scopes_and_elements():
     report.render(console)
     out = console.file.getvalue()
     assert "[encoder]" in out and "[2, 1]" in out and "[skip] skipped" in out
+
+
+@pytest.mark.parametrize(("name", "passes"), [("loss", True), ("wrong_loss", False)])
+def test_the_custom_rule_example_as_a_target(name, passes):
+    path = os.path.join(ROOT, "examples", "custom_rule.py")
+    fn, inputs = load_target(f"{path}::{name}")
+    report = run_all_checks(fn, inputs, checks=["local", "order"])
+    assert report.passed is passes
+    if not passes:
+        assert report.first_failure.op == "WrongSiLU"
