@@ -418,3 +418,24 @@ def test_backward_releases_saved_memory_and_dropping_the_loss_releases_the_rest(
     assert recorded > 50 * 40_000
     assert after_backward < recorded / 10
     assert after_drop < 40_000  # less than one saved array (caches may hold a few kB)
+
+
+def test_detect_anomaly_forward_nan():
+    x = tp.asarray([-1.0], requires_grad=True)
+    with (
+        tp.detect_anomaly(),
+        np.errstate(invalid="ignore"),
+        pytest.raises(RuntimeError, match=r"forward of sqrt \(SqrtBackward\).*NaN") as info,
+    ):
+        x.sqrt()
+    assert f"{__file__}:" in str(info.value)
+
+
+def test_detect_anomaly_backward_nan_names_the_node_that_made_it():
+    x = tp.zeros(1, requires_grad=True)
+    with tp.detect_anomaly(), np.errstate(divide="ignore", invalid="ignore"):
+        y = x.sqrt() * 0.0  # finite forward; SqrtBackward computes 0 * inf = NaN
+        line = sys._getframe().f_lineno - 1
+        with pytest.raises(RuntimeError, match=r"backward of sqrt \(SqrtBackward\).*NaN") as info:
+            y.sum().backward()
+    assert f"{__file__}:{line}" in str(info.value)
