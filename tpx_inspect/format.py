@@ -215,7 +215,8 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
         if k == "summaries" and len(a):
             a = a.copy()
             ids = a[:, 8].astype(np.int64)
-            a[:, 8] = np.where(ids >= 0, remap[np.maximum(ids, 0)], -1)
+            kept = remap[np.maximum(ids, 0)] if len(remap) else -1  # values="none": no ids
+            a[:, 8] = np.where(ids >= 0, kept, -1)
         parts[k].append(a)
         rows[k] = [sizes[k], sizes[k] + len(a)]
         sizes[k] += len(a)

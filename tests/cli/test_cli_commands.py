@@ -40,6 +40,17 @@ def test_run_writes_a_trace_and_prints_a_summary(scripts, tmp_path):
     assert len(Trace.load(str(tmp_path / "r" / "trace.json")).graphs) == 2
 
 
+@pytest.mark.parametrize("values", ["none", "small", "all"])
+def test_run_value_policies(scripts, tmp_path, values):
+    result = invoke("run", scripts / "train.py", "-o", tmp_path, "--values", values,
+                    "--value-limit", "3")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    g = Trace.load(str(tmp_path / "trace.json")).graphs[0]
+    kept = [g.value(g.output(i)) is not None for i in range(len(g.nodes))]  # w is 2x2: 4 > 3
+    assert kept == {"none": [False] * 5, "small": [False, True, True, True, True],
+                    "all": [True] * 5}[values]  # fmt: skip
+
+
 def test_run_default_folder_is_under_tpx_runs(scripts, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert invoke("run", scripts / "train.py").exit_code == 0
