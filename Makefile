@@ -8,7 +8,9 @@ export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: setup system-deps demo test lint format bench clean
+BACKENDS_STAMP := $(VENV)/.backends-installed
+
+.PHONY: setup system-deps backends demo test lint format bench clean
 
 setup: system-deps $(STAMP)
 
@@ -22,13 +24,20 @@ $(STAMP): pyproject.toml requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
+# The optional P10 backends (array-api-strict, PyTorch CPU, Dask): the test suite sweeps them.
+backends: $(BACKENDS_STAMP)
+
+$(BACKENDS_STAMP): $(STAMP) requirements-backends.txt
+	$(PY) -m pip install --quiet -r requirements-backends.txt
+	@touch $(BACKENDS_STAMP)
+
 # The main job: train the MLP example under capture, then serve the viewer on its run
 # (http://127.0.0.1:8000; Ctrl-C stops). PORT=0 picks a free port.
 PORT ?= 8000
 demo: setup
 	$(VENV)/bin/tpx-inspect run examples/train_mlp.py --serve --port $(PORT)
 
-test: setup
+test: setup backends
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
