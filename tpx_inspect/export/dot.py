@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import graphviz
+import numpy as np
 
 from tpx_inspect.collapse import View, ViewNode, collapse, shape_label
 from tpx_inspect.records import Graph
@@ -40,18 +41,23 @@ _RANK = {s: i for i, s in enumerate(STATUS_COLOURS)}
 
 def node_status(graph: Graph) -> list[str]:
     """Default status per node: ``nonfinite`` (NaN/Inf in output or gradient), ``unused``
-    (a backward graph whose backward did not run the node), else ``ok``."""
-    out = []
-    for s in graph.stats:
-        if (s.output is not None and not s.output.finite) or (
-            s.grad is not None and not s.grad.finite
-        ):
-            out.append("nonfinite")
-        elif graph.kind == "backward" and s.order is None:
-            out.append("unused")
-        else:
-            out.append("ok")
-    return out
+    (a backward graph whose backward did not run the node), else ``ok``. Read from the
+    graph's tables, without building a record per node.
+
+    >>> import tpx as tp, tpx_inspect
+    >>> x = tp.asarray([0.0, 1.0], requires_grad=True)
+    >>> node_status(tpx_inspect.trace(lambda: x.log().sum().backward()).graphs[0])
+    ['nonfinite', 'nonfinite', 'nonfinite']
+    """
+    t = graph.tables
+    bad = np.zeros(len(t.nodes), bool)
+    counts = t.summaries[:, 5] + t.summaries[:, 6] if len(t.summaries) else np.zeros(0)
+    for col in (0, 1):
+        rows = t.nodes[:, col]
+        has = rows >= 0
+        bad[has] |= counts[rows[has]] > 0
+    unused = (t.nodes[:, 2] < 0) if graph.kind == "backward" else np.zeros(len(bad), bool)
+    return np.where(bad, "nonfinite", np.where(unused, "unused", "ok")).tolist()
 
 
 def to_dot(
