@@ -55,6 +55,7 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
         return wrap(reflected(self._t, b) if reflected is not None else forward(self._t, b))
 
     method.__name__ = slow.__name__
+    method.__qualname__ = f"Tensor.{slow.__name__}"
     method.__doc__ = slow.__doc__
     return method
 
@@ -84,6 +85,7 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
         return wrap(forward(a))
 
     method.__name__ = slow.__name__
+    method.__qualname__ = f"Tensor.{slow.__name__}"
     method.__doc__ = slow.__doc__
     return method
 
