@@ -7,16 +7,21 @@ API overview (others build the CLI, the server, the viewer and the checks on it)
   graph without backward; ``cap.trace`` is the :class:`Trace`. ``trace(fn, *args)`` captures one
   call; ``run_script(path, args, output=...)`` runs a script under capture and always saves.
   :class:`Policy` picks steps (``first:N``, ``every:K``, ``nonfinite``, ``all``).
-- Records (``tpx_inspect.records``, frozen dataclasses): :class:`Trace` -> ``runs`` ->
-  :class:`Run` -> ``graphs`` -> :class:`Graph` with ``nodes`` (:class:`Node`: id, kind, op,
-  name, label, params, scope, source, inputs (:class:`Edge`), shape, dtype, saved) and
-  ``stats`` (:class:`NodeStats` per node: output, grad, grads_out, consts, times, order,
-  released), ``order`` (backward execution order), ``accumulations``, ``peak_saved_bytes``.
-  Reading: ``graph.node(i)``, ``input_nodes(i)``, ``consumers(i)``, ``output(i)``,
-  ``grad(i)``, ``grads_out(i)``, ``backward_order``, ``find(scope=, op=, source=, kind=)``,
-  ``value(summary)``, ``node_values(i)`` (full arrays for replay).
+- Records (``tpx_inspect.records``, frozen dataclasses; per-node ones in ``nodes``, the
+  array storage behind them in ``tables``): :class:`Trace` -> ``runs`` -> :class:`Run`
+  (status, steps, policy, error) -> ``graphs`` -> :class:`Graph` (step, kind
+  ``backward``/``roots``/``partial``, detail ``full``/``stats``, structure) with ``nodes``
+  (:class:`Node`: id, kind ``leaf``/``param``/``op``/``loss``, op, name, label, params,
+  scope, source, inputs (:class:`Edge`), shape, dtype, saved) and ``stats``
+  (:class:`NodeStats` per node: output, grad, grads_out, consts, forward/backward seconds,
+  order, released), ``order`` (node ids in backward execution order), ``accumulations``,
+  ``peak_saved_bytes``. Reading: ``graph.node(i)``, ``input_nodes(i)``, ``consumers(i)``,
+  ``output(i)``, ``grad(i)``, ``grads_out(i)``, ``backward_order``, ``finite``,
+  ``find(scope=, op=, source=, kind=)``, ``value(summary)``, ``node_values(i)`` (full arrays
+  for replay); ``run.step(k)``, ``trace.graph(run, id)``.
 - Format: ``save(trace, path)`` writes JSON + ``.npz`` sidecar; ``load(path)`` validates
-  (:class:`TraceFormatError`); ``to_json(trace)``; the JSON Schema is ``schema_path()``.
+  (:class:`TraceFormatError`); ``to_json(trace, inline=...)`` gives the document (and the
+  arrays); the JSON Schema is ``schema_path()``; docs/trace-format.md describes it all.
 - Export: ``to_dot(graph, ...)``, ``render(graph, path, format=...)`` (Graphviz binaries),
   ``to_model_explorer(graph)``; ``collapse(graph, ...)`` groups scopes and stubs long edges.
 
