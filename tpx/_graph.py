@@ -141,7 +141,7 @@ class GradFn(Node):
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
-        """The values saved for backward (empty once freed)."""
+        """The P10 values saved for backward (empty once freed)."""
         return tuple(s for s in (self.saved or ()) if s is not None)
 
     @property
