@@ -22,6 +22,9 @@ API overview (others build the CLI, the server, the viewer and the checks on it)
 - Format: ``save(trace, path)`` writes JSON + ``.npz`` sidecar; ``load(path)`` validates
   (:class:`TraceFormatError`); ``to_json(trace, inline=...)`` gives the document (and the
   arrays); the JSON Schema is ``schema_path()``; docs/trace-format.md describes it all.
+- Checks (``tpx_inspect.checks``, see docs/checks.md): ``gradcheck(fn, inputs, ...)``,
+  ``gradgradcheck``, ``run_all_checks(fn, inputs)``, ``run_graph_checks(record)``,
+  ``run_trace_checks(path)`` return a :class:`Report` naming the first failing node.
 - Export: ``to_dot(graph, ...)``, ``render(graph, path, format=...)`` (Graphviz binaries),
   ``to_model_explorer(graph)``; ``collapse(graph, ...)`` groups scopes and stubs long edges.
 
@@ -47,6 +50,15 @@ from tpx_inspect.capture import (
     run_script,
     trace,
 )
+from tpx_inspect.checks import (
+    GradcheckError,
+    Report,
+    gradcheck,
+    gradgradcheck,
+    run_all_checks,
+    run_graph_checks,
+    run_trace_checks,
+)
 from tpx_inspect.collapse import View, collapse
 from tpx_inspect.errors import ExportError, GraphvizNotFoundError, InspectError, TraceFormatError
 from tpx_inspect.export import render, to_dot, to_model_explorer, to_svg
@@ -67,9 +79,46 @@ from tpx_inspect.records import (
 from tpx_inspect.summary import TensorSummary, summarize
 
 __all__ = [
-    "DEFAULT_POLICY", "FORMAT_VERSION", "Accumulation", "Capture", "Edge", "ErrorInfo",
-    "ExportError", "Graph", "GraphvizNotFoundError", "InspectError", "Node", "NodeStats",
-    "NodeValues", "Policy", "Run", "Saved", "ScriptResult", "Source", "TensorSummary", "Trace",
-    "TraceFormatError", "View", "capture", "collapse", "load", "render", "run_script", "save",
-    "schema_path", "summarize", "to_dot", "to_json", "to_model_explorer", "to_svg", "trace",
+    "DEFAULT_POLICY",
+    "FORMAT_VERSION",
+    "Accumulation",
+    "Capture",
+    "Edge",
+    "ErrorInfo",
+    "ExportError",
+    "GradcheckError",
+    "Graph",
+    "GraphvizNotFoundError",
+    "InspectError",
+    "Node",
+    "NodeStats",
+    "NodeValues",
+    "Policy",
+    "Report",
+    "Run",
+    "Saved",
+    "ScriptResult",
+    "Source",
+    "TensorSummary",
+    "Trace",
+    "TraceFormatError",
+    "View",
+    "capture",
+    "collapse",
+    "gradcheck",
+    "gradgradcheck",
+    "load",
+    "render",
+    "run_all_checks",
+    "run_graph_checks",
+    "run_script",
+    "run_trace_checks",
+    "save",
+    "schema_path",
+    "summarize",
+    "to_dot",
+    "to_json",
+    "to_model_explorer",
+    "to_svg",
+    "trace",
 ]  # fmt: skip

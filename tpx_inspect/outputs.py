@@ -42,7 +42,8 @@ EXPORT_FORMATS = tuple(MEDIA_TYPES)
 
 
 def graph_json(trace: Trace, graph: Graph) -> dict[str, Any]:
-    """The trace-format JSON document of a trace holding only ``graph``.
+    """The trace-format JSON document of a trace holding only ``graph``, self-contained (its
+    arrays inline, no sidecar), so that the exported file loads on its own.
 
     >>> import tpx as tp, tpx_inspect
     >>> x = tp.ones(2, requires_grad=True)
@@ -52,7 +53,7 @@ def graph_json(trace: Trace, graph: Graph) -> dict[str, Any]:
     (1, 1)
     """
     run = dataclasses.replace(trace.run(graph.run), graphs=(graph,))
-    doc, _ = to_json(dataclasses.replace(trace, runs=(run,)))
+    doc, _ = to_json(dataclasses.replace(trace, runs=(run,)), inline=True)
     return doc
 
 

@@ -269,3 +269,22 @@ def test_a_trace_of_one_graph_saves_only_its_values(tmp_path):
     g = tpx_inspect.load(path).graphs[0]
     np.testing.assert_allclose(g.node_values(1).output, np.ones(3))
     np.testing.assert_allclose(g.node_values(2).output, np.full(3, np.e), rtol=1e-6)
+
+
+def test_exported_graph_json_is_self_contained(tmp_path):
+    """`tpx-inspect export --format json` and the server's JSON export write one file that
+    loads without a sidecar, with the graph's statistics and values."""
+    import json
+
+    import tpx as tp
+    import tpx_inspect
+    from tpx_inspect.outputs import graph_json
+
+    x = tp.ones((2, 3), requires_grad=True)
+    t = tpx_inspect.trace(lambda: (x.exp() * 2).sum().backward())
+    path = tmp_path / "graph.json"
+    path.write_text(json.dumps(graph_json(t, t.graphs[0])))
+    assert not (tmp_path / "graph.npz").exists()
+    g = tpx_inspect.load(str(path)).graphs[0]
+    assert [n.title for n in g.nodes] == [n.title for n in t.graphs[0].nodes]
+    assert g.grad(0).shape == (2, 3) and g.grad(0).norm == t.graphs[0].grad(0).norm
