@@ -314,14 +314,14 @@ class Tensor(TensorMethods):
             return f"{body}, grad_fn=<{self.grad_fn.name}>)"
         return f"{body}, requires_grad=True)" if self._rg else body + ")"
 
-    def to(self, dtype: Any = None, *, backend: Any = None) -> Tensor:
-        """This tensor with another dtype and/or backend (recorded as a cast when needed)."""
+    def to(self, dtype: Any = None, *, backend: Any = None, device: Any = None) -> Tensor:
+        """This tensor with another dtype, backend and/or device (a cast is recorded)."""
         out = self if dtype is None else self.astype(dtype, copy=False)
-        if backend is None:
+        if backend is None and device is None:
             return out
         if out._rg:
             raise NotImplementedError("to(backend=...) of a tensor that requires grad")
-        return wrap(out._t.to(backend=backend))
+        return wrap(out._t.to(backend=backend, device=device))
 
     # -- in-place writes ----------------------------------------------------------------------
     def _check_inplace(self, other_requires_grad: bool) -> bool:
