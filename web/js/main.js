@@ -61,11 +61,11 @@ async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
   state.nodes = [];
   state.byNode = new Map();
   state.order = [];
-  // The node records (search, colours, playback) load while the first view is drawn.
-  const records = Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]);
+  // The first frame comes first; the node records (search, colours, playback) load after it,
+  // so that they do not compete with the layout request on the server.
   await refreshView();
   main.fit();
-  const [nodes, order] = await records;
+  const [nodes, order] = await Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]);
   state.nodes = nodes.nodes;
   state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
   state.order = order.nodes.map((n) => n.id);
