@@ -20,7 +20,7 @@ from p10._methods import TensorMethods
 from p10._tensor import VIEW_OPS, execute
 from tpx import _mode
 from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGradError
-from tpx._graph import AccumulateGrad, GradFn, user_frame
+from tpx._graph import AccumulateGrad, GradFn, shared, user_frame
 from tpx._mode import state
 from tpx.rules import NON_DIFFERENTIABLE, RULES
 
@@ -462,14 +462,15 @@ def _record(
     if dtype.kind != "f":
         return wrap(out)
     edges = tuple([_edge(x) for x in inputs])
-    node = GradFn(op, params, rule, edges, tuple([(r._data.shape, r.dtype) for r in raw]))
+    in_meta = shared(tuple([shared((r._data.shape, r.dtype)) for r in raw]))
+    node = GradFn(op, params, rule, edges, in_meta)
     if rule.save or rule.save_output:
         _save(node, rule, raw, out)
     scope = state.scope
     if scope:  # the class default is ""
         node.scope = scope
     node.code, node.lineno = user_frame(skip)
-    node.out_meta = (out._data.shape, dtype)
+    node.out_meta = shared((out._data.shape, dtype))
     t = wrap(out)
     t._rg = True
     t.grad_fn = node
@@ -494,7 +495,7 @@ def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor) -> None:
     if rule.save_output:
         saved[n] = out
     node.saved = tuple(saved)
-    node.versions = tuple([0 if v is None else v.version for v in saved])
+    node.versions = shared(tuple([0 if v is None else v.version for v in saved]))
 
 
 def _check_finite(op: Any, node: GradFn | None, out: p10.Tensor) -> None:
