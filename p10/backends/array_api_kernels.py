@@ -299,8 +299,10 @@ def host_fallback(lib: Lib, op: Op) -> Kernel:
     """The NumPy spec kernel of ``op`` run on host copies of the inputs (CPU devices only)."""
     from p10.backends import numpy_backend
 
-    spec = numpy_backend.KERNELS[op]
+    return _on_host(lib, numpy_backend.KERNELS[op])
 
+
+def _on_host(lib: Lib, spec: Kernel) -> Kernel:
     def kernel(*arrays, **params):
         out = spec(*[lib.to_numpy(a) for a in arrays], **params)
         return lib.from_numpy(np.asarray(out))
@@ -335,13 +337,7 @@ class KernelTable(dict):
         spec = _registry["numpy"].kernels.get(op) if "numpy" in _registry else None
         if spec is None or isinstance(op, Op) or not self.lib.cpu:
             raise KeyError(op)
-        lib = self.lib
-
-        def kernel(*arrays, **params):
-            out = spec(*[lib.to_numpy(a) for a in arrays], **params)
-            return lib.from_numpy(np.asarray(out))
-
-        return kernel
+        return _on_host(self.lib, spec)
 
 
 def _gelu(erf: Kernel, tanh_form: Kernel) -> Kernel:
