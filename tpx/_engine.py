@@ -8,6 +8,7 @@ topological order: every node runs after all of its consumers, deterministically
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from operator import attrgetter
@@ -124,7 +125,7 @@ def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] 
         return _run_general(order, grads, roots, retain_graph, create_graph, targets, observed)
     # NOTE: the common case (no observer, no tpx.grad targets, no anomaly mode) is this loop;
     # it does what _run_general does for it, with the per-node steps written inline.
-    pop, get = grads.pop, grads.get
+    pop = grads.pop
     for node in order:
         g = pop(node, None)
         if g is None:
@@ -136,12 +137,17 @@ def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] 
             continue
         if node._pre_hooks is not None or node.tensor_hooks is not None or node.retain is not None:
             g = _pre_hooks(node, g)
-        grad_inputs = _execute(node, g, retain_graph, create_graph)
-        for nxt, gi in zip(node.edges, grad_inputs):
-            if nxt is not None and gi is not None:
-                prev = get(nxt)
-                grads[nxt] = gi if prev is None else prev + gi
+        _send(grads, node.edges, _execute(node, g, retain_graph, create_graph))
     return None
+
+
+def _send(grads: dict, edges: tuple, grad_inputs: tuple) -> None:
+    # NOTE: a function of its own, so that no local of _run keeps a gradient alive after it was
+    # sent: a leaf takes over a gradient that nothing else holds (see _unshared).
+    for nxt, gi in zip(edges, grad_inputs):
+        if nxt is not None and gi is not None:
+            prev = grads.get(nxt)
+            grads[nxt] = gi if prev is None else prev + gi
 
 
 def _run_general(
@@ -234,10 +240,45 @@ def _owned(g: p10.Tensor) -> Tensor:
     return wrap(p10.asarray(g, copy=True))
 
 
+def _holders(g: p10.Tensor) -> tuple[bool, int, int]:
+    """Whether ``g`` owns writable NumPy memory, and the reference counts of ``g`` and of it."""
+    arr = g._data
+    owns = arr.__class__ is np.ndarray and arr.base is None and arr.flags.writeable
+    return owns and g._vc is None, sys.getrefcount(g), sys.getrefcount(arr)
+
+
+def _sole_holders() -> tuple[bool, int, int]:
+    """What _unshared sees for a gradient that only _run's `g` holds, measured through the same
+    depth of calls rather than written down: interpreters that borrow references count fewer."""
+
+    def accumulate_leaf(g: p10.Tensor) -> tuple[bool, int, int]:
+        return unshared(g)
+
+    def unshared(g: p10.Tensor) -> tuple[bool, int, int]:
+        return _holders(g)
+
+    g = p10.zeros(1)
+    return accumulate_leaf(g)
+
+
+_SOLE_HOLDERS = _sole_holders()
+
+
+def _unshared(g: p10.Tensor) -> bool:
+    """True when nothing but the engine holds ``g`` and its memory: the leaf then takes it as
+    its ``.grad`` without a copy, as PyTorch's AccumulateGrad steals a gradient whose use count
+    is 1. Anything else (the caller's `gradient=`, a view, a value that a rule also gave to
+    another leaf, that a hook kept or that a Function saved) is copied by the caller."""
+    return _holders(g) == _SOLE_HOLDERS
+
+
 def _accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
     leaf = node.variable
     if leaf.grad is None:
-        leaf.grad = g if create_graph and g.__class__ is Tensor else _owned(_raw(g))
+        if g.__class__ is Tensor:
+            leaf.grad = g if create_graph else _owned(g._t)
+        else:
+            leaf.grad = wrap(g) if _unshared(g) else _owned(g)
     else:
         leaf.grad = leaf.grad + (g if g.__class__ is Tensor else wrap(g))
     for fn in node._hooks or ():

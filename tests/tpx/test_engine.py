@@ -384,6 +384,53 @@ def test_leaf_grad_from_a_broadcast_is_writable():
     assert x.grad.tolist() == [[0.5] * 3] * 2
 
 
+def test_leaf_grad_kept_by_a_hook_is_not_shared():
+    x = tp.ones(2, requires_grad=True)
+    kept = []
+    x.register_hook(lambda g: kept.append(g))
+    (x * 2).sum().backward()
+    with tp.no_grad():
+        x.grad += 1
+    assert kept[0].tolist() == [2.0, 2.0]
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_leaf_grad_returned_by_a_function_is_not_shared():
+    held = tp.full(2, 7.0)
+
+    class Constant(tp.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return (held,)  # a tensor the caller still holds
+
+    x = tp.ones(2, requires_grad=True)
+    Constant.apply(x).sum().backward()
+    with tp.no_grad():
+        x.grad *= 0
+    assert held.tolist() == [7.0, 7.0]
+
+
+def test_leaf_takes_a_gradient_nothing_else_holds_without_a_copy(monkeypatch):
+    # NOTE: a white-box check of a cost, not of a value: the fresh gradient of `x * 2` is moved
+    # into x.grad (PyTorch steals it the same way); the shared one of `y + z` is copied once.
+    from tpx import _engine
+
+    copies = []
+    original = _engine._owned
+    monkeypatch.setattr(_engine, "_owned", lambda g: copies.append(g) or original(g))
+    x = tp.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    assert copies == [] and x.grad.tolist() == [2.0, 2.0, 2.0]
+    y, z = tp.ones(3, requires_grad=True), tp.ones(3, requires_grad=True)
+    (y + z).sum().backward()  # the rule of add gives one value to both
+    assert len(copies) == 2
+    assert y.grad.tolist() == z.grad.tolist() == [1.0, 1.0, 1.0]
+
+
 def test_retained_grad_owns_its_memory():
     x = tp.ones(2, requires_grad=True)
     h = x * 1
