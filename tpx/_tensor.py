@@ -26,6 +26,7 @@ from tpx.rules import NON_DIFFERENTIABLE, RULES
 
 P = p10.Tensor
 M = TensorMethods
+_new = object.__new__
 
 
 def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
@@ -52,7 +53,12 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
             return _record_binary(op, forward, slow, self, other, reflected is not None)
         if state.anomaly:
             return slow(self, other)
-        return wrap(reflected(self._t, b) if reflected is not None else forward(self._t, b))
+        out = reflected(self._t, b) if reflected is not None else forward(self._t, b)
+        # NOTE: wrap() inlined: one call less per op in a forward that records nothing
+        t = _new(Tensor)
+        t._t, t._rg, t._ver = out, False, 0
+        t.grad = t.grad_fn = t._accum = t._extra = None
+        return t
 
     method.__name__ = slow.__name__
     method.__qualname__ = f"Tensor.{slow.__name__}"
@@ -82,7 +88,10 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
         a = self._t
         if self._rg and state.grad_enabled:
             return _record(op, (self,), (a,), {}, forward(a), skip=1)
-        return wrap(forward(a))
+        t = _new(Tensor)  # wrap() inlined, as in _fast_binary
+        t._t, t._rg, t._ver = forward(a), False, 0
+        t.grad = t.grad_fn = t._accum = t._extra = None
+        return t
 
     method.__name__ = slow.__name__
     method.__qualname__ = f"Tensor.{slow.__name__}"
