@@ -374,8 +374,11 @@ def _check_rule_output(node: GradFn, grads: Any, create_graph: bool) -> tuple:
             append(None)
             continue
         raw = g._t if g.__class__ is Tensor else g
-        # NOTE: the backend's own shape first (cheap); p10's tuple shape only to confirm
-        if (raw._data.shape != shape and raw.shape != shape) or raw.dtype != dtype:
+        # NOTE: the backend's own shape and dtype first (cheap); P10's only to confirm
+        data = raw._data
+        if (data.shape != shape and raw.shape != shape) or (
+            data.dtype is not dtype and raw.dtype != dtype
+        ):
             _raise_bad_gradient(node, grads)
         if create_graph:
             append(g if g.__class__ is Tensor else wrap(g))

@@ -44,6 +44,19 @@ def shared(record: tuple) -> tuple:
     return found
 
 
+def shared_meta(meta: tuple) -> tuple:
+    """``meta``, a tuple of ``(shape, dtype)`` pairs, shared as a whole and pair by pair.
+
+    >>> m = shared_meta((((2,), "f4"), ((2,), "f4")))
+    >>> m is shared_meta((((2,), "f4"), ((2,), "f4"))) and m[0] is m[1]
+    True
+    """
+    found = _shared.get(meta)  # one lookup for a node whose inputs were seen before
+    if found is None:
+        found = shared(tuple([shared(pair) for pair in meta]))
+    return found
+
+
 def user_frame(skip: int = 0) -> tuple[Any, int]:
     """``(code, lineno)`` of the first frame outside p10 and tpx: the user's source line.
 

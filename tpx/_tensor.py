@@ -20,7 +20,7 @@ from p10._methods import TensorMethods
 from p10._tensor import VIEW_OPS, execute
 from tpx import _mode
 from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGradError
-from tpx._graph import AccumulateGrad, GradFn, shared, user_frame
+from tpx._graph import AccumulateGrad, GradFn, shared, shared_meta, user_frame
 from tpx._mode import state
 from tpx.rules import NON_DIFFERENTIABLE, RULES
 
@@ -471,7 +471,7 @@ def _record(
     if dtype.kind != "f":
         return wrap(out)
     edges = tuple([_edge(x) for x in inputs])
-    in_meta = shared(tuple([shared((r._data.shape, r.dtype)) for r in raw]))
+    in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
     node = GradFn(op, params, rule, edges, in_meta)
     if rule.save or rule.save_output:
         _save(node, rule, raw, out)
