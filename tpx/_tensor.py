@@ -70,7 +70,8 @@ def _record_binary(op: Op, forward: Any, slow: Any, x: Tensor, y: Any, swap: boo
     """The recording half of :func:`_fast_binary` (``swap``: ``y`` is the left operand)."""
     a = x._t
     b = const = y._t if y.__class__ is Tensor else scalar_tensor(y, a)
-    if a._backend is not b._backend or a.dtype != b.dtype or state.anomaly or _mode.observers:
+    same_dtype = a._data.dtype is b._data.dtype or a.dtype == b.dtype  # identity: cheap
+    if a._backend is not b._backend or not same_dtype or state.anomaly or _mode.observers:
         return slow(x, y)
     if y.__class__ is Tensor:
         const = y
@@ -480,10 +481,10 @@ def _record(
         node.scope = scope
     node.code, node.lineno = user_frame(skip)
     node.out_meta = shared((out._data.shape, dtype))
-    t = wrap(out)
-    t._rg = True
-    t.grad_fn = node
+    t = _new(Tensor)  # wrap() inlined
+    t._t, t._rg, t.grad_fn = out, True, node
     t._ver = out.version  # a view shares its base's counter, which may be past 0
+    t.grad = t._accum = t._extra = None
     if state.anomaly:
         _check_finite(op, node, out)
     if _mode.observers:
@@ -504,7 +505,19 @@ def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor) -> None:
     if rule.save_output:
         saved[n] = out
     node.saved = tuple(saved)
-    node.versions = shared(tuple([0 if v is None else v.version for v in saved]))
+    node.versions = _versions(node.saved)
+
+
+_ZEROS = tuple((0,) * n for n in range(8))
+
+
+def _versions(saved: tuple) -> tuple:
+    for v in saved:
+        if v is not None and v._vc is not None:  # a view, or written in place before
+            return shared(tuple([0 if v is None else v.version for v in saved]))
+    # NOTE: the common case: no saved value has a version counter yet, so all are at 0
+    n = len(saved)
+    return _ZEROS[n] if n < len(_ZEROS) else (0,) * n
 
 
 def _check_finite(op: Any, node: GradFn | None, out: p10.Tensor) -> None:
