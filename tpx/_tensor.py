@@ -199,6 +199,37 @@ class Tensor(TensorMethods):
         """True after :meth:`retain_grad` on a non-leaf."""
         return self.grad_fn is not None and self.grad_fn.retain is not None
 
+    @property
+    def name(self) -> str | None:
+        """An optional label, e.g. a parameter's dotted path (``model.0.weight``); None unset.
+
+        ``nn.Module`` names its parameters when called; inspectors show the name of a leaf.
+        Ops, ``detach()`` and copies do not carry it over.
+
+        >>> import tpx as tp
+        >>> w = tp.ones(2, requires_grad=True)
+        >>> w.name is None
+        True
+        >>> w.name = "w"; w.name, (w * 2).name
+        ('w', None)
+        """
+        # NOTE: kept in _extra, so that tensors without a name pay nothing on the hot path
+        extra = self._extra
+        return None if extra is None else extra.get("name")
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"Tensor.name must be a str or None, got {type(value).__name__}")
+        if self._extra is None:
+            if value is None:
+                return
+            self._extra = {}
+        if value is None:
+            self._extra.pop("name", None)
+        else:
+            self._extra["name"] = value
+
     def register_hook(self, fn: Any) -> Handle:
         """``fn(grad)`` runs when this tensor's gradient is computed; it may return a new one.
 

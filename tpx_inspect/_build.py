@@ -236,7 +236,7 @@ class GraphBuilder:
 
     def _leaf(self, n: Any) -> tuple:
         var = n.variable
-        label = self.labels.get(id(var), ("", None))[0]
+        label = _leaf_label(var, self.labels)
         kind = "param" if label or type(var).__name__ == "Parameter" else "leaf"
         a = to_numpy(var)
         return (kind, None, "AccumulateGrad", label, {}, "", None, [], list(a.shape),
@@ -289,10 +289,19 @@ def _peak(raw: list, pending: Any) -> int:
     return sum(seen.values())
 
 
+def _leaf_label(var: Any, labels: dict) -> str:
+    """The label of a leaf: its name in ``params=`` (explicit wins), else its ``Tensor.name``
+    (``nn.Module`` names its parameters ``model.0.weight`` when called), else ''."""
+    found = labels.get(id(var))
+    if found is not None:
+        return found[0]
+    return getattr(var, "name", None) or ""
+
+
 def _node_key(n: Any, index: dict, labels: dict) -> tuple:
     if n.__class__ is AccumulateGrad:
         var = n.variable
-        return (None, labels.get(id(var), ("",))[0], var.shape, var.dtype)
+        return (None, _leaf_label(var, labels), var.shape, var.dtype)
     edges = tuple(None if e is None else index[e] for e in n.edges)
     params = repr(n.params) if n.params else ""
     return (n.op, n.scope, n.code, n.lineno, params, edges, n.in_meta, n.out_meta)

@@ -120,9 +120,10 @@ class Capture:
     Options: ``policy`` (a :class:`Policy` or its string form), ``values`` (``none`` /
     ``small`` / ``all``: which full values to keep), ``value_limit`` (elements, for
     ``small``), ``params`` (``{name: tensor}`` or ``named_parameters()``-style pairs to label
-    parameters), ``timing`` (False records zero times: deterministic output), ``source_root``
-    (source paths below it are stored relative), ``path`` (save there on exit, even after an
-    error), ``name`` (the run's name).
+    parameters; they win over ``Tensor.name``, which ``tpx.nn`` modules set to
+    ``model.0.weight`` and which labels a leaf otherwise), ``timing`` (False records zero
+    times: deterministic output), ``source_root`` (source paths below it are stored relative),
+    ``path`` (save there on exit, even after an error), ``name`` (the run's name).
 
     >>> import tpx as tp
     >>> w = tp.ones((2, 2), requires_grad=True)

@@ -40,6 +40,16 @@ def test_run_writes_a_trace_and_prints_a_summary(scripts, tmp_path):
     assert len(Trace.load(str(tmp_path / "r" / "trace.json")).graphs) == 2
 
 
+def test_run_of_the_mlp_example_names_its_parameters_by_path(tmp_path):
+    example = Path(__file__).resolve().parents[2] / "examples" / "train_mlp.py"
+    result = invoke("run", example, "--quick", "-o", tmp_path / "mlp")
+    assert result.exit_code == 0, result.output
+    g = Trace.load(str(tmp_path / "mlp" / "trace.json")).graphs[0]
+    assert [(n.kind, n.label) for n in g.nodes if n.op is None] == [
+        ("param", f"model.{i}.{p}") for i in (0, 2, 4) for p in ("weight", "bias")
+    ]
+
+
 @pytest.mark.parametrize("values", ["none", "small", "all"])
 def test_run_value_policies(scripts, tmp_path, values):
     result = invoke("run", scripts / "train.py", "-o", tmp_path, "--values", values,

@@ -272,6 +272,30 @@ def test_capture_labels_parameters_from_named_parameters():
     ]  # fmt: skip
 
 
+def test_capture_labels_a_models_parameters_by_their_paths_without_params():
+    import tpx.nn as nn
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    x = tp.ones((1, 3), requires_grad=True)  # an unnamed leaf stays "leaf"
+    with tpx_inspect.capture() as cap:
+        model(x).sum().backward()
+    leaves = [(n.kind, n.label) for n in cap.trace.graphs[0].nodes if n.op is None]
+    assert sorted(leaves) == [
+        ("leaf", ""), ("param", "model.0.bias"), ("param", "model.0.weight"),
+        ("param", "model.2.bias"), ("param", "model.2.weight"),
+    ]  # fmt: skip
+
+
+def test_explicit_params_win_over_tensor_names():
+    w = tp.ones((2, 2), requires_grad=True)
+    b = tp.zeros(2, requires_grad=True)
+    w.name, b.name = "from.name", "bias.name"
+    with tpx_inspect.capture(params={"explicit": w}) as cap:
+        (tp.ones((1, 2)) @ w + b).sum().backward()
+    leaves = [(n.kind, n.label) for n in cap.trace.graphs[0].nodes if n.op is None]
+    assert leaves == [("param", "explicit"), ("param", "bias.name")]
+
+
 def test_a_deep_chain_is_captured_with_ids_in_order():
     g = chain_capture(2_000).trace.graphs[0]
     assert len(g.nodes) == 2_002 and g.order[0] == 2_001

@@ -217,6 +217,46 @@ def test_module_called_outside_its_parent_uses_its_class_name():
     assert Outer()(tp.ones((1, 2))).grad_fn.scope == "model.Linear"
 
 
+def test_a_call_names_parameters_and_buffers_with_their_paths():
+    net = Net()
+    assert all(p.name is None for p in net.parameters())
+    net(tp.asarray([[1, 2, 3]]))
+    for path, p in net.named_parameters():
+        assert p.name == f"model.{path}"
+    assert net.blocks[1].attn.q_proj.weight.name == "model.blocks.1.attn.q_proj.weight"
+    assert net.head[2].bias.name == "model.head.2.bias"
+    assert [b.name for b in net.buffers()] == ["model.steps", "model.scratch"]
+
+
+def test_names_follow_the_outermost_module_and_shared_parameters_keep_their_first_path():
+    inner = nn.Linear(2, 2)
+    net = nn.Sequential(inner, nn.ReLU(), nn.Linear(2, 2))
+    net[2].weight = inner.weight  # tied: named_parameters() lists it once, as "0.weight"
+    net.scope_name = "encoder"
+    net(tp.ones((1, 2)))
+    assert inner.weight.name == "encoder.0.weight" and net[2].bias.name == "encoder.2.bias"
+    inner.weight.name = "renamed"
+    inner(tp.ones((1, 2)))  # called on its own, it is the outermost module
+    assert inner.weight.name == "model.weight"
+    net(tp.ones((1, 2)))
+    assert inner.weight.name == "encoder.0.weight"
+
+
+def test_a_helper_called_outside_its_parent_keeps_its_parameters_names():
+    helper = nn.Linear(2, 2)
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
+        def forward(self, x):
+            return helper(self.fc(x))
+
+    Outer()(tp.ones((1, 2)))
+    assert helper.weight.name is None, "not a submodule: no path to name it by"
+
+
 def test_shape_mismatch_names_the_layer_path_and_shapes():
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Sequential(nn.Linear(6, 2)))
     with pytest.raises(nn.LayerShapeError) as info:

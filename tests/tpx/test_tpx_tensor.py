@@ -18,6 +18,21 @@ def test_requires_grad_on_int_raises():
     assert not tp.arange(3).requires_grad
 
 
+def test_name_is_optional_settable_and_does_not_change_gradients_or_hooks():
+    w = tp.ones(2, requires_grad=True)
+    assert w.name is None and w._extra is None, "an unnamed tensor stores nothing"
+    w.name = "layer.weight"
+    h = w.register_hook(lambda g: g * 10)
+    (w * 3).sum().backward()
+    assert w.name == "layer.weight" and w.grad.tolist() == [30.0, 30.0]
+    assert w.detach().name is None and (w * 1).name is None
+    h.remove()
+    w.name = None
+    assert w.name is None
+    with pytest.raises(TypeError, match="str or None"):
+        w.name = 3
+
+
 def test_requires_grad_false_on_non_leaf_raises():
     y = tp.ones(2, requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="detach"):

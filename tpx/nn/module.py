@@ -3,7 +3,9 @@
 A module holds parameters, buffers and child modules in three ordered dicts, so that
 ``named_parameters()`` and ``state_dict()`` list them in definition order. Calling a module
 runs ``forward`` inside ``tp.scope(<its path>)``: every graph node it records carries the
-module's dotted path (``model.blocks.0.attn.q_proj``), which the inspector shows.
+module's dotted path (``model.blocks.0.attn.q_proj``), which the inspector shows. The
+outermost call also sets ``Tensor.name`` of every parameter and buffer to that path plus its
+attribute (``model.blocks.0.attn.q_proj.weight``), writing only names that are missing or stale.
 """
 
 from __future__ import annotations
@@ -172,7 +174,7 @@ class Module:
         name, path = self._scope_of_call()
         root = not _calls.stack
         if root:
-            _calls.paths = {id(m): p for p, m in self.named_modules()}
+            _calls.paths = _enter_root(self)
         _calls.stack.append((self, path))
         try:
             with tp.scope(name):
@@ -446,6 +448,35 @@ class Module:
         if len(lines) == 1:
             return lines[0] + ")"
         return "\n".join(lines) + "\n)"
+
+
+def _enter_root(root: Module) -> dict[int, str]:
+    """The path of every submodule of ``root``; names their parameters and buffers on the way
+    (``model.0.weight``: the root's scope name, then the dotted path of ``named_parameters()``).
+    """
+    paths: dict[int, str] = {}
+    seen: set[int] = set()
+    for path, module in root.named_modules():
+        paths[id(module)] = path
+        if module._parameters or module._buffers:
+            base = f"{root.scope_name}.{path}" if path else root.scope_name
+            _name_members(module._parameters, base, seen)
+            _name_members(module._buffers, base, seen)
+    return paths
+
+
+def _name_members(table: dict[str, Any], base: str, seen: set[int]) -> None:
+    # NOTE: a shared tensor keeps its first path, as in named_parameters(); a name is written
+    # only when it is missing or changed, so a call of an unchanged model writes nothing.
+    # _extra is read directly (Tensor.name's storage): this runs on every outermost call.
+    for key, t in table.items():
+        if t.__class__ is not tp.Tensor or id(t) in seen:
+            continue
+        seen.add(id(t))
+        name = f"{base}.{key}"
+        extra = t._extra
+        if extra is None or extra.get("name") != name:
+            t.name = name
 
 
 def _is_parameter(value: Any) -> bool:
