@@ -131,7 +131,8 @@ def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] 
         if g is None:
             continue
         if node.__class__ is AccumulateGrad:
-            if node._pre_hooks is not None or node.variable._extra:
+            extra = node.variable._extra  # also holds a tensor's name: only hooks matter here
+            if node._pre_hooks is not None or (extra and extra.get("hooks")):
                 g = _pre_hooks(node, g)
             _accumulate_leaf(node, g, create_graph)
             continue
