@@ -166,6 +166,7 @@ def test_checks_mark_failing_nodes_and_focus_the_first(viewer):
 
 def test_compare_two_graphs_side_by_side_and_overlaid(viewer):
     v = viewer.open("run=model&graph=0")
+    v.page.wait_for_selector("body[data-compare-ready]")
     option = v.page.eval_on_selector_all(
         "#compare option",
         "os => os.map(o => o.value).find(x => x.startsWith('model') && x.endsWith('1'))",

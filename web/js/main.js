@@ -27,13 +27,18 @@ function status(text) {
 async function loadRuns() {
   const runs = await api.runs();
   $("run").replaceChildren(...runs.map((r) => new Option(`${r.name} (${r.status}, ${r.graphs} graphs)`, r.id)));
-  const compareOptions = [new Option("—", "")];
+  return runs;
+}
+
+async function fillCompare(runs) {
+  // Every graph of every run can be compared; listed after the first frame is drawn.
+  const options = [new Option("—", "")];
   for (const r of runs) {
     const list = await api.graphs(r.id);
-    for (const g of list.graphs) compareOptions.push(new Option(`${r.name} / graph ${g.id} (${g.detail})`, `${r.id}\u0000${g.id}`));
+    for (const g of list.graphs) options.push(new Option(`${r.name} / graph ${g.id} (${g.detail})`, `${r.id}\u0000${g.id}`));
   }
-  $("compare").replaceChildren(...compareOptions);
-  return runs;
+  $("compare").replaceChildren(...options);
+  document.body.dataset.compareReady = "1";
 }
 
 async function selectRun(run, graph = null) {
@@ -518,6 +523,7 @@ async function start() {
   } else {
     await selectRun(run);
   }
+  fillCompare(runs).catch((err) => status(`error: ${err}`));
   const live = runs.find((r) => r.id === run)?.live;
   if (live) follow(run);
 }
