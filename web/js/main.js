@@ -14,6 +14,7 @@ const state = {
   run: null, graph: null, expanded: new Set(), scopes: [], view: null, nodes: [], byNode: new Map(),
   order: [], selected: null, hits: [], hit: -1, findings: new Map(), checked: false,
   diff: null, compare: null, play: { index: -1, timer: null }, colour: "kind", graphs: [], stub: "",
+  boxByNode: new Map(), boxByScope: new Map(),
 };
 
 const main = new GraphView($("canvas"));
@@ -86,6 +87,7 @@ async function refreshView() {
   const view = await api.view(state.run, state.graph, [...state.expanded], state.stub);
   state.view = view;
   state.scopes = view.scopes;
+  indexView(view);
   main.setGraph(toDrawable(view));
   applyColour();
   applyMarks();
@@ -105,18 +107,26 @@ function toDrawable(view) {
 }
 
 // -- node lookup ---------------------------------------------------------------------------------
-function boxOf(nodeId) {
-  // The view box that shows a real node: itself, or the collapsed scope holding it.
-  const direct = state.view.nodes.find((v) => v.node === nodeId && v.kind !== "stub");
-  if (direct) return direct;
-  const scope = state.byNode.get(nodeId)?.scope || "";
-  let best = null;
-  for (const v of state.view.nodes) {
-    if (v.kind === "scope" && (scope === v.scope || scope.startsWith(v.scope + "."))) {
-      if (!best || v.scope.length > best.scope.length) best = v;
-    }
+function indexView(view) {
+  // Lookups for boxOf: real nodes drawn as themselves, and folded scopes by name.
+  state.boxByNode = new Map();
+  state.boxByScope = new Map();
+  for (const v of view.nodes) {
+    if (v.kind === "scope") state.boxByScope.set(v.scope, v);
+    else if (v.kind !== "stub" && v.node !== null && v.node !== undefined) state.boxByNode.set(v.node, v);
   }
-  return best;
+}
+
+function boxOf(nodeId) {
+  // The view box that shows a real node: itself, or the innermost folded scope holding it.
+  const direct = state.boxByNode.get(nodeId);
+  if (direct) return direct;
+  const scopes = ancestors(state.byNode.get(nodeId)?.scope || "");
+  for (let i = scopes.length - 1; i >= 0; i--) {
+    const box = state.boxByScope.get(scopes[i]);
+    if (box) return box;
+  }
+  return null;
 }
 
 function ancestors(scope) {
