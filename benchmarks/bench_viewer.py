@@ -10,24 +10,15 @@ navigation to the first frame drawn, and from the expand request to the next fra
 
 from __future__ import annotations
 
-import socket
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(ROOT / "tests" / "web"))
+
+from conftest import LAUNCH_ARGS  # noqa: E402  (one definition of the Chromium flags)
 
 
 def build_trace(folder: Path, blocks: int = 40, layers: int = 21, ops: int = 24) -> int:
@@ -52,23 +43,12 @@ def build_trace(folder: Path, blocks: int = 40, layers: int = 21, ops: int = 24)
     return len(cap.trace.graphs[0].nodes)
 
 
-def _serve(runs: Path) -> tuple[str, object, threading.Thread]:
-    import uvicorn
-
+def _serve(runs: Path):
     from tpx_inspect.server.app import create_app
+    from tpx_inspect.server.serve import ServerThread, bind
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app([runs], web_dir=ROOT / "web"), host="127.0.0.1", port=port,
-                       log_level="warning")
-    )  # fmt: skip
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    return f"http://127.0.0.1:{port}", server, thread
+    app = create_app([runs], web_dir=ROOT / "web")
+    return ServerThread(app, bind("127.0.0.1", 0)).start()
 
 
 def measure(url: str) -> dict[str, float]:
@@ -114,12 +94,11 @@ def main(argv: list[str] | None = None) -> None:
         t = time.perf_counter()
         n = build_trace(runs / "big")
         print(f"trace: {n} nodes, captured and saved in {time.perf_counter() - t:.2f} s")
-        url, server, thread = _serve(runs)
+        server = _serve(runs)
         try:
-            r = measure(url)
+            r = measure(server.url.rstrip("/"))
         finally:
-            server.should_exit = True
-            thread.join(timeout=10)
+            server.stop(timeout=10)
     print(f"first render (navigation -> first frame, {r['boxes']} boxes): {r['first']:.2f} s "
           f"(goal <= 2 s)")  # fmt: skip
     print(f"expand one scope ({r['expanded_boxes']} boxes after): {r['expand']:.2f} s "

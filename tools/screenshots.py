@@ -8,11 +8,8 @@ Captures examples/train_mlp.py (--quick) and a graph with a planted wrong rule, 
 
 from __future__ import annotations
 
-import socket
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,19 +20,11 @@ from conftest import LAUNCH_ARGS, _model_trace, _wrong_rule_trace  # noqa: E402
 
 
 def _serve(runs: Path):
-    import uvicorn
-
     from tpx_inspect.server.app import create_app
+    from tpx_inspect.server.serve import ServerThread, bind
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     app = create_app([runs], web_dir=ROOT / "web")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.05)
-    return f"http://127.0.0.1:{port}", server
+    return ServerThread(app, bind("127.0.0.1", 0)).start()
 
 
 def _shots(url: str) -> None:
@@ -80,11 +69,11 @@ def main() -> None:
         for name, make in (("model", _model_trace), ("wrong-sin", _wrong_rule_trace)):
             (runs / name).mkdir()
             make(runs / name)
-        url, server = _serve(runs)
+        server = _serve(runs)
         try:
-            _shots(url)
+            _shots(server.url.rstrip("/"))
         finally:
-            server.should_exit = True
+            server.stop()
     print(f"screenshots written to {DOCS}")
 
 

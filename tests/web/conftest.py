@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -83,32 +80,15 @@ def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def server(runs_dir: Path) -> Iterator[str]:
-    import uvicorn
-
     from tpx_inspect.server.app import create_app
+    from tpx_inspect.server.serve import ServerThread, bind
 
-    port = _free_port()
-    app = create_app([runs_dir], web_dir=ROOT / "web")
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
+    thread = ServerThread(create_app([runs_dir], web_dir=ROOT / "web"), bind("127.0.0.1", 0))
     thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    yield thread.url.rstrip("/")
+    thread.stop(timeout=10)
 
 
 @pytest.fixture(scope="session")

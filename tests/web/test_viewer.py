@@ -161,6 +161,7 @@ def test_checks_mark_failing_nodes_and_focus_the_first(viewer):
     sin = v.state("s.nodes.find(n => n.op === 'sin').id")
     assert v.state("s.selected") == sin
     assert v.state(f"s.findings.has({sin})")
+    v.page.wait_for_selector("#panel h2")  # the node's details arrive after the selection
     assert "sin" in v.page.inner_text("#panel")
 
 
