@@ -100,7 +100,7 @@ async function refreshView() {
 function toDrawable(view) {
   const nodes = view.nodes.map((v) => {
     const [label, ...rest] = v.label.split("\n");
-    return { ...v, label, sublabel: rest.join(" "), kind: v.kind };
+    return { ...v, label, sublabel: rest.join(" ") };
   });
   const edges = view.edges.map((e) => ({ source: e.src, target: e.dst, label: e.label, points: e.points }));
   return { nodes, edges, width: view.width, height: view.height };
