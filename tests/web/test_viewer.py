@@ -31,8 +31,10 @@ def test_pick_run_and_graph_see_top_down_dag_and_pan_zoom_fit(viewer):
     assert set(runs) == {"model", "wrong-sin"}
     v.page.select_option("#run", "model")
     v.wait("s.run === 'model' && s.view !== null")
+    # Picked while the run may still be loading: the later pick wins, stale replies are dropped.
     v.page.select_option("#graph", "1")
-    v.wait("s.graph === 1")
+    v.page.wait_for_selector("body[data-loaded='model/1']", timeout=10_000)
+    assert v.state("s.graph") == 1 and v.page.input_value("#graph") == "1"
     boxes = v.state("s.view.nodes.map(n => ({kind: n.kind, y: n.y, label: n.label}))")
     loss_y = max(b["y"] for b in boxes if b["kind"] == "loss")
     assert all(b["y"] < loss_y for b in boxes if b["kind"] in ("leaf", "param"))  # top-down

@@ -15,6 +15,9 @@ const state = {
   order: [], selected: null, hits: [], hit: -1, findings: new Map(), checked: false,
   diff: null, compare: null, play: { index: -1, timer: null }, colour: "kind", graphs: [], stub: "",
   boxByNode: new Map(), boxByScope: new Map(),
+  // Load generations: a pick made while an earlier one is still loading wins; stale replies are
+  // dropped instead of overwriting what the user asked for last.
+  loadSeq: 0, viewSeq: 0,
 };
 
 const main = new GraphView($("canvas"));
@@ -43,11 +46,18 @@ async function fillCompare(runs) {
 }
 
 async function selectRun(run, graph = null) {
+  const token = ++state.loadSeq;
   state.run = run;
   $("run").value = run;
   const list = await api.graphs(run);
+  if (state.run !== run) return; // another run was picked meanwhile
   state.graphs = list.graphs;
   $("graph").replaceChildren(...list.graphs.map((g) => new Option(`graph ${g.id}: ${g.detail} · ${g.nodes} nodes${g.finite ? "" : " · non-finite"}`, g.id)));
+  if (token !== state.loadSeq) {
+    // A graph was picked while the list loaded: keep that pick.
+    if (state.graph !== null) $("graph").value = String(state.graph);
+    return;
+  }
   if (!list.graphs.length) {
     status("this run recorded no graph yet");
     return;
@@ -56,6 +66,7 @@ async function selectRun(run, graph = null) {
 }
 
 async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
+  const token = ++state.loadSeq;
   state.graph = Number(graph);
   $("graph").value = String(graph);
   if (!keepExpanded) state.expanded = new Set();
@@ -70,8 +81,10 @@ async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
   // The first frame comes first; the node records (search, colours, playback) load after it,
   // so that they do not compete with the layout request on the server.
   await refreshView();
+  if (token !== state.loadSeq) return; // superseded by a later pick
   main.fit();
   const [nodes, order] = await Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]);
+  if (token !== state.loadSeq) return;
   state.nodes = nodes.nodes;
   state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
   state.order = order.nodes.map((n) => n.id);
@@ -83,8 +96,10 @@ async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
 }
 
 async function refreshView() {
+  const seq = ++state.viewSeq;
   const t0 = performance.now();
   const view = await api.view(state.run, state.graph, [...state.expanded], state.stub);
+  if (seq !== state.viewSeq) return false; // a newer layout was asked for: drop this one
   state.view = view;
   state.scopes = view.scopes;
   indexView(view);
@@ -95,6 +110,7 @@ async function refreshView() {
   const g = state.graphs.find((x) => x.id === state.graph);
   status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms${view.note ? " · " + view.note : ""}`);
   document.body.dataset.ready = `${state.run}/${state.graph}/${[...state.expanded].join(",")}`;
+  return true;
 }
 
 function toDrawable(view) {
