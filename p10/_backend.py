@@ -16,6 +16,12 @@ The contract, in full:
   and ``may_share_memory(a, b)`` tells whether a view op's output aliases its input (``True``
   errs on the safe side: the output then shares the input's version counter).
 
+Two optional speed-ups, which change no result: ``weak_scalars`` says that the kernels of
+binary ops also take a Python ``int``/``float`` as an operand with NEP 50 weak-scalar semantics
+(a float32 array times ``2.5`` stays float32), so that ``x * 2.5`` skips building a 0-d array;
+``inplace`` maps ``ADD``/``SUB``/``MUL``/``DIV`` to ``kernel(dst, other)`` that computes
+``dst op other`` into ``dst``'s own memory (``x -= lr * g`` without a temporary and a copy).
+
 A missing kernel raises :class:`~p10.MissingKernelError` naming the op and the backend. The
 NumPy backend is the executable spec; ``tests/p10/test_p10_backends.py`` sweeps every registered
 backend against it.
@@ -112,6 +118,8 @@ class Backend:
     setitem: Callable[[Any, Any, Any], None] | None = None
     may_share_memory: Callable[[Any, Any], bool] = field(default=lambda a, b: True)
     device: str = "cpu"
+    weak_scalars: bool = False
+    inplace: dict[OpKey, Callable[[Any, Any], Any]] = field(default_factory=dict)
 
     def kernel(self, op: OpKey) -> Callable[..., Any]:
         """The kernel for ``op``, or :class:`MissingKernelError` naming op and backend."""

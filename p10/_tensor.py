@@ -46,12 +46,17 @@ def _named(method: Callable, slow: Callable) -> Callable:
     return method
 
 
-def _fast_binary(op: Op, slow: Callable, floating: bool = False) -> Callable:
-    """``slow`` with a direct kernel call when both operands share backend and dtype."""
+def _fast_binary(
+    op: Op, slow: Callable, floating: bool = False, reflected: bool = False
+) -> Callable:
+    """``slow`` with a direct kernel call when both operands share backend and dtype, or when
+    the other operand is a Python int/float next to a floating tensor on a backend whose
+    kernels take weak scalars (``reflected``: the scalar is the left operand, ``2 - x``)."""
 
     def method(self: Tensor, other: Any) -> Any:
         backend = self._backend
-        if other.__class__ is Tensor and other._backend is backend:
+        cls = other.__class__
+        if cls is Tensor and other._backend is backend and not reflected:
             a, b = self._data, other._data
             # NOTE: the arrays' own dtype objects compared by identity: canonical instances in
             # NumPy, torch, dask, array-api-strict, and a false "no" only costs the slow path
@@ -67,6 +72,36 @@ def _fast_binary(op: Op, slow: Callable, floating: bool = False) -> Callable:
                     t = _new(Tensor)
                     t._data, t._backend, t._vc = out, backend, None
                     return t
+        elif (cls is float or cls is int) and backend.weak_scalars:
+            a = self._data
+            # NOTE: floating tensors only: a weak scalar then never changes the dtype, and
+            # never overflows it (an int8 tensor plus 300 takes the slow path and its error)
+            if backend.dtype_of(a).kind == "f":
+                try:
+                    out = (
+                        backend.kernels[op](other, a)
+                        if reflected
+                        else backend.kernels[op](a, other)
+                    )
+                except Exception:
+                    pass
+                else:
+                    if out.__class__ is not backend.array_type:
+                        return wrap(out, backend)  # a 0-d input gives a NumPy scalar
+                    t = _new(Tensor)
+                    t._data, t._backend, t._vc = out, backend, None
+                    return t
+        return slow(self, other)
+
+    return _named(method, slow)
+
+
+def _fast_inplace(op: Op, slow: Callable) -> Callable:
+    """``slow`` (compute out of place, then write) with the backend's in-place kernel."""
+
+    def method(self: Tensor, other: Any) -> Any:
+        if self._inplace(op, other):
+            return self
         return slow(self, other)
 
     return _named(method, slow)
@@ -147,9 +182,21 @@ class Tensor(TensorMethods):
 
     # -- fast paths of the hottest operators and methods (see the module docstring) --------
     __add__ = _fast_binary(Op.ADD, _M.__add__)
+    __radd__ = _fast_binary(Op.ADD, _M.__radd__, reflected=True)
     __sub__ = _fast_binary(Op.SUB, _M.__sub__)
+    __rsub__ = _fast_binary(Op.SUB, _M.__rsub__, reflected=True)
     __mul__ = _fast_binary(Op.MUL, _M.__mul__)
+    __rmul__ = _fast_binary(Op.MUL, _M.__rmul__, reflected=True)
     __truediv__ = _fast_binary(Op.DIV, _M.__truediv__, floating=True)
+    __rtruediv__ = _fast_binary(Op.DIV, _M.__rtruediv__, floating=True, reflected=True)
+    __iadd__ = _fast_inplace(Op.ADD, _M.__iadd__)
+    __isub__ = _fast_inplace(Op.SUB, _M.__isub__)
+    __imul__ = _fast_inplace(Op.MUL, _M.__imul__)
+    __itruediv__ = _fast_inplace(Op.DIV, _M.__itruediv__)
+    add_ = _fast_inplace(Op.ADD, _M.add_)
+    sub_ = _fast_inplace(Op.SUB, _M.sub_)
+    mul_ = _fast_inplace(Op.MUL, _M.mul_)
+    div_ = _fast_inplace(Op.DIV, _M.div_)
     __pow__ = _fast_binary(Op.POW, _M.__pow__)
     __matmul__ = _fast_binary(Op.MATMUL, _M.__matmul__)
     matmul = _fast_binary(Op.MATMUL, _M.matmul)
@@ -351,6 +398,40 @@ class Tensor(TensorMethods):
         except IndexError as e:
             raise _errors.IndexOutOfRangeError(f"setitem on shape {self.shape}: {e}") from e
         self._bump_version()
+
+    def _inplace(self, op: Op, other: Any) -> bool:
+        """``self op= other`` with the backend's in-place kernel; False (nothing written) when
+        the backend has none or the operands do not qualify: the caller takes the general path.
+
+        It qualifies when ``other`` is a tensor of this dtype and backend, or a Python int or
+        float next to a floating tensor; the kernel raises before writing when the result
+        does not fit (shape, dtype, read-only memory), and the general path reports that.
+        """
+        backend = self._backend
+        kernel = backend.inplace.get(op)
+        if kernel is None:
+            return False
+        a = self._data
+        cls = other.__class__
+        if cls is Tensor:
+            if other._backend is not backend or other._data.dtype is not a.dtype:
+                return False
+            b = other._data
+        elif (cls is float or cls is int) and backend.weak_scalars:
+            b = other
+        else:
+            return False
+        if backend.dtype_of(a).kind not in "fc":
+            return False  # integer writes keep the general path's overflow and dtype errors
+        try:
+            kernel(a, b)
+        except FloatingPointError:
+            self._bump_version()  # np.seterr(all="raise"): the values were written
+            raise
+        except Exception:
+            return False
+        self._bump_version()
+        return True
 
     def _bump_version(self) -> None:
         if self._vc is None:

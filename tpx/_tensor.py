@@ -100,6 +100,34 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
     return method
 
 
+def _fast_inplace(op: Op, slow: Any) -> Any:
+    """``slow`` (out of place, then written back, recorded when needed) with a shortcut: when
+    nothing is recorded (the optimizer's ``p -= lr * g`` under ``no_grad``), P10 writes in
+    place with the backend's in-place kernel."""
+
+    def method(self: Tensor, other: Any) -> Any:
+        cls = other.__class__
+        if cls is Tensor:
+            needs = self._rg or other._rg
+            b = other._t
+        elif cls is float or cls is int:
+            needs = self._rg
+            b = other
+        else:
+            return slow(self, other)
+        if (needs and state.grad_enabled) or state.anomaly or _mode.observers:
+            return slow(self, other)
+        if self._t._inplace(op, b):
+            self._ver = self._t.version
+            return self
+        return slow(self, other)
+
+    method.__name__ = slow.__name__
+    method.__qualname__ = f"Tensor.{slow.__name__}"
+    method.__doc__ = slow.__doc__
+    return method
+
+
 class Tensor(TensorMethods):
     """A differentiable tensor that composes a :class:`p10.Tensor`.
 
@@ -126,6 +154,15 @@ class Tensor(TensorMethods):
     __mul__ = _fast_binary(Op.MUL, P.__mul__, M.__mul__)
     __rmul__ = _fast_binary(Op.MUL, P.__mul__, M.__rmul__, P.__rmul__)
     __truediv__ = _fast_binary(Op.DIV, P.__truediv__, M.__truediv__)
+    __rtruediv__ = _fast_binary(Op.DIV, P.__truediv__, M.__rtruediv__, P.__rtruediv__)
+    __iadd__ = _fast_inplace(Op.ADD, M.__iadd__)
+    __isub__ = _fast_inplace(Op.SUB, M.__isub__)
+    __imul__ = _fast_inplace(Op.MUL, M.__imul__)
+    __itruediv__ = _fast_inplace(Op.DIV, M.__itruediv__)
+    add_ = _fast_inplace(Op.ADD, M.add_)
+    sub_ = _fast_inplace(Op.SUB, M.sub_)
+    mul_ = _fast_inplace(Op.MUL, M.mul_)
+    div_ = _fast_inplace(Op.DIV, M.div_)
     __matmul__ = _fast_binary(Op.MATMUL, P.__matmul__, M.__matmul__)
     matmul = _fast_binary(Op.MATMUL, P.matmul, M.matmul)
     __neg__ = _fast_unary(Op.NEG, P.__neg__, M.__neg__)

@@ -46,14 +46,16 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
     >>> unbroadcast(p10.ones((4, 2, 3)), (2, 1)).tolist()
     [[12.0], [12.0]]
     """
-    if g.shape == shape:
+    gshape = g.shape
+    if gshape == shape:
         return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1
-    )
-    if axes:
-        g = p10.apply(Op.SUM, g, axis=axes, keepdims=True)
+    lead = len(gshape) - len(shape)
+    stretched = tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+    if not stretched:
+        # NOTE: only leading axes were added (a bias): one sum gives the exact shape in fresh
+        # memory, which a leaf then takes as its .grad without a copy (a reshape would be a view)
+        return p10.apply(Op.SUM, g, axis=tuple(range(lead)), keepdims=False)
+    g = p10.apply(Op.SUM, g, axis=tuple(range(lead)) + stretched, keepdims=True)
     return _reshape_to(g, shape)
 
 
@@ -389,6 +391,12 @@ def _cumsum(ctx: RuleContext, g: Any) -> Grads:
 def _matmul(ctx: RuleContext, g: Any) -> Grads:
     (a, b), (na, nb) = ctx.inputs, ctx.needs_input_grad
     sa, sb = ctx.input_shapes
+    if len(sa) >= 2 and len(sb) >= 2:
+        # NOTE: the common case (matrices, or stacks of them) calls the ops directly: this
+        # rule runs once per linear layer of every backward
+        ga = unbroadcast(_mm(g, _mT(b)), sa) if na else None
+        gb = unbroadcast(_mm(_mT(a), g), sb) if nb else None
+        return _fit(ctx, (ga, gb))
     a2 = p10.reshape(a, (1, sa[0])) if len(sa) == 1 else a
     b2 = p10.reshape(b, (sb[0], 1)) if len(sb) == 1 else b
     g2 = g
@@ -407,8 +415,17 @@ def _matmul(ctx: RuleContext, g: Any) -> Grads:
     if nb:
         gb = p10.matmul(p10.matrix_transpose(a2), g2)
         gb = unbroadcast(gb, sb if len(sb) > 1 else (sb[0], 1))
-        gb = p10.reshape(gb, sb)
+        gb = _reshape_to(gb, sb)
     return _fit(ctx, (ga, gb))
+
+
+def _mm(x: Any, y: Any) -> Any:
+    return p10.apply(Op.MATMUL, x, y)
+
+
+def _mT(x: Any) -> Any:
+    n = x.ndim
+    return p10.apply(Op.PERMUTE, x, axes=(*range(n - 2), n - 1, n - 2))
 
 
 def _einsum_grad(terms: list[str], out: str, operands: tuple, shapes: tuple, g: Any, i: int):

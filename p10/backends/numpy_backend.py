@@ -260,6 +260,16 @@ def _setitem(dst, key, value):
     dst[key] = value
 
 
+# NOTE: ufuncs with out= write into the destination; NumPy copies an operand that overlaps it
+# first (x -= x[::-1]), and raises before writing anything when the shapes or dtypes do not fit.
+INPLACE = {
+    Op.ADD: lambda dst, b: np.add(dst, b, out=dst),
+    Op.SUB: lambda dst, b: np.subtract(dst, b, out=dst),
+    Op.MUL: lambda dst, b: np.multiply(dst, b, out=dst),
+    Op.DIV: lambda dst, b: np.true_divide(dst, b, out=dst),
+}
+
+
 def make_backend() -> Backend:
     """A fresh NumPy backend with a copy of the kernel table."""
     return Backend(
@@ -270,4 +280,6 @@ def make_backend() -> Backend:
         to_numpy=lambda a: a,
         setitem=_setitem,
         may_share_memory=np.may_share_memory,
+        weak_scalars=True,
+        inplace=dict(INPLACE),
     )
