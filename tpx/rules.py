@@ -38,6 +38,7 @@ from p10 import Op
 from tpx._graph import Rule, RuleContext
 
 Grads = tuple[Any, ...]
+P10Tensor = p10.Tensor
 
 
 def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
@@ -78,7 +79,12 @@ def _fit(ctx: RuleContext, grads: Grads) -> Grads:
     a float32 gradient (the output and its gradient are float64); non-float inputs get None."""
     meta = ctx.node.in_meta
     for g, (_, dt) in zip(grads, meta):
-        if g is not None and g.dtype != dt:
+        # NOTE: the backend array's dtype object first (identity, cheap), P10's only to confirm
+        if (
+            g is not None
+            and (g.__class__ is not P10Tensor or g._data.dtype is not dt)
+            and g.dtype != dt
+        ):
             break
     else:
         return grads
@@ -223,21 +229,32 @@ def _copy(ctx: RuleContext, g: Any) -> Grads:
 
 # -- elementwise binary and ternary --------------------------------------------------------------
 def _add(ctx: RuleContext, g: Any) -> Grads:
-    (s0, s1), (n0, n1) = ctx.input_shapes, ctx.needs_input_grad
-    # NOTE: skipping unneeded sides saves a sum per node in `x + 1.0` (a 0-d constant).
-    return _fit(ctx, (unbroadcast(g, s0) if n0 else None, unbroadcast(g, s1) if n1 else None))
+    # NOTE: the hot binary rules read the node's edges and metadata directly (the ctx
+    # properties build tuples); skipping unneeded sides saves a sum per node in `x + 1.0`.
+    node = ctx.node
+    e0, e1 = node.edges
+    m0, m1 = node.in_meta
+    g0 = None if e0 is None else unbroadcast(g, m0[0])
+    g1 = None if e1 is None else unbroadcast(g, m1[0])
+    return _fit(ctx, (g0, g1))
 
 
 def _sub(ctx: RuleContext, g: Any) -> Grads:
-    (s0, s1), (n0, n1) = ctx.input_shapes, ctx.needs_input_grad
-    return _fit(ctx, (unbroadcast(g, s0) if n0 else None, unbroadcast(-g, s1) if n1 else None))
+    node = ctx.node
+    e0, e1 = node.edges
+    m0, m1 = node.in_meta
+    g0 = None if e0 is None else unbroadcast(g, m0[0])
+    g1 = None if e1 is None else unbroadcast(-g, m1[0])
+    return _fit(ctx, (g0, g1))
 
 
 def _mul(ctx: RuleContext, g: Any) -> Grads:
-    (x, y), (n0, n1) = ctx.inputs, ctx.needs_input_grad
-    s0, s1 = ctx.input_shapes
-    gx = unbroadcast(g * y, s0) if n0 else None
-    gy = unbroadcast(g * x, s1) if n1 else None
+    x, y = ctx.inputs
+    node = ctx.node
+    e0, e1 = node.edges
+    m0, m1 = node.in_meta
+    gx = None if e0 is None else unbroadcast(g * y, m0[0])
+    gy = None if e1 is None else unbroadcast(g * x, m1[0])
     return _fit(ctx, (gx, gy))
 
 
