@@ -50,7 +50,18 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
         else:
             return slow(self, other)
         if needs and state.grad_enabled:
-            return _record_binary(op, forward, slow, self, other, reflected is not None)
+            if state.anomaly or _mode.observers:
+                return slow(self, other)
+            a = self._t
+            if cls is not Tensor:
+                b = scalar_tensor(b, a)
+            if a._backend is not b._backend or (
+                a._data.dtype is not b._data.dtype and a.dtype != b.dtype  # identity: cheap
+            ):
+                return slow(self, other)
+            if reflected is not None:  # `2 - x`: the scalar is the left operand
+                return _record_fast(op, other, self, b, a, forward(b, a))
+            return _record_fast(op, self, other, a, b, forward(a, b))
         if state.anomaly:
             return slow(self, other)
         out = reflected(self._t, b) if reflected is not None else forward(self._t, b)
@@ -66,18 +77,80 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
     return method
 
 
-def _record_binary(op: Op, forward: Any, slow: Any, x: Tensor, y: Any, swap: bool) -> Any:
-    """The recording half of :func:`_fast_binary` (``swap``: ``y`` is the left operand)."""
-    a = x._t
-    b = const = y._t if y.__class__ is Tensor else scalar_tensor(y, a)
-    same_dtype = a._data.dtype is b._data.dtype or a.dtype == b.dtype  # identity: cheap
-    if a._backend is not b._backend or not same_dtype or state.anomaly or _mode.observers:
-        return slow(x, y)
-    if y.__class__ is Tensor:
-        const = y
-    if swap:  # the user's frame lies past _record_binary and the operator method
-        return _record(op, (const, x), (b, a), {}, forward(b, a), skip=2)
-    return _record(op, (x, const), (a, b), {}, forward(a, b), skip=2)
+# (op, shapes and backend dtypes of the inputs) -> (in_meta, out_meta): the metadata of a node
+# recorded by the shortcuts, shared by every node with the same key (see tpx._graph.shared)
+_fast_meta: dict[tuple, tuple] = {}
+
+
+def _record_fast(op: Op, x: Any, y: Any, a: p10.Tensor, b: p10.Tensor | None, out: Any) -> Any:
+    """Record the node of a shortcut operator: ``_record`` written out for one or two inputs
+    of one dtype and backend, a floating output, no observer and no anomaly mode (checked by
+    the callers). ``x``/``y`` are the TPX tensors or Python scalars, ``a``/``b`` their values
+    (``y``/``b`` are None for a unary op). It records the same node as ``_record``."""
+    rule = RULES.get(op)
+    if rule is None:
+        inputs, raw = ((x,), (a,)) if b is None else ((x, y), (a, b))
+        return _record(op, inputs, raw, {}, out, skip=2)
+    # the edges, _edge() inlined for the common cases
+    e0 = e1 = None
+    if x.__class__ is Tensor and x._rg:
+        e0 = x.grad_fn
+        if e0 is None:  # a leaf: its AccumulateGrad, held weakly (see Tensor._accumulator)
+            acc = x._accum
+            e0 = acc() if acc is not None else None
+            if e0 is None:
+                e0 = x._accumulator()
+        elif x._ver != x._t.version:
+            e0 = _edge(x)  # raises, naming the node
+    if b is not None and y.__class__ is Tensor and y._rg:
+        e1 = y.grad_fn
+        if e1 is None:
+            acc = y._accum
+            e1 = acc() if acc is not None else None
+            if e1 is None:
+                e1 = y._accumulator()
+        elif y._ver != y._t.version:
+            e1 = _edge(y)
+    ad, od = a._data, out._data
+    if b is None:
+        key = (op, ad.shape, ad.dtype, od.shape)
+    else:
+        bd = b._data
+        key = (op, ad.shape, ad.dtype, bd.shape, bd.dtype, od.shape)
+    meta = _fast_meta.get(key)
+    if meta is None:
+        raw = (a,) if b is None else (a, b)
+        in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
+        meta = (in_meta, shared((od.shape, out.dtype)))
+        if len(_fast_meta) >= 4096:
+            _fast_meta.clear()  # bounded, as tpx._graph.shared
+        _fast_meta[key] = meta
+    node = GradFn(op, {}, rule, (e0,) if b is None else (e0, e1), meta[0])
+    node.out_meta = meta[1]
+    save = rule.save
+    if save or rule.save_output:
+        if b is None:
+            saved = (a if save else None, out if rule.save_output else None)
+        else:
+            saved = (
+                a if 0 in save else None,
+                b if 1 in save else None,
+                out if rule.save_output else None,
+            )
+        node.saved = saved
+        # NOTE: the output is fresh; inputs without a version counter are at version 0
+        if a._vc is None and (b is None or b._vc is None):
+            node.versions = _ZEROS[len(saved)]
+        else:
+            node.versions = _versions(saved)
+    scope = state.scope
+    if scope:
+        node.scope = scope
+    node.code, node.lineno = user_frame(1)
+    t = _new(Tensor)
+    t._t, t._rg, t.grad_fn, t._ver = out, True, node, 0  # a fresh output, version 0
+    t.grad = t._accum = t._extra = None
+    return t
 
 
 def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
@@ -88,7 +161,7 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
             return slow(self)
         a = self._t
         if self._rg and state.grad_enabled:
-            return _record(op, (self,), (a,), {}, forward(a), skip=1)
+            return _record_fast(op, self, None, a, None, forward(a))
         t = _new(Tensor)  # wrap() inlined, as in _fast_binary
         t._t, t._rg, t._ver = forward(a), False, 0
         t.grad = t.grad_fn = t._accum = t._extra = None
