@@ -18,7 +18,9 @@ The contract, in full:
 
 Two optional speed-ups, which change no result: ``weak_scalars`` says that the kernels of
 binary ops also take a Python ``int``/``float`` as an operand with NEP 50 weak-scalar semantics
-(a float32 array times ``2.5`` stays float32), so that ``x * 2.5`` skips building a 0-d array;
+(a float32 array times ``2.5`` stays float32), so that ``x * 2.5`` skips building a 0-d array,
+and take a bool array next to a floating one (the result has the float's dtype, as P10's
+promotion gives);
 ``inplace`` maps ``ADD``/``SUB``/``MUL``/``DIV`` to ``kernel(dst, other)`` that computes
 ``dst op other`` into ``dst``'s own memory (``x -= lr * g`` without a temporary and a copy).
 

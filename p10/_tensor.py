@@ -60,7 +60,9 @@ def _fast_binary(
             a, b = self._data, other._data
             # NOTE: the arrays' own dtype objects compared by identity: canonical instances in
             # NumPy, torch, dask, array-api-strict, and a false "no" only costs the slow path
-            if a.dtype is b.dtype and (not floating or backend.dtype_of(a).kind == "f"):
+            if (
+                a.dtype is b.dtype or (backend.weak_scalars and _bool_and_float(backend, a, b))
+            ) and (not floating or backend.dtype_of(a).kind == "f"):
                 try:
                     out = backend.kernels[op](a, b)
                 except Exception:
@@ -94,6 +96,14 @@ def _fast_binary(
         return slow(self, other)
 
     return _named(method, slow)
+
+
+def _bool_and_float(backend: Backend, a: Any, b: Any) -> bool:
+    """A bool array next to a floating one: P10 promotes the bool to the float's dtype, as a
+    NumPy-semantics kernel does by itself (True -> 1.0), so the kernel can take both as they
+    are (the mask product ``g * (x > 0)`` of a backward)."""
+    kinds = backend.dtype_of(a).kind + backend.dtype_of(b).kind
+    return kinds == "bf" or kinds == "fb"
 
 
 def _fast_inplace(op: Op, slow: Callable) -> Callable:

@@ -182,8 +182,9 @@ def _sigmoid(ctx: RuleContext, g: Any) -> Grads:
 
 
 def _relu(ctx: RuleContext, g: Any) -> Grads:
-    # NOTE: relu'(0) = 0, as PyTorch: the output is 0 or positive, so its sign is the mask.
-    return (g * p10.sign(ctx.output),)
+    # NOTE: relu'(0) = 0, as PyTorch: the mask is where the output is positive (a NaN input
+    # gives a NaN output and no gradient: anomaly mode reports the NaN in the forward).
+    return (g * (ctx.output > 0),)
 
 
 def _gelu(ctx: RuleContext, g: Any) -> Grads:
@@ -630,12 +631,13 @@ def _landed(ctx: RuleContext, shape: tuple[int, ...]) -> Any:
 # -- neural-network kernels ------------------------------------------------------------------------
 def _softmax(ctx: RuleContext, g: Any) -> Grads:
     out, axis = ctx.output, ctx.params["axis"]
-    return (out * (g - p10.sum(g * out, axis=axis, keepdims=True)),)
+    return (out * (g - (g * out).sum(axis=axis, keepdims=True)),)
 
 
 def _log_softmax(ctx: RuleContext, g: Any) -> Grads:
     out, axis = ctx.output, ctx.params["axis"]
-    return (g - p10.exp(out) * p10.sum(g, axis=axis, keepdims=True),)
+    # NOTE: methods, not p10.exp/p10.sum: the tensors' shortcuts skip the argument checks
+    return (g - out.exp() * g.sum(axis=axis, keepdims=True),)
 
 
 def _conv2d(ctx: RuleContext, g: Any) -> Grads:

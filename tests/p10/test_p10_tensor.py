@@ -190,6 +190,9 @@ OPERANDS = [
     (np.ones((2, 3), "f4"), np.ones(3, "f4")),
     (np.ones(3, "f4"), np.ones((2, 3), "f4")),
     (np.ones(3, "f8"), np.ones(3, "f4")),
+    (np.array([True, False, True]), np.array([0.5, 2.0, -1.0], "f4")),
+    (np.array([[0.5], [-3.0]]), np.array([True, False])),
+    (np.array([True, False]), np.array([1, 2], "int8")),
 ]
 
 
