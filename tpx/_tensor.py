@@ -17,7 +17,7 @@ import p10
 from p10 import Handle, Op
 from p10._elementwise import scalar_tensor
 from p10._methods import TensorMethods
-from p10._tensor import VIEW_OPS, execute
+from p10._tensor import VIEW_OPS, _fast_axes, execute
 from tpx import _mode
 from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGradError
 from tpx._graph import AccumulateGrad, GradFn, shared, shared_meta, user_frame
@@ -82,7 +82,15 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
 _fast_meta: dict[tuple, tuple] = {}
 
 
-def _record_fast(op: Op, x: Any, y: Any, a: p10.Tensor, b: p10.Tensor | None, out: Any) -> Any:
+def _record_fast(
+    op: Op,
+    x: Any,
+    y: Any,
+    a: p10.Tensor,
+    b: p10.Tensor | None,
+    out: Any,
+    params: dict | None = None,
+) -> Any:
     """Record the node of a shortcut operator: ``_record`` written out for one or two inputs
     of one dtype and backend, a floating output, no observer and no anomaly mode (checked by
     the callers). ``x``/``y`` are the TPX tensors or Python scalars, ``a``/``b`` their values
@@ -90,7 +98,7 @@ def _record_fast(op: Op, x: Any, y: Any, a: p10.Tensor, b: p10.Tensor | None, ou
     rule = RULES.get(op)
     if rule is None:
         inputs, raw = ((x,), (a,)) if b is None else ((x, y), (a, b))
-        return _record(op, inputs, raw, {}, out, skip=2)
+        return _record(op, inputs, raw, params or {}, out, skip=2)
     # the edges, _edge() inlined for the common cases
     e0 = e1 = None
     if x.__class__ is Tensor and x._rg:
@@ -125,7 +133,9 @@ def _record_fast(op: Op, x: Any, y: Any, a: p10.Tensor, b: p10.Tensor | None, ou
         if len(_fast_meta) >= 4096:
             _fast_meta.clear()  # bounded, as tpx._graph.shared
         _fast_meta[key] = meta
-    node = GradFn(op, {}, rule, (e0,) if b is None else (e0, e1), meta[0])
+    node = GradFn(
+        op, {} if params is None else params, rule, (e0,) if b is None else (e0, e1), meta[0]
+    )
     node.out_meta = meta[1]
     save = rule.save
     if save or rule.save_output:
@@ -166,6 +176,34 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
         t._t, t._rg, t._ver = forward(a), False, 0
         t.grad = t.grad_fn = t._accum = t._extra = None
         return t
+
+    method.__name__ = slow.__name__
+    method.__qualname__ = f"Tensor.{slow.__name__}"
+    method.__doc__ = slow.__doc__
+    return method
+
+
+def _fast_reduce(op: Op, forward: Any, slow: Any) -> Any:
+    """``slow`` with a shortcut for ``axis`` None or one int, as P10's own shortcut: the node
+    records the params that the general path records (``axis`` as a sorted tuple or None)."""
+
+    def method(self: Tensor, axis: Any = None, keepdims: bool = False, *args, **kwargs) -> Any:
+        if (
+            self._rg
+            and state.grad_enabled
+            and not (args or kwargs)
+            and keepdims.__class__ is bool
+            and not (state.anomaly or _mode.observers)
+        ):
+            a = self._t
+            axes = None if axis is None else _fast_axes(axis, len(a._data.shape))
+            if axes is not False:
+                out = forward(a, axis, keepdims)
+                params = {"axis": axes, "keepdims": keepdims}
+                return _record_fast(op, self, None, a, None, out, params)
+        elif not (self._rg and state.grad_enabled) and not state.anomaly:
+            return wrap(forward(self._t, axis, keepdims, *args, **kwargs))  # records nothing
+        return slow(self, axis, keepdims, *args, **kwargs)
 
     method.__name__ = slow.__name__
     method.__qualname__ = f"Tensor.{slow.__name__}"
@@ -244,6 +282,8 @@ class Tensor(TensorMethods):
     tanh = _fast_unary(Op.TANH, P.tanh, M.tanh)
     sigmoid = _fast_unary(Op.SIGMOID, P.sigmoid, M.sigmoid)
     relu = _fast_unary(Op.RELU, P.relu, M.relu)
+    sum = _fast_reduce(Op.SUM, P.sum, M.sum)  # a dtype= argument takes the slow path
+    mean = _fast_reduce(Op.MEAN, P.mean, M.mean)
     sqrt = _fast_unary(Op.SQRT, P.sqrt, M.sqrt)
     sin = _fast_unary(Op.SIN, P.sin, M.sin)
     cos = _fast_unary(Op.COS, P.cos, M.cos)

@@ -125,6 +125,7 @@ def test_scalar_shortcuts_keep_dtype_and_order(scalar):
         (x - scalar, [1 - scalar, 4 - scalar]),
         (scalar - x, [scalar - 1, scalar - 4]),
         (x / scalar, [1 / scalar, 4 / scalar]),
+        (scalar / x, [scalar, scalar / 4]),
     ]:
         assert out.dtype == tp.float32 and out.requires_grad
         np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
@@ -161,6 +162,34 @@ def test_unary_shortcut_matches_general_path(name):
     (gs,) = tp.grad(slow.sum(), x)
     np.testing.assert_array_equal(gf.numpy(), gs.numpy())
     assert (-x).grad_fn.name == "NegBackward"
+
+
+@pytest.mark.parametrize("name", ["sum", "mean"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 1), 2], ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduction_shortcut_matches_general_path(name, axis, keepdims):
+    x = tp.asarray(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    try:
+        slow = getattr(p10, name)(x, axis=axis, keepdims=keepdims)
+    except p10.AxisError as e:  # the shortcut defers to the general path's error
+        with pytest.raises(p10.AxisError, match=str(e).split(":")[0]):
+            getattr(x, name)(axis, keepdims)
+        return
+    fast = getattr(x, name)(axis, keepdims)
+    assert fast.grad_fn.name == slow.grad_fn.name
+    assert fast.grad_fn.params == slow.grad_fn.params
+    assert (fast.grad_fn.in_meta, fast.grad_fn.out_meta) == (
+        slow.grad_fn.in_meta,
+        slow.grad_fn.out_meta,
+    )
+    np.testing.assert_array_equal(fast.numpy(), slow.numpy())
+    (gf,) = tp.grad(fast.sum(), x)
+    (gs,) = tp.grad(slow.sum(), x)
+    np.testing.assert_array_equal(gf.numpy(), gs.numpy())
+    with tp.no_grad():
+        plain = getattr(x, name)(axis, keepdims)
+    assert plain.grad_fn is None and not plain.requires_grad
+    np.testing.assert_array_equal(plain.numpy(), slow.numpy())
 
 
 def test_unary_shortcut_on_integers_casts_like_p10():
