@@ -26,6 +26,8 @@ float64 = np.dtype("float64")
 DType = np.dtype
 ALL_DTYPES: tuple[np.dtype, ...] = (bool_, int8, int16, int32, int64, uint8, float32, float64)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
+# NOTE: by identity: a dtype also compares equal to its name ("float32"), which is no dtype
+_BY_ID = {id(d): d for d in ALL_DTYPES}
 FLOAT_DTYPES = (float32, float64)
 INT_DTYPES = (int8, int16, int32, int64, uint8)
 
@@ -38,6 +40,8 @@ def to_dtype(dtype: Any) -> np.dtype:
     >>> to_dtype("float32") is float32, to_dtype(float)
     (True, dtype('float64'))
     """
+    if _BY_ID.get(id(dtype)) is dtype:  # P10's own dtype objects (the common case)
+        return dtype
     if dtype is float:
         return float64
     if dtype is int:

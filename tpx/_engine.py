@@ -8,6 +8,7 @@ topological order: every node runs after all of its consumers, deterministically
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -55,7 +56,7 @@ _by_seq = attrgetter("seq")
 
 def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
     if g is None:
-        if t.size != 1:
+        if math.prod(t._t._data.shape) != 1:
             raise BackwardError(
                 f"backward of a non-scalar output of shape {t.shape}: pass gradient= "
                 "(a tensor of that shape), or reduce the output first (e.g. .sum())"
@@ -106,8 +107,13 @@ def backward(
         roots.append(node)
     order = reachable(roots)
     targets = _targets(inputs)
-    with _mode.set_grad_enabled(create_graph):
+    # NOTE: the grad mode switched by hand, as set_grad_enabled does (one object less per call)
+    previous = state.grad_enabled
+    state.grad_enabled = create_graph
+    try:
         return _run(order, grads, roots, retain_graph, create_graph, targets)
+    finally:
+        state.grad_enabled = previous
 
 
 def _targets(inputs: Sequence[Tensor] | None) -> dict[Node, int] | None:
