@@ -237,6 +237,8 @@ def _add(ctx: RuleContext, g: Any) -> Grads:
     m0, m1 = node.in_meta
     g0 = None if e0 is None else unbroadcast(g, m0[0])
     g1 = None if e1 is None else unbroadcast(g, m1[0])
+    if _same_dtype(g, m0, m1):
+        return (g0, g1)
     return _fit(ctx, (g0, g1))
 
 
@@ -256,7 +258,15 @@ def _mul(ctx: RuleContext, g: Any) -> Grads:
     m0, m1 = node.in_meta
     gx = None if e0 is None else unbroadcast(g * y, m0[0])
     gy = None if e1 is None else unbroadcast(g * x, m1[0])
+    if _same_dtype(g, m0, m1):
+        return (gx, gy)
     return _fit(ctx, (gx, gy))
+
+
+def _same_dtype(g: Any, m0: tuple, m1: tuple) -> bool:
+    """Whether both inputs have the dtype of ``g`` (then no gradient needs :func:`_fit`)."""
+    dt = m0[1]
+    return m1[1] is dt and g.__class__ is P10Tensor and g._data.dtype is dt
 
 
 def _div(ctx: RuleContext, g: Any) -> Grads:
