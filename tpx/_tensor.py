@@ -77,7 +77,7 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
     return method
 
 
-# (op, shapes and backend dtypes of the inputs) -> (in_meta, out_meta): the metadata of a node
+# (op, backend, input shapes and dtypes) -> (in_meta, out_meta): the metadata of a node
 # recorded by the shortcuts, shared by every node with the same key (see tpx._graph.shared)
 _fast_meta: dict[tuple, tuple] = {}
 
@@ -120,11 +120,13 @@ def _record_fast(
         elif y._ver != y._t.version:
             e1 = _edge(y)
     ad, od = a._data, out._data
+    # NOTE: the backend comes before the backend's dtype objects, so that keys of different
+    # backends differ before their dtypes are compared (array-api-strict warns on that)
     if b is None:
-        key = (op, ad.shape, ad.dtype, od.shape)
+        key = (op, a._backend, ad.shape, ad.dtype, od.shape)
     else:
         bd = b._data
-        key = (op, ad.shape, ad.dtype, bd.shape, bd.dtype, od.shape)
+        key = (op, a._backend, ad.shape, ad.dtype, bd.shape, bd.dtype, od.shape)
     meta = _fast_meta.get(key)
     if meta is None:
         raw = (a,) if b is None else (a, b)
