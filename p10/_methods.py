@@ -276,13 +276,28 @@ class TensorMethods:
 
     @property
     def T(self) -> Any:
-        """The axes reversed (a 2-D transpose)."""
-        return S.permute_dims(self, tuple(reversed(range(self.ndim))))
+        """The axes reversed (a 2-D transpose).
+
+        >>> import p10
+        >>> p10.zeros((2, 3)).T.shape
+        (3, 2)
+        """
+        # NOTE: straight to the op: the axes are a permutation by construction, and `.T` is
+        # as common in user code as an operator
+        return S.apply(S.Op.PERMUTE, self, axes=tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self) -> Any:
-        """The last two axes swapped."""
-        return S.matrix_transpose(self)
+        """The last two axes swapped.
+
+        >>> import p10
+        >>> p10.zeros((4, 2, 3)).mT.shape
+        (4, 3, 2)
+        """
+        n = self.ndim
+        if n < 2:
+            return S.matrix_transpose(self)  # its error names the shape
+        return S.apply(S.Op.PERMUTE, self, axes=(*range(n - 2), n - 1, n - 2))
 
     def flip(self, axis: Any = None) -> Any:
         """See :func:`p10.flip`."""
