@@ -101,6 +101,33 @@ def normalize_key(x: Any, key: Any, op: str = "getitem") -> tuple[tuple, list[An
     return tuple(out), tensors
 
 
+def simple_key(shape: tuple[int, ...], key: Any) -> tuple | None:
+    """``key`` normalized as :func:`normalize_key` does, when it holds only in-range Python
+    ints and slices of Python ints (the common ``x[0]``, ``x[:, 1:3]``); None otherwise, and
+    for anything that :func:`normalize_key` would reject, so that it reports the error.
+
+    >>> simple_key((3, 4), (0, slice(1, None))), simple_key((3,), 5), simple_key((3,), None)
+    ((0, slice(1, None, None)), None, None)
+    """
+    items = key if key.__class__ is tuple else (key,)
+    if len(items) > len(shape):
+        return None
+    for k, size in zip(items, shape):
+        cls = k.__class__
+        if cls is int:
+            if not -size <= k < size:
+                return None
+        elif cls is slice:
+            for v in (k.start, k.stop, k.step):
+                if v is not None and v.__class__ is not int:
+                    return None
+            if k.step == 0:
+                return None
+        else:
+            return None
+    return items
+
+
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]``: basic indexing gives a view, integer or bool tensors gather a copy.
 

@@ -192,6 +192,10 @@ class TensorMethods:
         return self._assign(S.broadcast_to(E.operand(src, self), self.shape))
 
     def __getitem__(self, key: Any) -> Any:
+        # NOTE: ints and slices (most keys) go straight to the op, normalized as getitem does
+        simple = I.simple_key(self.shape, key)
+        if simple is not None:
+            return S.apply(S.Op.GETITEM, self, key=simple)
         return I.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:

@@ -139,3 +139,44 @@ def test_setitem_with_a_tensor_value_and_key():
     assert x.tolist() == [[0, 0, 0], [1, 2, 3]]
     x[x > 1.5] = 0.0
     assert x.tolist() == [[0, 0, 0], [1, 0, 0]]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [0, -3, 2, (1, -1), slice(None), slice(1, None, 2), slice(None, None, -1), (slice(0, 2), 3)]
+    + [(), (0, slice(None), 1)],
+    ids=repr,
+)
+def test_simple_keys_take_the_shortcut_with_getitems_normalized_key(key):
+    from p10._index_ops import normalize_key, simple_key
+
+    x = p10.arange(24).reshape((3, 4, 2))
+    assert simple_key(x.shape, key) == normalize_key(x, key)[0]
+    np.testing.assert_array_equal(x[key].numpy(), x.numpy()[key])
+    view = x[key]
+    x += 1  # basic indexing gives a view: it shares the version counter
+    assert view.version == x.version == 1
+
+
+@pytest.mark.parametrize(
+    "key",
+    [3, -4, (0, 0, 0, 0), True, np.int64(1), slice(0, 2, 0), slice(np.int64(1), None), None]
+    + [Ellipsis, (0, Ellipsis), [0, 1]],
+    ids=repr,
+)
+def test_other_keys_take_the_general_path_and_its_errors(key):
+    from p10._index_ops import simple_key
+
+    x = p10.arange(24).reshape((3, 4, 2))
+    assert simple_key(x.shape, key) is None
+    try:
+        expected = x.numpy()[key]
+    except (IndexError, ValueError):
+        with pytest.raises((p10.IndexOutOfRangeError, p10.ArgumentError, p10.DTypeError)):
+            x[key]
+        return
+    if isinstance(key, bool):
+        with pytest.raises(p10.DTypeError, match="bool index"):
+            x[key]
+        return
+    np.testing.assert_array_equal(x[key].numpy(), expected)
