@@ -245,7 +245,24 @@ class TensorMethods:
     clone = copy
 
     def reshape(self, *shape: Any) -> Any:
-        """See :func:`p10.reshape`; accepts ``reshape(2, 3)`` or ``reshape((2, 3))``."""
+        """See :func:`p10.reshape`; accepts ``reshape(2, 3)`` or ``reshape((2, 3))``.
+
+        >>> import p10
+        >>> p10.arange(6).reshape(2, 3).shape, p10.arange(6).reshape((3, -1)).shape
+        ((2, 3), (3, 2))
+        """
+        new = shape[0] if len(shape) == 1 and shape[0].__class__ is tuple else shape
+        # NOTE: a shape of plain non-negative ints with the right size (most calls) goes
+        # straight to the op; -1, other types and wrong sizes take p10.reshape and its errors
+        for n in new:
+            if n.__class__ is not int or n < 0:
+                break
+        else:
+            old = self.shape
+            if new == old:
+                return self
+            if S.math.prod(new) == S.math.prod(old):
+                return S.apply(S.Op.RESHAPE, self, shape=new)
         return S.reshape(self, _shape_args(shape))
 
     view = reshape
