@@ -129,7 +129,7 @@ def test_state_dict_has_parameters_and_persistent_buffers():
     assert "steps" in sd and "scratch" not in sd
     assert all(isinstance(v, np.ndarray) for v in sd.values())
     bn = nn.BatchNorm1d(3).state_dict()
-    assert list(bn) == ["weight", "bias", "running_mean", "running_var"]
+    assert list(bn) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
 
 
 def test_state_dict_round_trip_through_npz_without_pickle(tmp_path):

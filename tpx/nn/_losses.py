@@ -46,12 +46,17 @@ def _class_last(input: Tensor, target: Tensor, fn: str) -> tuple[Tensor, Tensor]
         input, target = input.reshape(1, -1), target.reshape(1)
     expected = (input.shape[0], *input.shape[2:])
     if target.shape != expected:
+        soft = " or a float target of the same shape (class probabilities)"
         raise ShapeError(
             f"{fn}: input of shape {input.shape} (N, C, ...) needs an integer target of shape "
-            f"{expected}, got {target.shape}"
+            f"{expected}{soft if fn == 'cross_entropy' else ''}, got {target.shape}"
         )
     if target.dtype.kind not in "iu":
-        raise TypeError(f"{fn}: target must hold integer class indices, got {target.dtype.name}")
+        soft = f" (or class probabilities of the input's shape {input.shape})"
+        raise TypeError(
+            f"{fn}: target must hold integer class indices{soft if fn == 'cross_entropy' else ''}"
+            f", got {target.dtype.name}"
+        )
     if input.ndim > 2:
         axes = (0, *range(2, input.ndim), 1)
         input = tp.permute_dims(input, axes)
@@ -122,24 +127,95 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """Cross entropy of integer ``target`` and logits ``input`` (``(N, C, ...)``), computed
-    through ``log_softmax`` so large logits do not overflow. ``label_smoothing`` mixes the
-    target with the uniform distribution, as PyTorch does.
+    """Cross entropy of logits ``input`` (``(N, C, ...)`` or ``(C,)``) against ``target``,
+    computed through ``log_softmax`` so large logits do not overflow, as PyTorch does.
+
+    ``target`` holds either integer class indices (shape ``(N, ...)``) or class probabilities
+    ("soft" targets: floats of the same shape as ``input``). ``label_smoothing`` mixes the
+    target with the uniform distribution. With soft targets ``ignore_index`` must stay
+    negative, and ``"mean"`` divides by the number of batch elements, not by the weight sum.
 
     >>> import tpx as tp
     >>> round(cross_entropy(tp.asarray([[0.0, 0.0]]), tp.asarray([1])).item(), 4)
     0.6931
     >>> cross_entropy(tp.asarray([[1000.0, 0.0]]), tp.asarray([0])).item()
     0.0
+    >>> round(cross_entropy(tp.asarray([[0.0, 0.0]]), tp.asarray([[0.3, 0.7]])).item(), 4)
+    0.6931
     """
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     input, target = _tensor(input), _tensor(target)
+    if input.shape == target.shape:
+        return _soft_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
     logits, flat = _class_last(input, target, "cross_entropy")
     logp = tp.log_softmax(logits, axis=-1)
     return _nll(
         logp, flat, target.shape, weight, ignore_index, reduction, label_smoothing, "cross_entropy"
     )
+
+
+def _soft_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Any,
+    ignore_index: int,
+    reduction: str,
+    smoothing: float,
+) -> Tensor:
+    """``-sum(weight_c * target_c * log_softmax(input)_c)`` over the class dim (dim 1, or 0
+    for ``(C,)`` input), as PyTorch's probability-target path."""
+    _check_soft(input, target, ignore_index, reduction)
+    class_dim = 0 if input.ndim == 1 else 1
+    classes = input.shape[class_dim]
+    logp = tp.log_softmax(input, axis=class_dim)
+    if smoothing > 0.0:
+        target = target * (1.0 - smoothing) + smoothing / classes
+    terms = logp * target
+    if weight is not None:
+        weight = _class_weight(weight, classes, input.dtype)
+        terms = terms * weight.reshape((classes,) + (1,) * (input.ndim - class_dim - 1))
+    if reduction == "none":
+        return -terms.sum(axis=class_dim)
+    total = -terms.sum()
+    if reduction == "sum":
+        return total
+    # NOTE: PyTorch's mean divides by the batch elements (numel / C), whatever the weights;
+    # an empty batch gives nan, as there.
+    batch = input.size // classes if classes else 0
+    return total / batch if batch else total * float("nan")
+
+
+def _check_soft(input: Tensor, target: Tensor, ignore_index: int, reduction: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(
+            f"cross_entropy: reduction must be one of {_REDUCTIONS}, got {reduction!r}"
+        )
+    if input.ndim == 0:
+        raise ShapeError("cross_entropy: input must be (C,) or (N, C, ...), got a 0-d tensor")
+    if target.dtype.kind != "f":
+        indices = () if input.ndim == 1 else (input.shape[0], *input.shape[2:])
+        raise TypeError(
+            f"cross_entropy: a target of the input's shape {target.shape} holds class "
+            f"probabilities and must be floating point, got {target.dtype.name}; for class "
+            f"indices pass a target of shape {indices}"
+        )
+    if ignore_index >= 0:
+        raise ValueError(
+            f"cross_entropy: ignore_index={ignore_index} is not supported with class-probability "
+            "(float) targets, as in PyTorch; it applies to integer class-index targets only, so "
+            "leave it negative (default -100)"
+        )
+
+
+def _class_weight(weight: Any, classes: int, dtype: Any) -> Tensor:
+    weight = _tensor(weight)
+    if weight.shape != (classes,):
+        raise ShapeError(
+            f"cross_entropy: weight must have shape ({classes},), one entry per class, got "
+            f"{weight.shape}"
+        )
+    return weight.astype(dtype)
 
 
 def binary_cross_entropy_with_logits(

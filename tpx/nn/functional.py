@@ -189,17 +189,54 @@ def dropout(
     return x * mask
 
 
-def embedding(indices: Any, weight: Any) -> Tensor:
+def embedding(indices: Any, weight: Any, padding_idx: int | None = None) -> Tensor:
     """Rows of ``weight`` picked by integer ``indices`` (shape ``indices.shape + (dim,)``).
+
+    With ``padding_idx`` (negative values count from the end, as in PyTorch) the row
+    ``weight[padding_idx]`` is still looked up but receives no gradient.
 
     >>> import tpx as tp
     >>> embedding(tp.asarray([[0, 2]]), tp.eye(3)).tolist()
     [[[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]]
+    >>> w = tp.ones((3, 2), requires_grad=True)
+    >>> embedding(tp.asarray([0, 2, 2]), w, padding_idx=-1).sum().backward()
+    >>> w.grad.tolist()
+    [[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
     """
     indices, weight = _tensor(indices), _tensor(weight)
     if indices.dtype.kind not in "iu":
-        raise TypeError(f"embedding: indices must be integers, got {indices.dtype.name}")
-    return weight[indices]
+        raise TypeError(
+            f"embedding: indices must be integers, got {indices.dtype.name}; cast with .long()"
+        )
+    if weight.ndim != 2:
+        raise ShapeError(
+            f"embedding: weight must be (num_embeddings, embedding_dim), got shape {weight.shape}"
+        )
+    if padding_idx is None:
+        return weight[indices]
+    row = _padding_row(padding_idx, weight.shape[0], "embedding")
+    # NOTE: the padding row is read from a detached copy, so it gets no gradient (as PyTorch).
+    is_pad = tp.asarray((np.arange(weight.shape[0]) == row).reshape(-1, 1))
+    return tp.where(is_pad, weight.detach(), weight)[indices]
+
+
+def _padding_row(padding_idx: int, num_embeddings: int, where: str) -> int:
+    """``padding_idx`` as a row in ``[0, num_embeddings)``; negative values count from the end.
+
+    >>> _padding_row(-1, 5, "Embedding")
+    4
+    """
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
+        raise TypeError(
+            f"{where}: padding_idx must be an int or None, got {type(padding_idx).__name__}"
+        )
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(
+            f"{where}: padding_idx={padding_idx} is out of range for num_embeddings="
+            f"{num_embeddings}; use a value in [{-num_embeddings}, {num_embeddings - 1}] "
+            "(negative values count from the end) or None"
+        )
+    return int(padding_idx) % num_embeddings
 
 
 def one_hot(indices: Any, num_classes: int) -> Tensor:

@@ -169,20 +169,42 @@ class Flatten(Module):
 class Embedding(Module):
     """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim``, ``N(0, 1)`` init.
 
+    With ``padding_idx`` (negative values count from the end and are stored normalised, as in
+    PyTorch) that row starts as zeros and receives no gradient, so it stays a fixed vector.
+
     >>> import tpx as tp, tpx.nn as nn
     >>> nn.Embedding(10, 4)(tp.asarray([[1, 2, 3]])).shape
     (1, 3, 4)
+    >>> emb = nn.Embedding(3, 2, padding_idx=-1)
+    >>> emb
+    Embedding(3, 2, padding_idx=2)
+    >>> emb(tp.asarray([2])).tolist()
+    [[0.0, 0.0]]
     """
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, dtype: Any = None) -> None:
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        dtype: Any = None,
+    ) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx = (
+            None
+            if padding_idx is None
+            else F._padding_row(padding_idx, num_embeddings, "Embedding")
+        )
         self.weight = _weight((num_embeddings, embedding_dim), dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Draw new initial values from ``N(0, 1)``."""
+        """Draw new initial values from ``N(0, 1)``; the padding row (if any) becomes zeros."""
         init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with tp.no_grad():
+                self.weight[self.padding_idx].fill_(0.0)
 
     def forward(self, indices: tp.Tensor) -> tp.Tensor:
         indices = indices if isinstance(indices, tp.Tensor) else tp.asarray(indices)
@@ -198,10 +220,11 @@ class Embedding(Module):
                     f"{tp.current_scope()} (Embedding): index {low if low < 0 else high} is "
                     f"out of range for num_embeddings={self.num_embeddings}"
                 )
-        return F.embedding(indices, self.weight)
+        return F.embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
 class Dropout(Module):

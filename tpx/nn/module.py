@@ -78,6 +78,9 @@ class Module:
     """
 
     scope_name: str = "model"
+    # NOTE: state entries a load may lack (added after checkpoints were written); they keep
+    # their current value, as PyTorch does for BatchNorm's num_batches_tracked.
+    _optional_state: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", {})
@@ -412,7 +415,8 @@ class Module:
         True
         """
         own = self._state_tensors()
-        missing = [k for k in own if k not in state]
+        optional = self._optional_state_keys()
+        missing = [k for k in own if k not in state and k not in optional]
         unexpected = [k for k in state if k not in own]
         misshaped = [
             f"{k}: expected {own[k].shape}, got {tuple(np.shape(state[k]))}"
@@ -434,6 +438,13 @@ class Module:
             for name, value in _state_items(module):
                 out[f"{path}.{name}" if path else name] = value
         return out
+
+    def _optional_state_keys(self) -> set[str]:
+        return {
+            f"{path}.{name}" if path else name
+            for path, module in self.named_modules()
+            for name in module._optional_state
+        }
 
     # -- printing -------------------------------------------------------------------------------
     def extra_repr(self) -> str:

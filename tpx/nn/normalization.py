@@ -50,12 +50,13 @@ class _BatchNorm(Module):
 
     _dims: tuple[int, ...] = ()
     _layout = ""
+    _optional_state = ("num_batches_tracked",)  # state dicts saved before it existed load
 
     def __init__(
         self,
         num_features: int,
         eps: float = 1e-5,
-        momentum: float = 0.1,
+        momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
         dtype: Any = None,
@@ -71,13 +72,17 @@ class _BatchNorm(Module):
         if track_running_stats:
             self.register_buffer("running_mean", tp.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", tp.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tp.zeros((), dtype=tp.int64))
         else:
-            self.running_mean = self.running_var = None
+            self.running_mean = self.running_var = self.num_batches_tracked = None
 
     def forward(self, x: tp.Tensor) -> tp.Tensor:
         ok = x.ndim in self._dims and x.shape[1] == self.num_features
         self.check_shape(x, self._layout.format(c=self.num_features), ok)
         use_batch = self.training or self.running_mean is None
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.num_batches_tracked is not None:
+            factor = self._count_batch()
         return F.batch_norm(
             x,
             self.running_mean,
@@ -85,9 +90,18 @@ class _BatchNorm(Module):
             self.weight,
             self.bias,
             use_batch,
-            self.momentum,
+            factor,
             self.eps,
         )
+
+    def _count_batch(self) -> float:
+        """Add one to ``num_batches_tracked``; the running-average factor for this batch."""
+        with tp.no_grad():
+            self.num_batches_tracked.copy_(self.num_batches_tracked + 1)
+        # NOTE: momentum=None is PyTorch's cumulative moving average: batch k gets weight 1/k.
+        if self.momentum is None:
+            return 1.0 / int(self.num_batches_tracked)
+        return self.momentum
 
     def extra_repr(self) -> str:
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
@@ -97,11 +111,20 @@ class BatchNorm1d(_BatchNorm):
     """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` input: batch statistics in training
     (updating the running ones), running statistics in eval.
 
+    Each training call adds one to the ``num_batches_tracked`` buffer. ``momentum`` weighs the
+    new batch in the running statistics; ``momentum=None`` gives batch ``k`` the weight
+    ``1 / k``, so the running statistics are the plain average over all batches (as PyTorch).
+
     >>> import tpx as tp, tpx.nn as nn
     >>> bn = nn.BatchNorm1d(2)
     >>> _ = bn(tp.asarray([[0.0, 2.0], [2.0, 6.0]]))
     >>> bn.running_mean.tolist(), [round(v, 2) for v in bn.running_var.tolist()]
     ([0.1, 0.4], [1.1, 1.7])
+    >>> cma = nn.BatchNorm1d(1, momentum=None)
+    >>> for batch in ([[0.0], [2.0]], [[4.0], [6.0]]):
+    ...     _ = cma(tp.asarray(batch))
+    >>> cma.running_mean.tolist(), int(cma.num_batches_tracked)
+    ([3.0], 2)
     """
 
     _dims = (2, 3)
@@ -109,7 +132,8 @@ class BatchNorm1d(_BatchNorm):
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch normalisation of ``(N, C, H, W)`` input, per channel.
+    """Batch normalisation of ``(N, C, H, W)`` input, per channel; ``momentum`` and
+    ``num_batches_tracked`` as in :class:`BatchNorm1d` (``None``: cumulative average).
 
     >>> import tpx as tp, tpx.nn as nn
     >>> nn.BatchNorm2d(3)(tp.randn((4, 3, 5, 5))).shape
