@@ -80,6 +80,8 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
 # (op, backend, input shapes and dtypes) -> (in_meta, out_meta): the metadata of a node
 # recorded by the shortcuts, shared by every node with the same key (see tpx._graph.shared)
 _fast_meta: dict[tuple, tuple] = {}
+# (op, backend, output shape and dtype, then each input's) -> the same, for the general path
+_general_meta: dict[tuple, tuple] = {}
 
 
 def _record_fast(
@@ -614,7 +616,9 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
     start = time.perf_counter() if _mode.observers else 0.0
     out = execute(op, raw, params)
     if needs and state.grad_enabled:
-        return _record(op, inputs, raw, params, out, start)
+        # NOTE: skip=2: __p10_apply__ is this function's only caller, so the user's frame lies
+        # past it (at p10.apply's caller, or at __p10_apply__'s caller when called directly)
+        return _record(op, inputs, raw, params, out, start, skip=2)
     result = wrap(out)
     if state.anomaly:
         _check_finite(op, None, out)
@@ -626,7 +630,9 @@ def _edge(x: Any) -> Any:
         return None
     fn = x.grad_fn
     if fn is None:
-        return x._accumulator()
+        acc = x._accum  # the leaf's AccumulateGrad, held weakly (see Tensor._accumulator)
+        fn = acc() if acc is not None else None
+        return x._accumulator() if fn is None else fn
     if x._ver != x._t.version:
         raise InplaceError(
             f"a tensor of shape {x.shape} (output of {fn.name} at {fn.source}) was modified "
@@ -655,19 +661,35 @@ def _record(
             f"{op.value}: no gradient rule for this op; register one with "
             f"tpx.register_rule(op, vjp) or call it under tp.no_grad()"
         )
-    dtype = out.dtype
-    if dtype.kind != "f":
+    od = out._data
+    key = [op, out._backend, od.shape, od.dtype]
+    for r in raw:
+        data = r._data
+        key += (data.shape, data.dtype)
+    key = tuple(key)
+    meta = _general_meta.get(key)
+    if meta is None:
+        in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
+        meta = (in_meta, shared((od.shape, out.dtype)))
+        if len(_general_meta) >= 4096:
+            _general_meta.clear()  # bounded, as tpx._graph.shared
+        _general_meta[key] = meta
+    if meta[1][1].kind != "f":
         return wrap(out)
+    # NOTE: the edges first: a leaf's AccumulateGrad made here must get a smaller sequence
+    # number than this node (the engine runs nodes by decreasing number)
     edges = tuple([_edge(x) for x in inputs])
-    in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
-    node = GradFn(op, params, rule, edges, in_meta)
+    node = _new(GradFn)  # GradFn.__init__ written out, as in _record_fast
+    node.seq = next(_graph._seq)
+    node.op, node.params, node.rule = op, params, rule
+    node.edges = edges
+    node.in_meta, node.out_meta = meta
     if rule.save or rule.save_output:
         _save(node, rule, raw, out)
     scope = state.scope
     if scope:  # the class default is ""
         node.scope = scope
     node.code, node.lineno = user_frame(skip)
-    node.out_meta = shared((out._data.shape, dtype))
     t = _new(Tensor)  # wrap() inlined
     t._t, t._rg, t.grad_fn = out, True, node
     t._ver = out.version  # a view shares its base's counter, which may be past 0
