@@ -34,7 +34,10 @@ def is_basic(key: tuple) -> bool:
     >>> is_basic((0, slice(1, 2), None)), is_basic((IndexSlot(0),))
     (True, False)
     """
-    return all(type(k) is not IndexSlot for k in key)
+    for k in key:  # NOTE: a loop, not all(<generator>): this runs once per view op
+        if k.__class__ is IndexSlot:
+            return False
+    return True
 
 
 def key_to_json(key: tuple) -> list[Any]:
