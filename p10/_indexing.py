@@ -34,10 +34,7 @@ def is_basic(key: tuple) -> bool:
     >>> is_basic((0, slice(1, 2), None)), is_basic((IndexSlot(0),))
     (True, False)
     """
-    for k in key:  # NOTE: a loop, not all(<generator>): this runs once per view op
-        if k.__class__ is IndexSlot:
-            return False
-    return True
+    return all(k.__class__ is not IndexSlot for k in key)
 
 
 def key_to_json(key: tuple) -> list[Any]:

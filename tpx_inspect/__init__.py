@@ -2,8 +2,9 @@
 
 API overview (others build the CLI, the server, the viewer and the checks on it):
 
-- Capture: ``with capture(policy, values=..., params=..., path=...) as cap:`` (also a
-  decorator) records every graph whose backward runs inside; ``cap.add(loss)`` records a
+- Capture: ``with capture(policy, values=..., params=..., path=..., threads=...) as cap:``
+  (also a decorator) records every graph whose backward runs inside (by default in the
+  capturing thread only; ``threads="all"`` for every thread); ``cap.add(loss)`` records a
   graph without backward; ``cap.trace`` is the :class:`Trace`. ``trace(fn, *args)`` captures one
   call; ``run_script(path, args, output=...)`` runs a script under capture and always saves.
   :class:`Policy` picks steps (``first:N``, ``every:K``, ``nonfinite``, ``all``).

@@ -12,6 +12,7 @@ import functools
 import os
 import runpy
 import sys
+import threading
 import traceback
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +31,7 @@ FORMAT_VERSION = 1
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
 
 VALUE_POLICIES = ("none", "small", "all")
+THREAD_POLICIES = ("current", "all")
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,10 @@ class Capture:
     parameters; they win over ``Tensor.name``, which ``tpx.nn`` modules set to
     ``model.0.weight`` and which labels a leaf otherwise), ``timing`` (False records zero
     times: deterministic output), ``source_root`` (source paths below it are stored relative),
-    ``path`` (save there on exit, even after an error), ``name`` (the run's name).
+    ``path`` (save there on exit, even after an error), ``name`` (the run's name), ``threads``
+    (``"current"``: only ops and backward passes of the thread that entered the capture, so a
+    data loader or another model running in other threads stays out of the trace; ``"all"``:
+    every thread, each backward pass kept apart from the others).
 
     >>> import tpx as tp
     >>> w = tp.ones((2, 2), requires_grad=True)
@@ -144,9 +149,13 @@ class Capture:
         source_root: str | None = None,
         path: str | None = None,
         name: str = "capture",
+        threads: str = "current",
     ) -> None:
         if values not in VALUE_POLICIES:
             raise ValueError(f"values must be one of {VALUE_POLICIES}, got {values!r}")
+        if threads not in THREAD_POLICIES:
+            raise ValueError(f"threads must be one of {THREAD_POLICIES}, got {threads!r}")
+        self.threads = threads
         self.policy = Policy.parse(policy)
         self.values = values
         self.value_limit = value_limit if values == "small" else (0 if values == "none" else -1)
@@ -156,7 +165,11 @@ class Capture:
         root = os.getcwd() if source_root is None else source_root
         self._builder = GraphBuilder(os.path.abspath(root), self._keep_value, _labels(params))
         self._pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self._stack: list[_Backward | None] = []
+        # NOTE: one stack of running backward passes per thread, and one lock for what all
+        # threads share (the pending nodes, the step counter, the stored graphs)
+        self._stacks: dict[int, list[_Backward | None]] = {}
+        self._lock = threading.RLock()
+        self._thread: int | None = None
         self._graphs: list[Graph] = []
         self._steps = 0
         self._depth = 0
@@ -167,6 +180,7 @@ class Capture:
     # -- context manager and decorator ----------------------------------------------------------
     def __enter__(self) -> Capture:
         if self._depth == 0:
+            self._thread = threading.get_ident() if self.threads == "current" else None
             self._handle = tpx.add_observer(self)
         self._depth += 1
         return self
@@ -207,11 +221,12 @@ class Capture:
         was recorded since the last backward."""
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self._error = ErrorInfo(type(exc).__name__, str(exc), tb)
-        alive = [n for n, p in list(self._pending.items()) if p.step == self._steps]
-        if alive:
-            used = {id(e) for n in alive for e in n.edges if e is not None}
-            roots = [n for n in alive if id(n) not in used]
-            self._store(self._build("partial", -1, roots, tpx.reachable(roots), None))
+        with self._lock:
+            alive = [n for n, p in list(self._pending.items()) if p.step == self._steps]
+            if alive:
+                used = {id(e) for n in alive for e in n.edges if e is not None}
+                roots = [n for n in alive if id(n) not in used]
+                self._store(self._build("partial", -1, roots, tpx.reachable(roots), None))
 
     @property
     def trace(self) -> Trace:
@@ -229,7 +244,17 @@ class Capture:
         return self.trace.save(path)
 
     # -- observer events ----------------------------------------------------------------------
+    def _ignored(self) -> bool:
+        """True for an event of another thread than the capturing one (``threads="current"``)."""
+        return self._thread is not None and threading.get_ident() != self._thread
+
+    def _stack(self) -> list[_Backward | None]:
+        """The running backward passes of the calling thread."""
+        return self._stacks.setdefault(threading.get_ident(), [])
+
     def on_node_forward(self, node: Any, inputs: tuple, output: Any, seconds: float) -> None:
+        if self._ignored():
+            return
         wanted = self.policy.wants(self._steps)
         if not wanted and not self.policy.nonfinite:
             return
@@ -241,38 +266,52 @@ class Capture:
         pending = PendingNode(seconds, raw, consts, node.saved, self._steps)
         if wanted:
             pending.freeze(self._keep_value)
-        self._pending[node] = pending
+        with self._lock:
+            self._pending[node] = pending
 
     def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
-        step = self._steps
-        self._steps += 1
+        if self._ignored():
+            return
+        with self._lock:
+            step = self._steps
+            self._steps += 1
         wanted = self.policy.wants(step)
         if not wanted and not self.policy.nonfinite:
-            self._stack.append(None)
+            self._stack().append(None)
             return
-        self._stack.append(_Backward(step, roots, grads, order, wanted))
+        self._stack().append(_Backward(step, roots, grads, order, wanted))
 
     def on_node_executed(
         self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float
     ) -> None:
-        b = self._stack[-1] if self._stack else None
+        if self._ignored():
+            return
+        stack = self._stack()
+        b = stack[-1] if stack else None
         if b is not None:
             freed = getattr(node, "saved", 0) is None
             seconds = seconds if self.timing else 0.0
             b.executed.append((node, grad_output, grad_inputs, seconds, freed))
 
     def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
-        b = self._stack[-1] if self._stack else None
+        if self._ignored():
+            return
+        stack = self._stack()
+        b = stack[-1] if stack else None
         if b is not None:
             b.accs.append((target, contribution, total, source))
 
     def on_backward_end(self, roots: Any) -> None:
-        b = self._stack.pop() if self._stack else None
+        if self._ignored():
+            return
+        stack = self._stack()
+        b = stack.pop() if stack else None
         if b is None:
             return
         if not b.wanted and self._all_finite(b):
             return
-        self._store(self._build("backward", b.step, list(b.roots), b.order, b))
+        with self._lock:  # graph ids are positions: build and store as one step
+            self._store(self._build("backward", b.step, list(b.roots), b.order, b))
 
     # -- internals ----------------------------------------------------------------------------
     def _keep_value(self, a: Any) -> bool:
@@ -364,6 +403,8 @@ def run_script(
     given), also when the script raises or calls ``sys.exit``. Never raises the script's
     error: it is returned and recorded in the trace (for the CLI to report).
     """
+    # NOTE: a script's threads are part of the run (a capture block's are not, by default)
+    options.setdefault("threads", "all")
     cap = Capture(policy, name=os.path.basename(script), **options)
     argv, path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args]
