@@ -129,31 +129,54 @@ def _targets(inputs: Sequence[Tensor] | None) -> dict[Node, int] | None:
 
 
 def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] | None:
-    observed = bool(_mode.observers)
-    if observed or targets is not None or state.anomaly or create_graph:
+    if targets is not None or state.anomaly or create_graph:
+        observed = bool(_mode.observers)
         return _run_general(order, grads, roots, retain_graph, create_graph, targets, observed)
-    # NOTE: the common case (no observer, no tpx.grad targets, no anomaly mode, no
-    # create_graph) is this loop; it does what _run_general does for it, with the per-node
-    # steps (_execute, _context, _check_rule_output, _send) written inline: it runs once per
-    # node of every backward, and each call saved is a tenth of a node's time.
+    if not _mode.observers:
+        _run_fast(order, grads, retain_graph, False)
+        return None
+    # observers (a capture): the same loop, which then also emits the events
+    _mode.emit("on_backward_start", roots, dict(grads), order)
+    try:
+        _run_fast(order, grads, retain_graph, True)
+    finally:
+        _mode.emit("on_backward_end", roots)
+    return None
+
+
+def _run_fast(order: list, grads: dict, retain_graph: bool, observed: bool) -> None:
+    # NOTE: the common case (no tpx.grad targets, no anomaly mode, no create_graph) is this
+    # loop; it does what _run_general does for it, with the per-node steps (_execute,
+    # _context, _check_rule_output, _send) written inline: it runs once per node of every
+    # backward, and each call saved is a tenth of a node's time.
     pop = grads.pop
     get = grads.get
+    start = 0.0
     for node in order:
         g = pop(node, None)
         if g is None:
             continue
+        if observed:
+            start = time.perf_counter()
         if node.__class__ is AccumulateGrad:
             extra = node.variable._extra  # also holds a tensor's name: only hooks matter here
             if node._pre_hooks is not None or (extra and extra.get("hooks")):
                 g = _pre_hooks(node, g)
             _accumulate_leaf(node, g, False)
+            if observed:
+                _mode.emit("on_node_executed", node, g, (), time.perf_counter() - start)
             continue
         if node._pre_hooks is not None or node.tensor_hooks is not None or node.retain is not None:
             g = _pre_hooks(node, g)
         saved = node.saved
         if node._hooks is not None or node.freed:
             # hooks, or a second backward through freed values (_execute raises it)
-            _send(grads, node.edges, _execute(node, g, retain_graph, False))
+            grad_inputs = _execute(node, g, retain_graph, False)
+            if observed:
+                _send_observed(grads, node, g, grad_inputs, start)
+            else:
+                _send(grads, node.edges, grad_inputs)
+            grad_inputs = g = None
             continue
         # NOTE: RuleContext.__init__ written out (one call less per node)
         ctx = _new(RuleContext)
@@ -175,6 +198,10 @@ def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] 
             if not retain_graph:
                 node.saved = None
                 node.freed = True
+        if observed:
+            _send_observed(grads, node, g, _check_rule_output(node, grad_inputs, False), start)
+            grad_inputs = g = ctx = None
+            continue
         edges = node.edges
         if grad_inputs.__class__ is not tuple or len(grad_inputs) != len(edges):
             _check_rule_output(node, grad_inputs, False)  # raises, naming the op
@@ -194,7 +221,15 @@ def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] 
         # NOTE: no local keeps a gradient alive past its node: a leaf takes over a gradient
         # that nothing else holds (see _unshared)
         grad_inputs = gi = prev = g = data = ctx = None
-    return None
+
+
+def _send_observed(grads: dict, node: GradFn, g: Any, grad_inputs: tuple, start: float) -> None:
+    """Tell the observers that ``node`` ran, then accumulate its (checked) gradients, telling
+    them each sum, as _run_general does."""
+    _mode.emit("on_node_executed", node, g, grad_inputs, time.perf_counter() - start)
+    for nxt, gi in zip(node.edges, grad_inputs):
+        if nxt is not None and gi is not None:
+            _accumulate(grads, nxt, gi, node)
 
 
 def _send(grads: dict, edges: tuple, grad_inputs: tuple) -> None:
@@ -219,7 +254,13 @@ def _run_general(
             if g is None:
                 continue
             start = time.perf_counter() if observed else 0.0
-            g = _pre_hooks(node, g)
+            if (
+                node._pre_hooks is not None
+                or node.tensor_hooks is not None
+                or node.retain is not None
+                or (node.__class__ is AccumulateGrad and node.variable._extra)
+            ):
+                g = _pre_hooks(node, g)
             if targets is not None and node in targets:
                 results[targets[node]] = g if create_graph else wrap(g)
                 if node.__class__ is AccumulateGrad:

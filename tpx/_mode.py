@@ -207,12 +207,31 @@ def add_observer(observer: Any) -> Handle:
     if not any(hasattr(observer, e) for e in EVENTS):
         raise TypeError(f"add_observer: {observer!r} defines none of {', '.join(EVENTS)}")
     observers.append(observer)
-    return Handle(lambda: observers.remove(observer) if observer in observers else None)
+    _index_handlers()
+
+    def remove() -> None:
+        if observer in observers:
+            observers.remove(observer)
+            _index_handlers()
+
+    return Handle(remove)
+
+
+# event -> the bound methods that handle it, in registration order: looked up once when an
+# observer is added or removed, not at every event (a capture receives several per node)
+_handlers: dict[str, tuple[Any, ...]] = {}
+
+
+def _index_handlers() -> None:
+    global _handlers
+    _handlers = {
+        event: tuple(fn for fn in (getattr(o, event, None) for o in observers) if fn is not None)
+        for event in EVENTS
+    }
 
 
 def emit(event: str, *args: Any) -> None:
-    """Send ``event`` to every observer that handles it."""
-    for obs in tuple(observers):
-        fn = getattr(obs, event, None)
-        if fn is not None:
-            fn(*args)
+    """Send ``event`` to every observer that handles it (the methods an observer had when it
+    was added)."""
+    for fn in _handlers.get(event, ()):
+        fn(*args)

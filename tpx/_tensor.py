@@ -36,7 +36,8 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
     is recorded it runs P10's own operator on the P10 values (``forward``, or ``reflected``
     for ``2 * x``), which is what the general path computes. When a node is recorded and both
     operands share dtype and backend, it runs ``forward`` and records the node directly, the
-    same node as the general path's. Anything else, observers and anomaly mode take ``slow``.
+    same node as the general path's (and emits its observer events). Anything else, and anomaly
+    mode, take ``slow``.
     """
 
     def method(self: Tensor, other: Any) -> Any:
@@ -50,8 +51,9 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
         else:
             return slow(self, other)
         if needs and state.grad_enabled:
-            if state.anomaly or _mode.observers:
+            if state.anomaly:
                 return slow(self, other)
+            start = time.perf_counter() if _mode.observers else 0.0
             a = self._t
             if cls is not Tensor:
                 b = scalar_tensor(b, a)
@@ -60,8 +62,8 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
             ):
                 return slow(self, other)
             if reflected is not None:  # `2 - x`: the scalar is the left operand
-                return _record_fast(op, other, self, b, a, forward(b, a))
-            return _record_fast(op, self, other, a, b, forward(a, b))
+                return _record_fast(op, other, self, b, a, forward(b, a), None, start)
+            return _record_fast(op, self, other, a, b, forward(a, b), None, start)
         if state.anomaly:
             return slow(self, other)
         out = reflected(self._t, b) if reflected is not None else forward(self._t, b)
@@ -92,6 +94,7 @@ def _record_fast(
     b: p10.Tensor | None,
     out: Any,
     params: dict | None = None,
+    start: float = 0.0,
 ) -> Any:
     """Record the node of a shortcut operator: ``_record`` written out for one or two inputs
     of one dtype and backend, a floating output, no observer and no anomaly mode (checked by
@@ -100,7 +103,7 @@ def _record_fast(
     rule = RULES.get(op)
     if rule is None:
         inputs, raw = ((x,), (a,)) if b is None else ((x, y), (a, b))
-        return _record(op, inputs, raw, params or {}, out, skip=2)
+        return _record(op, inputs, raw, params or {}, out, start, skip=2)
     # the edges, _edge() inlined for the common cases
     e0 = e1 = None
     if x.__class__ is Tensor and x._rg:
@@ -168,6 +171,12 @@ def _record_fast(
     t = _new(Tensor)
     t._t, t._rg, t.grad_fn, t._ver = out, True, node, 0  # a fresh output, version 0
     t.grad = t._accum = t._extra = None
+    if _mode.observers:  # the general path's events, with the inputs it would pass
+        inputs = (x if x.__class__ is Tensor else a,)
+        if b is not None:
+            inputs += (y if y.__class__ is Tensor else b,)
+        _mode.emit("on_node_recorded", node, t)
+        _mode.emit("on_node_forward", node, inputs, t, time.perf_counter() - start)
     return t
 
 
@@ -175,11 +184,12 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
     """``slow`` with a shortcut, as :func:`_fast_binary`."""
 
     def method(self: Tensor) -> Any:
-        if state.anomaly or (self._rg and _mode.observers):
+        if state.anomaly:
             return slow(self)
         a = self._t
         if self._rg and state.grad_enabled:
-            return _record_fast(op, self, None, a, None, forward(a))
+            start = time.perf_counter() if _mode.observers else 0.0
+            return _record_fast(op, self, None, a, None, forward(a), None, start)
         t = _new(Tensor)  # wrap() inlined, as in _fast_binary
         t._t, t._rg, t._ver = forward(a), False, 0
         t.grad = t.grad_fn = t._accum = t._extra = None
@@ -201,14 +211,15 @@ def _fast_reduce(op: Op, forward: Any, slow: Any) -> Any:
             and state.grad_enabled
             and not (args or kwargs)
             and keepdims.__class__ is bool
-            and not (state.anomaly or _mode.observers)
+            and not state.anomaly
         ):
             a = self._t
             axes = None if axis is None else _fast_axes(axis, len(a._data.shape))
             if axes is not False:
+                start = time.perf_counter() if _mode.observers else 0.0
                 out = forward(a, axis, keepdims)
                 params = {"axis": axes, "keepdims": keepdims}
-                return _record_fast(op, self, None, a, None, out, params)
+                return _record_fast(op, self, None, a, None, out, params, start)
         elif not (self._rg and state.grad_enabled) and not state.anomaly:
             return wrap(forward(self._t, axis, keepdims, *args, **kwargs))  # records nothing
         return slow(self, axis, keepdims, *args, **kwargs)

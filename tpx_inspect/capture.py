@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+
 import tpx
 from tpx_inspect._build import GraphBuilder, PendingNode
 from tpx_inspect._util import paused_gc
@@ -26,6 +28,7 @@ from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
 from tpx_inspect.summary import is_finite, summarize, to_numpy
 
 F = TypeVar("F", bound=Callable[..., Any])
+get_ident = threading.get_ident
 
 FORMAT_VERSION = 1
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
@@ -170,6 +173,7 @@ class Capture:
         self._stacks: dict[int, list[_Backward | None]] = {}
         self._lock = threading.RLock()
         self._thread: int | None = None
+        self._wants: tuple[int, bool] = (-1, False)
         self._graphs: list[Graph] = []
         self._steps = 0
         self._depth = 0
@@ -244,33 +248,33 @@ class Capture:
         return self.trace.save(path)
 
     # -- observer events ----------------------------------------------------------------------
-    def _ignored(self) -> bool:
-        """True for an event of another thread than the capturing one (``threads="current"``)."""
-        return self._thread is not None and threading.get_ident() != self._thread
-
     def _stack(self) -> list[_Backward | None]:
         """The running backward passes of the calling thread."""
         return self._stacks.setdefault(threading.get_ident(), [])
 
+    # NOTE: the event handlers run several times per recorded node: the thread check and the
+    # per-thread stack are written out in each rather than called
     def on_node_forward(self, node: Any, inputs: tuple, output: Any, seconds: float) -> None:
-        if self._ignored():
+        if self._thread is not None and get_ident() != self._thread:
             return
-        wanted = self.policy.wants(self._steps)
+        step = self._steps
+        if step != self._wants[0]:  # the policy asked once per step, not once per node
+            self._wants = (step, self.policy.wants(step))
+        wanted = self._wants[1]
         if not wanted and not self.policy.nonfinite:
             return
-        raw = output._t
         consts = tuple(
-            None if e is not None else getattr(x, "_t", x) for x, e in zip(inputs, node.edges)
+            [None if e is not None else getattr(x, "_t", x) for x, e in zip(inputs, node.edges)]
         )
         seconds = seconds if self.timing else 0.0
-        pending = PendingNode(seconds, raw, consts, node.saved, self._steps)
+        pending = PendingNode(seconds, output._t, consts, node.saved, step)
         if wanted:
             pending.freeze(self._keep_value)
         with self._lock:
             self._pending[node] = pending
 
     def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
-        if self._ignored():
+        if self._thread is not None and get_ident() != self._thread:
             return
         with self._lock:
             step = self._steps
@@ -284,25 +288,21 @@ class Capture:
     def on_node_executed(
         self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float
     ) -> None:
-        if self._ignored():
-            return
-        stack = self._stack()
-        b = stack[-1] if stack else None
+        stack = self._stacks.get(get_ident())
+        b = stack[-1] if stack else None  # None too for a thread that the capture ignores
         if b is not None:
             freed = getattr(node, "saved", 0) is None
             seconds = seconds if self.timing else 0.0
             b.executed.append((node, grad_output, grad_inputs, seconds, freed))
 
     def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
-        if self._ignored():
-            return
-        stack = self._stack()
+        stack = self._stacks.get(get_ident())
         b = stack[-1] if stack else None
         if b is not None:
             b.accs.append((target, contribution, total, source))
 
     def on_backward_end(self, roots: Any) -> None:
-        if self._ignored():
+        if self._thread is not None and get_ident() != self._thread:
             return
         stack = self._stack()
         b = stack.pop() if stack else None
@@ -322,7 +322,11 @@ class Capture:
         # the incoming gradients and the roots' values cover the graph; intermediate forward
         # values are not checked (masked -inf, as in attention, is not a failure)
         for _node, g, _, _, _ in b.executed:
-            if not is_finite(g):
+            a = getattr(g, "_data", None)  # NOTE: a NumPy-backed P10 gradient checked inline
+            if a.__class__ is np.ndarray:
+                if a.dtype.kind == "f" and not np.isfinite(a).all():
+                    return False
+            elif not is_finite(g):
                 return False
         for node in b.roots:
             p = self._pending.get(node)

@@ -205,8 +205,8 @@ def is_finite(x: Any) -> bool:
     a = to_numpy(x)
     if a.dtype.kind != "f":
         return True
-    if math.isfinite(float(np.add.reduce(a, axis=None, dtype=np.float64))):
-        return True
+    # NOTE: measured on a (784, 128) float32 gradient: isfinite + all 9.8 us, a float64 sum
+    # 32 us (the cast), a float32 sum 17 us; the bool temporary is a quarter of the array
     return bool(np.isfinite(a).all())
 
 

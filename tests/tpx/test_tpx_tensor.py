@@ -204,7 +204,7 @@ def test_shortcuts_without_grad_record_nothing():
         assert not (y * y).requires_grad and not y.tanh().requires_grad
 
 
-def test_shortcuts_defer_to_observers_and_anomaly_mode():
+def test_shortcuts_emit_observer_events_and_defer_to_anomaly_mode():
     events = []
 
     class Forward:
@@ -218,6 +218,45 @@ def test_shortcuts_defer_to_observers_and_anomaly_mode():
     assert events == [("MulBackward", 2), ("ExpBackward", 1)]
     with tp.detect_anomaly(), pytest.raises(RuntimeError, match="forward of div"):
         x / 0.0
+
+
+class _Recorder:
+    """The recording events, comparable between the shortcut and the general path."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def on_node_recorded(self, node, tensor):
+        self.events.append(("recorded", node.name, tensor.grad_fn is node))
+
+    def on_node_forward(self, node, inputs, output, seconds):
+        kinds = tuple(type(i).__module__.split(".")[0] for i in inputs)
+        values = tuple(i.tolist() for i in inputs)
+        self.events.append(("forward", node.name, kinds, values, output.grad_fn is node))
+        assert seconds >= 0
+
+
+@pytest.mark.parametrize(
+    ("fast", "general"),
+    [
+        (lambda x, w: x * 2.0, lambda x, w: p10.multiply(x, 2.0)),
+        (lambda x, w: 3.0 - x, lambda x, w: p10.subtract(3.0, x)),
+        (lambda x, w: x * w, lambda x, w: p10.multiply(x, w)),
+        (lambda x, w: x.exp(), lambda x, w: p10.exp(x)),
+        (lambda x, w: x.sum(0), lambda x, w: p10.sum(x, axis=0)),
+    ],
+    ids=["scalar", "reflected", "tensor", "unary", "reduction"],
+)
+def test_shortcut_observer_events_match_the_general_paths(fast, general):
+    x = tp.asarray([[1.0, 2.0]], requires_grad=True)
+    w = tp.asarray([[3.0, 4.0]])
+    recorders = []
+    for fn in (fast, general):
+        rec = _Recorder()
+        with tp.add_observer(rec):
+            fn(x, w)
+        recorders.append(rec.events)
+    assert recorders[0] == recorders[1] and len(recorders[0]) == 2
 
 
 def test_shortcut_is_the_path_taken():
