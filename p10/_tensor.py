@@ -56,44 +56,34 @@ def _fast_binary(
     def method(self: Tensor, other: Any) -> Any:
         backend = self._backend
         cls = other.__class__
+        a = self._data
         if cls is Tensor and other._backend is backend and not reflected:
-            a, b = self._data, other._data
+            b = other._data
             # NOTE: the arrays' own dtype objects compared by identity: canonical instances in
             # NumPy, torch, dask, array-api-strict, and a false "no" only costs the slow path
-            if (
+            if not (
                 a.dtype is b.dtype or (backend.weak_scalars and _bool_and_float(backend, a, b))
-            ) and (not floating or backend.dtype_of(a).kind == "f"):
-                try:
-                    out = backend.kernels[op](a, b)
-                except Exception:
-                    pass  # a missing kernel too: the slow path raises the error naming it
-                else:
-                    if out.__class__ is not backend.array_type:
-                        return wrap(out, backend)
-                    # NOTE: wrap() inlined; a call costs a sixth of the time budget
-                    t = _new(Tensor)
-                    t._data, t._backend, t._vc = out, backend, None
-                    return t
+            ) or (floating and backend.dtype_of(a).kind != "f"):
+                return slow(self, other)
+            x, y = a, b
         elif (cls is float or cls is int) and backend.weak_scalars:
-            a = self._data
             # NOTE: floating tensors only: a weak scalar then never changes the dtype, and
             # never overflows it (an int8 tensor plus 300 takes the slow path and its error)
-            if backend.dtype_of(a).kind == "f":
-                try:
-                    out = (
-                        backend.kernels[op](other, a)
-                        if reflected
-                        else backend.kernels[op](a, other)
-                    )
-                except Exception:
-                    pass
-                else:
-                    if out.__class__ is not backend.array_type:
-                        return wrap(out, backend)  # a 0-d input gives a NumPy scalar
-                    t = _new(Tensor)
-                    t._data, t._backend, t._vc = out, backend, None
-                    return t
-        return slow(self, other)
+            if backend.dtype_of(a).kind != "f":
+                return slow(self, other)
+            x, y = (other, a) if reflected else (a, other)
+        else:
+            return slow(self, other)
+        try:
+            out = backend.kernels[op](x, y)
+        except Exception:
+            return slow(self, other)  # a missing kernel too: the slow path names it
+        if out.__class__ is not backend.array_type:
+            return wrap(out, backend)  # a 0-d input gives a NumPy scalar
+        # NOTE: wrap() inlined; a call costs a sixth of the time budget
+        t = _new(Tensor)
+        t._data, t._backend, t._vc = out, backend, None
+        return t
 
     return _named(method, slow)
 

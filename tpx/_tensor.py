@@ -29,6 +29,14 @@ M = TensorMethods
 _new = object.__new__
 
 
+def _named(method: Any, slow: Any) -> Any:
+    """``method`` (a shortcut) under the name and docstring of ``slow``, the method it speeds up."""
+    method.__name__ = slow.__name__
+    method.__qualname__ = f"Tensor.{slow.__name__}"
+    method.__doc__ = slow.__doc__
+    return method
+
+
 def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
     """``slow`` (P10's function, which dispatches to :func:`apply_op`) with a shortcut.
 
@@ -73,17 +81,23 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
         t.grad = t.grad_fn = t._accum = t._extra = None
         return t
 
-    method.__name__ = slow.__name__
-    method.__qualname__ = f"Tensor.{slow.__name__}"
-    method.__doc__ = slow.__doc__
-    return method
+    return _named(method, slow)
 
 
-# (op, backend, input shapes and dtypes) -> (in_meta, out_meta): the metadata of a node
-# recorded by the shortcuts, shared by every node with the same key (see tpx._graph.shared)
-_fast_meta: dict[tuple, tuple] = {}
-# (op, backend, output shape and dtype, then each input's) -> the same, for the general path
-_general_meta: dict[tuple, tuple] = {}
+# (op, backend, output shape and dtype, then each input's) -> (in_meta, out_meta): the metadata
+# of a recorded node, shared by every node with the same key (see tpx._graph.shared). The dtypes
+# in the key are the backend arrays' own; the metadata holds P10's.
+_node_meta: dict[tuple, tuple] = {}
+
+
+def _new_meta(key: tuple, raw: tuple | list, out: p10.Tensor) -> tuple:
+    """The metadata of ``key`` (not cached yet): computed from the values, then cached."""
+    in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
+    meta = (in_meta, shared((out._data.shape, out.dtype)))
+    if len(_node_meta) >= 4096:
+        _node_meta.clear()  # bounded, as tpx._graph.shared
+    _node_meta[key] = meta
+    return meta
 
 
 def _record_fast(
@@ -128,18 +142,13 @@ def _record_fast(
     # NOTE: the backend comes before the backend's dtype objects, so that keys of different
     # backends differ before their dtypes are compared (array-api-strict warns on that)
     if b is None:
-        key = (op, a._backend, ad.shape, ad.dtype, od.shape)
+        key = (op, a._backend, od.shape, od.dtype, ad.shape, ad.dtype)
     else:
         bd = b._data
-        key = (op, a._backend, ad.shape, ad.dtype, bd.shape, bd.dtype, od.shape)
-    meta = _fast_meta.get(key)
+        key = (op, a._backend, od.shape, od.dtype, ad.shape, ad.dtype, bd.shape, bd.dtype)
+    meta = _node_meta.get(key)
     if meta is None:
-        raw = (a,) if b is None else (a, b)
-        in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
-        meta = (in_meta, shared((od.shape, out.dtype)))
-        if len(_fast_meta) >= 4096:
-            _fast_meta.clear()  # bounded, as tpx._graph.shared
-        _fast_meta[key] = meta
+        meta = _new_meta(key, (a,) if b is None else (a, b), out)
     # NOTE: GradFn.__init__ written out (one call less per recorded op)
     node = _new(GradFn)
     node.seq = next(_graph._seq)
@@ -195,10 +204,7 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
         t.grad = t.grad_fn = t._accum = t._extra = None
         return t
 
-    method.__name__ = slow.__name__
-    method.__qualname__ = f"Tensor.{slow.__name__}"
-    method.__doc__ = slow.__doc__
-    return method
+    return _named(method, slow)
 
 
 def _fast_reduce(op: Op, forward: Any, slow: Any) -> Any:
@@ -224,10 +230,7 @@ def _fast_reduce(op: Op, forward: Any, slow: Any) -> Any:
             return wrap(forward(self._t, axis, keepdims, *args, **kwargs))  # records nothing
         return slow(self, axis, keepdims, *args, **kwargs)
 
-    method.__name__ = slow.__name__
-    method.__qualname__ = f"Tensor.{slow.__name__}"
-    method.__doc__ = slow.__doc__
-    return method
+    return _named(method, slow)
 
 
 def _fast_inplace(op: Op, slow: Any) -> Any:
@@ -252,10 +255,7 @@ def _fast_inplace(op: Op, slow: Any) -> Any:
             return self
         return slow(self, other)
 
-    method.__name__ = slow.__name__
-    method.__qualname__ = f"Tensor.{slow.__name__}"
-    method.__doc__ = slow.__doc__
-    return method
+    return _named(method, slow)
 
 
 class Tensor(TensorMethods):
@@ -678,13 +678,9 @@ def _record(
         data = r._data
         key += (data.shape, data.dtype)
     key = tuple(key)
-    meta = _general_meta.get(key)
+    meta = _node_meta.get(key)
     if meta is None:
-        in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
-        meta = (in_meta, shared((od.shape, out.dtype)))
-        if len(_general_meta) >= 4096:
-            _general_meta.clear()  # bounded, as tpx._graph.shared
-        _general_meta[key] = meta
+        meta = _new_meta(key, raw, out)
     if meta[1][1].kind != "f":
         return wrap(out)
     # NOTE: the edges first: a leaf's AccumulateGrad made here must get a smaller sequence
