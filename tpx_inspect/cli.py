@@ -393,7 +393,10 @@ def _progress_report(run_checks: Any, as_json: bool) -> Any:
         return run_checks(progress)
 
 
-def _finish_report(ctx: click.Context, report: Any, as_json: bool) -> None:
+def _finish_report(ctx: click.Context, report: Any, as_json: bool, strict: bool = False) -> None:
+    import dataclasses
+
+    report = dataclasses.replace(report, strict=strict)
     if as_json:
         click.echo(report.to_json())
     else:
@@ -401,15 +404,26 @@ def _finish_report(ctx: click.Context, report: Any, as_json: bool) -> None:
     ctx.exit(report.exit_code)
 
 
+def _quiet_stdout(as_json: bool) -> Any:
+    """With --json, the target's own prints (also at import time) go to stderr, so that
+    stdout is the report alone."""
+    return contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+
+
+STRICT_HELP = "Exit 1 when a check was SKIPPED or PARTIAL too (default: only on FAIL)."
+
+
 @cli.command()
 @click.argument("target")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.pass_context
-def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool) -> None:
+def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool, strict: bool) -> None:
     """Check the gradients of TARGET: file.py::function, package.module:function, or a saved
     trace (.json / run folder, checked from its saved values). Inputs come from a companion
-    `<function>_inputs([generator])`. Exit 0: all passed, 1: a check failed.
+    `<function>_inputs([generator])`. Each check says PASS, FAIL, SKIPPED or PARTIAL (with
+    reasons). Exit 0: nothing failed, 1: a check failed (with --strict: or was skipped).
 
     \b
     Example:
@@ -417,24 +431,29 @@ def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool) -> None
     """
     from tpx_inspect.checks import load_target, run_all_checks, run_trace_checks
 
-    if ("::" not in target and ":" not in target) or Path(target).exists():
-        t = load_trace(target)
-        report = _progress_report(lambda p: run_trace_checks(t), as_json)
-    else:
-        fn, inputs = load_target(target, seed=seed)
-        report = _progress_report(lambda p: run_all_checks(fn, inputs, seed=seed, progress=p),
-                                  as_json)  # fmt: skip
-    _finish_report(ctx, report, as_json)
+    with _quiet_stdout(as_json):
+        if ("::" not in target and ":" not in target) or Path(target).exists():
+            t = load_trace(target)
+            report = _progress_report(lambda p: run_trace_checks(t), as_json)
+        else:
+            fn, inputs = load_target(target, seed=seed)
+            report = _progress_report(
+                lambda p: run_all_checks(fn, inputs, seed=seed, progress=p), as_json
+            )
+    _finish_report(ctx, report, as_json, strict)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.pass_context
-def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool) -> None:
+def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool,
+          strict: bool) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] under capture and every graph check on what it recorded.
-    Exit 0: all passed, 1: a check failed (or the script failed).
+    Each check says PASS, FAIL, SKIPPED or PARTIAL (with reasons). Exit 0: nothing failed,
+    1: a check failed or the script failed (with --strict: or a check was skipped).
 
     \b
     Example:
@@ -443,12 +462,10 @@ def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool)
     from tpx_inspect.checks import run_script_checks
 
     path = check_script(script)
-    # NOTE: with --json the script's own prints go to stderr, so stdout is the report alone
-    out = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-    with out:
+    with _quiet_stdout(as_json):
         report = _progress_report(lambda p: run_script_checks(str(path), list(args),
                                                               progress=p), as_json)  # fmt: skip
-    _finish_report(ctx, report, as_json)
+    _finish_report(ctx, report, as_json, strict)
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ from tpx_inspect.checks.local import LocalOptions, local_check
 from tpx_inspect.checks.nonfinite import nonfinite_check
 from tpx_inspect.checks.order import order_check
 from tpx_inspect.checks.record import GraphRecord, record
-from tpx_inspect.checks.report import CheckResult, Finding, Report
+from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
 from tpx_inspect.checks.tracing import tracing_check
 
 GRAPH_CHECKS = ("local", "accumulation", "kernel", "order", "nonfinite")
@@ -241,5 +241,15 @@ def _merge(reports: list[tuple[int, Report]], checks: Sequence[str]) -> Report:
         merged.append(CheckResult(
             name, sum(p.checked for _, p in parts), findings, sum(p.skipped for _, p in parts),
             sum(p.seconds for _, p in parts), tuple(n for _, p in parts for n in p.notes),
+            _merged_skips(parts),
         ))  # fmt: skip
     return Report(tuple(merged))
+
+
+def _merged_skips(parts: list[tuple[int, CheckResult]]) -> tuple[Skip, ...]:
+    """The skips of every graph; a whole-graph skip that not every graph shares is dropped
+    when another graph checked something (it would otherwise read as the whole trace's)."""
+    skips = tuple(s for _, p in parts for s in p.skips)
+    if sum(p.checked for _, p in parts) == 0:
+        return tuple(dict.fromkeys(skips))
+    return tuple(s for s in skips if s.node is not None)
