@@ -7,6 +7,8 @@ script.py``: each returns a :class:`~tpx_inspect.checks.report.Report` whose ``e
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -87,11 +89,15 @@ def _float_outputs(out: Any) -> list[Any]:
     return [o for o in outs if isinstance(o, tpx.Tensor) and o.requires_grad]
 
 
-def capture_call(fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0) -> GraphRecord:
+def capture_call(
+    fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0, where: str | None = None
+) -> GraphRecord:
     """Run ``fn(*inputs)`` and a backward from its outputs under :func:`record`.
 
     Scalar outputs are seeded with 1, others with a standard normal cotangent drawn from
-    ``seed``; leaves are fresh copies, so the caller's tensors keep their ``.grad``.
+    ``seed``; leaves are fresh copies, so the caller's tensors keep their ``.grad``. Nodes that
+    ``fn`` records without a frame of user code (``fn`` is ``tp.sin`` itself) are attributed
+    to ``where`` (default: where ``fn`` is defined), never to this module.
 
     >>> import tpx as tp
     >>> g = capture_call(lambda t: t.tanh(), [tp.ones(3, requires_grad=True)])
@@ -108,17 +114,45 @@ def capture_call(fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0
                 for o in outs
             ]
             tpx.backward(outs, grads)
-    return rec.graph()
+    return _user_sources(rec.graph(), where or location_of(fn))
 
 
-def _gradcheck_result(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> CheckResult:
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def location_of(fn: Any) -> str:
+    """``file:line in name`` where ``fn`` is defined, or ``<unknown>`` (a builtin).
+
+    >>> location_of(location_of).endswith("in location_of")
+    True
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return "<unknown>"
+    return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
+
+
+def _user_sources(graph: GraphRecord, where: str) -> GraphRecord:
+    """``graph`` with node sources inside tpx_inspect replaced by ``where``."""
+    nodes = tuple(
+        dataclasses.replace(n, source=where) if n.source.startswith(_HERE) else n
+        for n in graph.nodes
+    )
+    return dataclasses.replace(graph, nodes=nodes)
+
+
+def _gradcheck_result(
+    fn: Callable[..., Any], inputs: Sequence[Any], seed: int, where: str
+) -> CheckResult:
     start = time.perf_counter()
     args = [_float64(x) for x in inputs]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         result = gradcheck(fn, args, fast_mode=True, seed=seed, raise_exception=False)
     findings = tuple(
-        Finding("gradcheck", m.message(), details={"output": m.output, "input": m.input})
+        Finding(
+            "gradcheck", m.message(), source=where, details={"output": m.output, "input": m.input}
+        )
         for m in result.mismatches
     )
     note = ("inputs upcast to float64; fast mode (random projections)",)
@@ -139,9 +173,11 @@ def run_all_checks(
     seed: int = 0,
     local_options: LocalOptions | None = None,
     progress: Progress | None = None,
+    where: str | None = None,
 ) -> Report:
     """Every check on ``fn(*inputs)``: whole-function gradcheck (float64, fast mode), the
-    graph checks on one recorded forward and backward, and tracing on vs off.
+    graph checks on one recorded forward and backward, and tracing on vs off. ``where``
+    (default: where ``fn`` is defined) locates findings that no user frame recorded.
 
     >>> import tpx as tp
     >>> x = tp.asarray([[0.5, -1.0], [2.0, 0.3]], requires_grad=True)
@@ -150,15 +186,16 @@ def run_all_checks(
     (True, 0, 7)
     """
     _validate(checks, FUNCTION_CHECKS)
+    where = where or location_of(fn)
     results: list[CheckResult] = []
     total = len(checks)
     if "gradcheck" in checks:
         if progress is not None:
             progress("gradcheck", 0, total)
-        results.append(_gradcheck_result(fn, inputs, seed))
+        results.append(_gradcheck_result(fn, inputs, seed, where))
     graph_checks = [c for c in checks if c in GRAPH_CHECKS]
     if graph_checks:
-        graph = capture_call(fn, inputs, seed=seed)
+        graph = capture_call(fn, inputs, seed=seed, where=where)
         offset = len(results)
 
         def shifted(name: str, k: int, _: int) -> None:
@@ -171,8 +208,18 @@ def run_all_checks(
     if "tracing" in checks:
         if progress is not None:
             progress("tracing", len(results), total)
-        results.append(tracing_check(fn, [_fresh(x) for x in inputs], seed)[0])
+        traced = tracing_check(fn, [_fresh(x) for x in inputs], seed)[0]
+        results.append(_relocated(traced, where))
     return Report(tuple(results))
+
+
+def _relocated(result: CheckResult, where: str) -> CheckResult:
+    """``result`` with finding sources inside tpx_inspect replaced by ``where``."""
+    findings = tuple(
+        dataclasses.replace(f, source=where) if f.source.startswith(_HERE) else f
+        for f in result.findings
+    )
+    return dataclasses.replace(result, findings=findings)
 
 
 def run_script_checks(
