@@ -174,6 +174,13 @@ def _bind(host: str, port: int) -> Any:
     show_default=True,
     help="Largest tensor (elements) kept under --values small.",
 )
+@click.option(
+    "--check",
+    "live_check",
+    is_flag=True,
+    help="After the run, check every node's rule here, where custom tp.Function classes are "
+    "importable, and save the verdicts in the trace (the server shows them).",
+)
 @click.option("--serve", is_flag=True, help="Serve the viewer on this run while it records.")
 @click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
@@ -186,8 +193,8 @@ def _bind(host: str, port: int) -> Any:
 )
 @click.pass_context
 def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None, policy: str,
-        values: str, value_limit: int, serve: bool, open_browser: bool, host: str,
-        port: int) -> None:  # fmt: skip
+        values: str, value_limit: int, live_check: bool, serve: bool, open_browser: bool,
+        host: str, port: int) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] as `python SCRIPT ARGS` would, under capture.
 
     The trace goes to a run folder (default ./tpx-runs/<script>-<time>), also when the script
@@ -208,8 +215,9 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
     if result.traceback:
         click.echo(result.traceback, err=True, nl=False)  # as `python SCRIPT` would show it
     trace_file = folder / "trace.json"
-    cap.save(str(trace_file))
-    tables.print_run_summary(_console(), cap.trace, trace_file, result)
+    trace = _annotated(cap.trace, live_check)
+    trace.save(str(trace_file))
+    tables.print_run_summary(_console(), trace, trace_file, result)
     if server is not None:
         server.entry.finish(trace_file)
         click.echo(f"tpx-inspect: serving {server.url}#run={server.entry.id} until Ctrl-C")
@@ -217,6 +225,23 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
         _wait_forever()
         server.thread.stop()
     ctx.exit(result.exit_code)
+
+
+def _annotated(trace: Trace, live_check: bool) -> Trace:
+    """``trace`` with its custom Functions' import paths and, with ``--check``, the live local
+    check's verdict for every node (the classes are importable only in this process)."""
+    from tpx_inspect.checks.functions import annotate_functions, record_live_checks
+
+    annotate_functions(trace)
+    if live_check:
+        entries = record_live_checks(trace)
+        counts: dict[str, int] = {}
+        for e in entries:
+            for _, status, _ in e["verdicts"]:
+                counts[status] = counts.get(status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no nodes"
+        click.echo(f"live local check (saved in the trace): {summary}")
+    return trace
 
 
 class _Live:
@@ -418,8 +443,15 @@ STRICT_HELP = "Exit 1 when a check was SKIPPED or PARTIAL too (default: only on 
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--strict", is_flag=True, help=STRICT_HELP)
+@click.option(
+    "--trust-code",
+    is_flag=True,
+    help="For a saved trace: import the custom tp.Function classes it names (runs their "
+    "modules' code) to check those nodes too.",
+)
 @click.pass_context
-def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool, strict: bool) -> None:
+def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool, strict: bool,
+              trust_code: bool) -> None:  # fmt: skip
     """Check the gradients of TARGET: file.py::function, package.module:function, or a saved
     trace (.json / run folder, checked from its saved values). Inputs come from a companion
     `<function>_inputs([generator])`. Each check says PASS, FAIL, SKIPPED or PARTIAL (with
@@ -434,7 +466,7 @@ def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool, strict:
     with _quiet_stdout(as_json):
         if ("::" not in target and ":" not in target) or Path(target).exists():
             t = load_trace(target)
-            report = _progress_report(lambda p: run_trace_checks(t), as_json)
+            report = _progress_report(lambda p: run_trace_checks(t, trust_code=trust_code), as_json)
         else:
             fn, inputs = load_target(target, seed=seed)
             report = _progress_report(

@@ -253,11 +253,20 @@ def run_script_checks(
     return Report((CheckResult("script", 1, (failed,)), *report.results))
 
 
-def run_trace_checks(trace: Any, checks: Sequence[str] = GRAPH_CHECKS, **options: Any) -> Report:
+def run_trace_checks(
+    trace: Any,
+    checks: Sequence[str] = GRAPH_CHECKS,
+    *,
+    trust_code: bool = False,
+    **options: Any,
+) -> Report:
     """The graph checks on every graph of a saved trace (a path or a ``Trace``).
 
-    Results of several graphs are merged check by check; each finding names its graph in
-    ``details['graph']``.
+    Custom ``tp.Function`` nodes are checked with their classes only when ``trust_code``
+    imports them (from the import paths the trace records: this runs user code); otherwise
+    they take the verdicts recorded live by ``tpx-inspect run --check``, or are skipped with
+    the reason. Results of several graphs are merged check by check; each finding names its
+    graph in ``details['graph']``.
 
     >>> import tpx as tp, tpx_inspect
     >>> with tpx_inspect.capture(values="all", timing=False) as cap:
@@ -265,14 +274,17 @@ def run_trace_checks(trace: Any, checks: Sequence[str] = GRAPH_CHECKS, **options
     >>> run_trace_checks(cap.trace).result("local").checked
     2
     """
+    from tpx_inspect.checks.functions import import_functions, live_verdicts, merge_live
     from tpx_inspect.checks.offline import from_trace_graph
     from tpx_inspect.records import Trace
 
     if not isinstance(trace, Trace):
         trace = Trace.load(str(trace))
-    reports = [
-        (g.id, run_graph_checks(from_trace_graph(g), checks, **options)) for g in trace.graphs
-    ]
+    functions = import_functions(trace.meta) if trust_code else {}
+    reports = []
+    for g in trace.graphs:
+        report = run_graph_checks(from_trace_graph(g, functions, trace.meta), checks, **options)
+        reports.append((g.id, merge_live(report, live_verdicts(trace.meta, g.id), g)))
     return _merge(reports, checks)
 
 

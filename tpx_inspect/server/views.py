@@ -201,7 +201,7 @@ def diff_model(a: str, b: str, d: DiffRecord, offset: int, limit: int, only_chan
     )  # fmt: skip
 
 
-def check_report(run_id: str, graph_id: int, report: Any) -> m.CheckReport:
+def check_report(run_id: str, graph_id: int, report: Any, live: Any = ()) -> m.CheckReport:
     """The :class:`CheckReport` model of a ``tpx_inspect.checks.Report``: statuses, summaries
     and reasons come from the report itself, as the CLI's do."""
     checks = [
@@ -219,6 +219,8 @@ def check_report(run_id: str, graph_id: int, report: Any) -> m.CheckReport:
         )
         for r in report.results
     ]  # fmt: skip
+    verdicts = [m.NodeVerdict(node=n, check="local", status=st, message=msg)
+                for n, st, msg in live]  # fmt: skip
     return m.CheckReport(run=run_id, graph=graph_id, ok=report.passed,
                          status=report.status.value, headline=report.headline(),
-                         checks=checks)  # fmt: skip
+                         checks=checks, live=verdicts)  # fmt: skip
