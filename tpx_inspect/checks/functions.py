@@ -154,6 +154,11 @@ def unavailable_reason(name: str, meta: Mapping[str, Any]) -> str:
     info = (meta.get("functions") or {}).get(name)
     if info is None:
         return f"tp.Function {name!r}: the trace does not record its import path"
+    if not info.get("importable", True):
+        return (
+            f"tp.Function {name!r} ({info['path']}) is defined inside a function: it cannot "
+            "be imported offline (record with `tpx-inspect run --check`)"
+        )
     return NOT_IMPORTED.format(name=name, path=info["path"])
 
 

@@ -363,6 +363,7 @@ async function runChecks() {
     const rank = (id) => { const i = state.order.indexOf(id); return i < 0 ? Infinity : i; };
     const first = [...state.findings.keys()].sort((a, b) => rank(a) - rank(b))[0];
     await select(first);
+    status(report.headline); // again: the selection's layout message replaced it
   }
 }
 
@@ -606,5 +607,5 @@ window.addEventListener("hashchange", async () => {
   }
 });
 
-window.tpxViewer = { state, main, select, toggle, runChecks, step };
+window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf };
 start().catch((err) => status(`error: ${err}`));
