@@ -92,6 +92,7 @@ def test_custom_rule_wrong_rings_wrong_silu_as_failing(v):
     panel = v.page.inner_text("#panel")
     assert "FAIL local" in panel and "WrongSiLU" in panel and "all checks pass" not in panel
     assert "SKIPPED kernel: NumPy is the spec backend" in panel
+    assert v.page.inner_text("#check-status").startswith("checks: FAIL")
 
 
 def test_unimportable_function_shows_partial_with_the_reason(v):
@@ -109,3 +110,5 @@ def test_unimportable_function_shows_partial_with_the_reason(v):
     v.page.wait_for_selector("#node-checks li.skipped")
     panel = v.page.inner_text("#panel")
     assert "SKIPPED local: tp.Function 'Hidden'" in panel and "cannot be imported" in panel
+    verdict = v.page.inner_text("#check-status")  # stays after the selection
+    assert verdict.startswith("checks: PARTIAL") and "Hidden" in verdict

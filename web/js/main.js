@@ -74,6 +74,7 @@ async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
   state.skips = new Map();
   state.report = null;
   state.checked = false;
+  showVerdict(null);
   state.diff = null;
   stopPlay();
   delete document.body.dataset.loaded;
@@ -349,6 +350,16 @@ function collectVerdicts(report) {
   }
 }
 
+// The verdict stays in the status bar until the graph changes (other messages come and go).
+function showVerdict(report) {
+  const el = $("check-status");
+  el.hidden = !report;
+  el.textContent = report ? report.headline : "";
+  el.title = el.textContent;
+  el.className = report ? { pass: "ok", fail: "fail", skipped: "skipped", partial: "skipped" }[report.status] : "";
+  if (!report) delete document.body.dataset.checked;
+}
+
 async function runChecks() {
   status("running checks on the saved values…");
   const report = await api.checks(state.run, state.graph);
@@ -358,6 +369,7 @@ async function runChecks() {
   applyMarks();
   applyColour();
   status(report.headline);
+  showVerdict(report);
   document.body.dataset.checked = report.status;
   if (state.findings.size) {
     const rank = (id) => { const i = state.order.indexOf(id); return i < 0 ? Infinity : i; };
