@@ -12,11 +12,13 @@ as inconclusive rather than failed.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
@@ -42,6 +44,7 @@ class LocalOptions:
     locate_limit: int = 512
     cotangents: int = 1
     seed: int = 0
+    batch_size: int = 512
 
 
 @dataclass(frozen=True)
@@ -92,33 +95,63 @@ def check_node(
     >>> len(cs), any(c.failed for c in cs)
     (2, False)
     """
-    replay = Replay(node)
-    xs = replay.inputs()
-    y = replay.forward(xs)
-    _require_reproduced(node, y)
-    rng = np.random.default_rng([opts.seed, node.id])
-    # NOTE: infinite values (a -inf attention mask) are constants of the comparison: no
-    # direction moves them and no cotangent weighs an infinite output.
-    finite = np.isfinite(y)
-    us = [
-        (name, np.where(finite, u, 0.0))
-        for name, u in _cotangents(y, grad_output, opts.cotangents, rng)
-    ]
-    grads = {name: replay.vjp(xs, y, u) for name, u in us}
-    if recorded is not None and us and us[0][0] == "incoming gradient":
-        us.insert(0, ("recorded gradient", us[0][1]))
-        grads["recorded gradient"] = recorded
-    out = []
-    for i in replay.differentiable():
-        for _ in range(opts.directions):
-            v = np.where(np.isfinite(xs[i]), rng.standard_normal(np.shape(xs[i])), 0.0)
-            plus, minus = _shifted(replay, xs, i, v * opts.eps)
-            for name, u in us:
-                c = _compare(i, name, u, v, y, plus, minus, grads[name], opts)
-                if c.inconclusive:
-                    c = _without_kinks(replay, xs, c, u, v, y, plus, minus, opts)
-                out.append(c)
-    return out
+    incoming = [grad_output] if _usable(grad_output) else None
+    batch = _Batch(BatchReplay([node]), incoming, [recorded], opts)
+    if batch.errors[0] is not None:
+        raise NotReplayable(batch.errors[0])
+    return batch.comparisons(0)
+
+
+class _Batch:
+    """The comparisons of a batch of nodes (one op, one layout), as arrays over the batch.
+
+    Every node draws its directions and cotangents from its own generator, in the same order
+    whatever the batch, so a node's comparisons do not depend on the nodes batched with it.
+    """
+
+    def __init__(self, replay: BatchReplay, incoming: list | None, recorded: list,
+                 opts: LocalOptions) -> None:  # fmt: skip
+        self.replay, self.opts = replay, opts
+        self.xs = xs = replay.inputs()
+        self.y = y = replay.forward(xs)
+        self.errors = _reproduced(replay.nodes, y)
+        rngs = [np.random.default_rng([opts.seed, n.id]) for n in replay.nodes]
+        # NOTE: infinite values (a -inf attention mask) are constants of the comparison: no
+        # direction moves them and no cotangent weighs an infinite output.
+        finite = np.isfinite(y)
+        us = [
+            (name, np.where(finite, u, 0.0))
+            for name, u in _cotangents(y, incoming, opts.cotangents, rngs)
+        ]
+        grads = {name: replay.vjp(xs, y, u) for name, u in us}
+        if recorded[0] is not None and us and us[0][0] == "incoming gradient":
+            us.insert(0, ("recorded gradient", us[0][1]))
+            grads["recorded gradient"] = _stack_recorded(recorded)
+        self.slots = []
+        for i in replay.differentiable():
+            for _ in range(opts.directions):
+                v = np.where(np.isfinite(xs[i]), _normal(rngs, np.shape(xs[i])[1:]), 0.0)
+                plus, minus = _shifted(replay, xs, i, v * opts.eps)
+                for name, u in us:
+                    numbers = _compare(i, name, u, v, y, plus, minus, grads[name], opts)
+                    self.slots.append((i, name, u, v, plus, minus, numbers))
+        self.suspect = np.zeros(len(replay), dtype=bool)
+        for *_, (num, an, tol, _asym) in self.slots:
+            self.suspect |= np.abs(num - an) > tol
+
+    def comparisons(self, b: int) -> list:
+        """Node ``b``'s comparisons, with kinks masked where they made one inconclusive."""
+        out = []
+        for i, name, u, v, plus, minus, (num, an, tol, asym) in self.slots:
+            c = Comparison(i, name, float(num[b]), float(an[b]), float(tol[b]), float(asym[b]))
+            if c.inconclusive:
+                one = slice(b, b + 1)
+                replay = BatchReplay([self.replay.nodes[b]])
+                xs = [x[one] if a else x for x, a in zip(self.xs, self.replay.is_array)]
+                c = _without_kinks(replay, xs, c, u[one], v[one], self.y[one], plus[one],
+                                   minus[one], self.opts)  # fmt: skip
+            out.append(c)
+        return out
 
 
 def _without_kinks(replay, xs, c, u, v, y, plus, minus, opts) -> Comparison:
@@ -135,32 +168,35 @@ def _without_kinks(replay, xs, c, u, v, y, plus, minus, opts) -> Comparison:
         return c
     masked = np.where(smooth, u, 0.0)
     grads = replay.vjp(xs, y, masked)
-    again = _compare(c.input, c.cotangent, masked, v, y, plus, minus, grads, opts)
+    num, an, tol, asym = _compare(c.input, c.cotangent, masked, v, y, plus, minus, grads, opts)
     name = f"{c.cotangent} (kink elements masked)"
-    return Comparison(c.input, name, again.numerical, again.analytical, again.tolerance,
-                      again.asymmetry)  # fmt: skip
+    return Comparison(c.input, name, float(num[0]), float(an[0]), float(tol[0]), float(asym[0]))
 
 
 class NotReplayable(Exception):
     """The node's forward cannot be rerun faithfully from its recorded inputs."""
 
 
-def _require_reproduced(node: NodeRecord, y: np.ndarray) -> None:
-    """Raise :class:`NotReplayable` unless the replayed output matches the recorded one."""
-    out = node.output
-    if out is None:
-        return
-    if np.shape(out) != np.shape(y):
-        raise NotReplayable(f"replay gives shape {np.shape(y)}, recorded {np.shape(out)}")
-    out = np.asarray(out, dtype=np.float64)
-    rtol = 1e-3 if np.asarray(node.output).dtype.itemsize <= 4 else 1e-8
-    finite = out[np.isfinite(out)]
-    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
-    if not np.allclose(y, out, rtol=rtol, atol=rtol * scale + 1e-12):
-        raise NotReplayable(
-            "rerunning its forward from the recorded inputs does not reproduce the recorded "
-            "output (random, stateful or with inputs the record lacks)"
-        )
+def _reproduced(nodes: list, y: np.ndarray) -> list:
+    """Per node, why the replayed output ``y[b]`` does not match the recorded one (or None)."""
+    first = nodes[0].output
+    if first is None:
+        return [None] * len(nodes)
+    if np.shape(first) != y.shape[1:]:
+        return [f"replay gives shape {y.shape[1:]}, recorded {np.shape(first)}"] * len(nodes)
+    out = np.stack([np.asarray(n.output, dtype=np.float64) for n in nodes])
+    rtol = 1e-3 if np.asarray(first).dtype.itemsize <= 4 else 1e-8
+    rows = out.reshape(len(nodes), -1)
+    scale = np.max(np.where(np.isfinite(rows), np.abs(rows), 0.0), axis=1, initial=0.0)
+    atol = (rtol * scale + 1e-12).reshape((len(nodes),) + (1,) * (out.ndim - 1))
+    ok = np.isclose(y, out, rtol=rtol, atol=atol).reshape(len(nodes), -1).all(axis=1)
+    return [
+        None
+        if good
+        else "rerunning its forward from the recorded inputs does not reproduce the recorded "
+        "output (random, stateful or with inputs the record lacks)"
+        for good in ok
+    ]
 
 
 def locate_element(
@@ -183,28 +219,50 @@ def locate_element(
             continue
         step = np.zeros(x.shape)
         step[j] = opts.eps
-        plus, minus = _shifted(replay, xs, input, step)
+        plus, minus = (replay.forward(_moved(xs, input, s * step)) for s in (1.0, -1.0))
         numerical[j] = np.sum(u * _sub(plus, minus)) / (2 * opts.eps)
     worst = np.unravel_index(int(np.argmax(np.abs(numerical - analytical))), x.shape)
     index = tuple(int(k) for k in worst)
     return index, float(numerical[worst]), float(analytical[worst])
 
 
-def _cotangents(y: np.ndarray, real: np.ndarray | None, n: int, rng: Any) -> list:
+def _cotangents(y: np.ndarray, real: list | None, n: int, rngs: list) -> list:
+    """The incoming gradients (None: not every node has a usable one) and ``n`` random
+    cotangents, each stacked over the batch."""
     us = []
-    if real is not None and np.isfinite(real).all() and np.any(real):
-        us.append(("incoming gradient", np.asarray(real, dtype=np.float64)))
-    us += [(f"random cotangent {k}", rng.standard_normal(y.shape)) for k in range(n)]
+    if real is not None:
+        us.append(("incoming gradient", np.stack([np.asarray(g, dtype=np.float64) for g in real])))
+    us += [(f"random cotangent {k}", _normal(rngs, y.shape[1:])) for k in range(n)]
     return us
 
 
-def _shifted(replay: Replay, xs: list, i: int, step: np.ndarray) -> tuple:
-    values = []
-    for sign in (1.0, -1.0):
-        moved = list(xs)
-        moved[i] = np.asarray(xs[i] + sign * step)
-        values.append(replay.forward(moved))
-    return values[0], values[1]
+def _usable(real: np.ndarray | None) -> bool:
+    return real is not None and bool(np.isfinite(real).all()) and bool(np.any(real))
+
+
+def _normal(rngs: list, shape: tuple) -> np.ndarray:
+    """One standard normal draw of ``shape`` from each node's generator, stacked."""
+    return np.stack([rng.standard_normal(shape) for rng in rngs])
+
+
+def _stack_recorded(recorded: list) -> tuple:
+    """The recorded gradients of a batch, stacked per input (None where the rule gave None)."""
+    if len({len(r) for r in recorded}) != 1:
+        raise ValueError("the nodes of a batch recorded different numbers of gradients")
+    return tuple(
+        None if all(g is None for g in gs) else np.stack([np.asarray(g) for g in gs])
+        for gs in zip(*recorded)
+    )
+
+
+def _moved(xs: list, i: int, step: np.ndarray) -> list:
+    moved = list(xs)
+    moved[i] = np.asarray(xs[i] + step)
+    return moved
+
+
+def _shifted(replay: BatchReplay, xs: list, i: int, step: np.ndarray) -> tuple:
+    return replay.forward(_moved(xs, i, step)), replay.forward(_moved(xs, i, -step))
 
 
 def _sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -213,30 +271,36 @@ def _sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(np.isfinite(a) & np.isfinite(b), a - b, 0.0)
 
 
-def _dot(g: Any, v: np.ndarray) -> float:
-    """``<g, v>`` over the elements that ``v`` moves (NaN where shapes differ)."""
+def _rows(a: np.ndarray) -> np.ndarray:
+    """Per node of a batch (the leading axis), the sum of its elements."""
+    return np.asarray(a).reshape(len(a), -1).sum(axis=1)
+
+
+def _dot(g: Any, v: np.ndarray) -> np.ndarray:
+    """Per node, ``<g, v>`` over the elements that ``v`` moves (NaN where shapes differ)."""
     if np.shape(g) != np.shape(v):
-        return float("nan")
+        return np.full(len(v), np.nan)
     with np.errstate(invalid="ignore"):
-        return float(np.sum(np.where(v != 0, np.asarray(g, dtype=np.float64) * v, 0.0)))
+        return _rows(np.where(v != 0, np.asarray(g, dtype=np.float64) * v, 0.0))
 
 
-def _compare(i, name, u, v, y, plus, minus, grads, opts) -> Comparison:
+def _compare(i, name, u, v, y, plus, minus, grads, opts) -> tuple:
+    """``(numerical, analytical, tolerance, asymmetry)``, each an array over the batch."""
     h = opts.eps
     central = _sub(plus, minus) / (2 * h)
-    numerical = float(np.sum(u * central))
+    numerical = _rows(u * central)
     gi = grads[i] if i < len(grads) else None
-    analytical = 0.0 if gi is None else _dot(gi, v)
+    analytical = np.zeros(len(u)) if gi is None else _dot(gi, v)
     # NOTE: elementwise, so that kinks of opposite sign cannot cancel out.
-    asym = float(np.sum(np.abs(u) * np.abs(_sub(plus, y) - _sub(y, minus)))) / h
-    scale = float(np.sum(np.abs(u * central))) + abs(analytical)
+    asym = _rows(np.abs(u) * np.abs(_sub(plus, y) - _sub(y, minus))) / h
+    scale = _rows(np.abs(u * central)) + np.abs(analytical)
     size = np.where(np.isfinite(plus) & np.isfinite(minus), np.abs(plus) + np.abs(minus), 0.0)
-    roundoff = 64 * _EPS64 * float(np.sum(np.abs(u) * size)) / h
+    roundoff = 64 * _EPS64 * _rows(np.abs(u) * size) / h
     rtol = opts.rtol
     if name == "recorded gradient" and gi is not None and np.asarray(gi).dtype.itemsize <= 4:
         rtol = max(rtol, opts.rtol32)  # the rule ran in float32
     tol = opts.atol + rtol * scale + roundoff
-    return Comparison(i, name, numerical, analytical, tol, asym)
+    return numerical, analytical, tol, asym
 
 
 def _finding(node: NodeRecord, c: Comparison, element: tuple | None = None) -> Finding:
@@ -270,8 +334,16 @@ def backward_order(graph: GraphRecord) -> list[int]:
     return order
 
 
-def local_check(graph: GraphRecord, opts: LocalOptions | None = None) -> CheckResult:
+def local_check(
+    graph: GraphRecord,
+    opts: LocalOptions | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckResult:
     """Check every node's rule locally; findings come in backward order (first = first bad).
+
+    Nodes of the same op and layout are checked ``opts.batch_size`` at a time (one replay
+    for the whole batch); ``batch_size=1`` checks them one by one, with the same findings.
+    ``progress(done, total)`` is called after each batch.
 
     >>> import tpx as tp
     >>> from tpx_inspect.checks.record import record
@@ -284,50 +356,118 @@ def local_check(graph: GraphRecord, opts: LocalOptions | None = None) -> CheckRe
     """
     opts = opts or LocalOptions()
     start = time.perf_counter()
+    order = backward_order(graph)
+    outcomes = check_nodes(graph, order, opts, progress)
     findings, checked, skips, notes = [], 0, [], []
-    for nid in backward_order(graph):
-        node = graph.node(nid)
-        if node.is_leaf:
+    for nid in order:
+        if nid not in outcomes:
             continue
-        reason = why_not_replayable(node) or _nonfinite(node)
-        if reason is not None:
-            skips.append(Skip(reason, nid))
-            continue
-        ex = graph.execution(nid)
-        try:
-            finding, note = _check_one(node, ex, opts)
-        except Exception as e:  # NOTE: a node that cannot be replayed is skipped, not failed
-            skips.append(Skip(f"replay failed: {type(e).__name__}", nid))
-            notes.append(f"{node.where()}: skipped, {e}")
-            continue
-        if note == _KINK:
-            skips.append(Skip(_KINK, nid))
-            continue
-        checked += 1
-        if finding is not None:
-            findings.append(finding)
+        skip, finding, note = outcomes[nid]
+        if skip is not None:
+            skips.append(Skip(skip, nid))
+        else:
+            checked += 1
+            if finding is not None:
+                findings.append(finding)
         if note is not None:
-            notes.append(f"{node.where()}: {note}")
+            notes.append(f"{graph.node(nid).where()}: {note}")
     seconds = time.perf_counter() - start
     return CheckResult("local", checked, tuple(findings), len(skips), seconds, tuple(notes),
                        tuple(skips))  # fmt: skip
 
 
+def check_nodes(
+    graph: GraphRecord,
+    ids: Sequence[int],
+    opts: LocalOptions,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[int, tuple]:
+    """``{id: (skip reason or None, finding or None, note or None)}`` for the non-leaf nodes
+    among ``ids``, checked in batches; the unit of work a cluster worker runs.
+
+    >>> import tpx as tp
+    >>> from tpx_inspect.checks.record import record
+    >>> with record() as rec:
+    ...     _ = tp.asarray([0.5], requires_grad=True).sin()
+    >>> check_nodes(rec.graph(), [0, 1], LocalOptions())
+    {1: (None, None, None)}
+    """
+    out: dict[int, tuple] = {}
+    todo = []
+    for nid in ids:
+        node = graph.node(nid)
+        if node.is_leaf:
+            continue
+        reason = why_not_replayable(node) or _nonfinite(node)
+        if reason is not None:
+            out[nid] = (reason, None, None)
+        else:
+            ex = graph.execution(nid)
+            todo.append((node, ex, ex is not None and _usable(ex.grad_output)))
+    done, total = len(out), len(out) + len(todo)
+    for batch in batches(todo, opts.batch_size, _key):
+        out.update(_check_batch(batch, opts))
+        done += len(batch)
+        if progress is not None:
+            progress(done, total)
+    return out
+
+
+def _key(item: tuple) -> tuple | None:
+    node, ex, usable = item
+    if not stackable(node):
+        return None
+    recorded = None if ex is None else ex.grad_inputs
+    grads = None
+    if recorded is not None:
+        grads = tuple(None if g is None else (np.shape(g), np.asarray(g).dtype.str)
+                      for g in recorded)  # fmt: skip
+    return batch_key(node), usable, grads
+
+
+def _check_batch(items: list, opts: LocalOptions) -> dict[int, tuple]:
+    """Outcomes of a batch; a batch that fails as a whole is checked node by node."""
+    nodes = [item[0] for item in items]
+    execs = [(None, None) if ex is None else (ex.grad_output, ex.grad_inputs) for _, ex, _ in items]
+    incoming = [e[0] for e in execs] if items[0][2] else None
+    try:
+        batch = _Batch(BatchReplay(nodes), incoming, [e[1] for e in execs], opts)
+    except Exception as e:  # NOTE: a node that cannot be replayed is skipped, not failed
+        if len(items) > 1:
+            return {k: v for item in items for k, v in _check_batch([item], opts).items()}
+        return {nodes[0].id: _replay_failed(e)}
+    out = {}
+    for b, (node, (incoming, recorded)) in enumerate(zip(nodes, execs)):
+        try:
+            if batch.errors[b] is not None:
+                raise NotReplayable(batch.errors[b])
+            out[node.id] = _judge(node, batch, b, incoming, recorded, opts)
+        except Exception as e:
+            out[node.id] = _replay_failed(e)
+    return out
+
+
+def _replay_failed(e: Exception) -> tuple:
+    return f"replay failed: {type(e).__name__}", None, f"skipped, {e}"
+
+
 _KINK = "not differentiable at the recorded point (a kink: relu at 0, ties)"
 
 
-def _check_one(node: NodeRecord, ex: Any, opts: LocalOptions) -> tuple:
-    """``(finding or None, note or None)`` for one replayable node."""
-    incoming, recorded = (None, None) if ex is None else (ex.grad_output, ex.grad_inputs)
-    comparisons = check_node(node, incoming, opts, recorded)
+def _judge(node: NodeRecord, batch: _Batch, b: int, incoming: Any, recorded: Any,
+           opts: LocalOptions) -> tuple:  # fmt: skip
+    """``(skip, finding, note)`` for node ``b`` of a batch."""
+    if not batch.suspect[b]:
+        return None, None, None
+    comparisons = batch.comparisons(b)
     bad = [c for c in comparisons if c.failed]
     if bad:
-        return _finding(node, bad[0], _locate(node, bad[0], incoming, recorded, opts)), None
+        return None, _finding(node, bad[0], _locate(node, bad[0], incoming, recorded, opts)), None
     if any(c.inconclusive for c in comparisons):
-        return None, _KINK
+        return _KINK, None, None
     if any(c.cotangent.endswith("(kink elements masked)") for c in comparisons):
-        return None, "at a kink (relu at 0, ties); checked on smooth elements"
-    return None, None
+        return None, None, "at a kink (relu at 0, ties); checked on smooth elements"
+    return None, None, None
 
 
 def _locate(

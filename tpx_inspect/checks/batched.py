@@ -1,0 +1,170 @@
+"""Replay many recorded nodes of the same op and shapes at once, for the local check.
+
+Small nodes (a (4, 4) tanh) cost the local check far more in per-call overhead than in
+arithmetic. A :class:`BatchReplay` stacks the recorded values of ``B`` nodes that share op,
+params and shapes along a new leading axis and runs their forward and rule once on the stack.
+Only ops whose kernel and rule act the same on every slice of a leading axis are stacked
+(elementwise ops, and matmul of matrices); any other batch runs its nodes one at a time.
+A batch of one node always runs alone, through :class:`~tpx_inspect.checks.replay.Replay`:
+that is the reference path the batched one is tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import p10
+import tpx
+from tpx import RuleContext
+from tpx_inspect.checks.record import NodeRecord
+from tpx_inspect.checks.replay import Replay, _numpy, _ReplayNode, _tensor
+
+
+def stackable(node: NodeRecord) -> bool:
+    """Whether ``node``'s forward and rule can run on a leading batch axis of its inputs.
+
+    >>> stackable(NodeRecord(0, "AccumulateGrad", None, {}, (), (), None))
+    False
+    """
+    op = node.op
+    if node.function is not None or not isinstance(op, p10.Op) or node.inputs is None:
+        return False
+    if node.rule is not None and node.rule is not tpx.rules.RULES.get(op):
+        return False
+    kind = p10.OP_INFO[op].kind
+    if kind == "elementwise":
+        return True
+    arrays = [x for x in node.inputs if isinstance(x, np.ndarray)]
+    return op is p10.Op.MATMUL and len(arrays) == 2 and all(x.ndim >= 2 for x in arrays)
+
+
+def batch_key(node: NodeRecord) -> tuple:
+    """What nodes must share to be replayed as one batch: op, params, input/output layout."""
+    inputs = tuple(
+        (x.shape, x.dtype.str) if isinstance(x, np.ndarray) else (type(x).__name__, repr(x))
+        for x in node.inputs or ()
+    )
+    out = node.output
+    return (
+        node.op,
+        repr(sorted(node.params.items())),
+        tuple(e is None for e in node.edges),
+        inputs,
+        None if out is None else (np.shape(out), np.asarray(out).dtype.str),
+    )
+
+
+class BatchReplay:
+    """Forward and VJP of ``B`` nodes at once, on arrays with a leading batch axis.
+
+    Inputs that are arrays are stacked to ``(B, *shape)``; other inputs (Python scalars) are
+    the same for every node of a batch and stay as they are.
+
+    >>> import tpx as tp
+    >>> from tpx_inspect.checks.record import record
+    >>> with record() as rec:
+    ...     _ = tp.asarray([0.5], requires_grad=True).sin()
+    ...     _ = tp.asarray([1.5], requires_grad=True).sin()
+    >>> nodes = [n for n in rec.graph().nodes if not n.is_leaf]
+    >>> r = BatchReplay(nodes)
+    >>> xs = r.inputs()
+    >>> np.round(r.forward(xs), 4).tolist()
+    [[0.4794], [0.9975]]
+    """
+
+    def __init__(self, nodes: Sequence[NodeRecord]) -> None:
+        self.nodes = list(nodes)
+        self.replays = [Replay(n) for n in self.nodes]
+        first = self.nodes[0]
+        self.stacked = len(self.nodes) > 1 and stackable(first)
+        self.is_array = [isinstance(x, np.ndarray) for x in first.inputs or ()]
+        out_ndim = np.ndim(first.output)
+        self.padded = [
+            (len(self.nodes),) + (1,) * max(out_ndim - x.ndim, 0) + x.shape if a else None
+            for x, a in zip(first.inputs or (), self.is_array)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def differentiable(self) -> list[int]:
+        """Positions of the inputs that need a gradient (the same for every node)."""
+        return self.replays[0].differentiable()
+
+    def inputs(self) -> list[Any]:
+        """The nodes' recorded inputs, stacked (float64 where floating)."""
+        per_node = [r.inputs() for r in self.replays]
+        return [
+            np.stack([xs[i] for xs in per_node]) if a else per_node[0][i]
+            for i, a in enumerate(self.is_array)
+        ]
+
+    def one(self, xs: Sequence[Any], b: int) -> list[Any]:
+        """Node ``b``'s slice of stacked values ``xs``."""
+        return [x[b] if a else x for x, a in zip(xs, self.is_array)]
+
+    def forward(self, xs: Sequence[Any]) -> np.ndarray:
+        """The outputs of every node, stacked, recomputed from stacked inputs ``xs``."""
+        if not self.stacked:
+            return np.stack([r.forward(self.one(xs, b)) for b, r in enumerate(self.replays)])
+        ts = self._padded(xs)
+        return np.array(p10.execute(self.nodes[0].op, ts, self.replays[0].params).numpy())
+
+    def vjp(self, xs: Sequence[Any], out: np.ndarray, g: np.ndarray) -> tuple[Any, ...]:
+        """Each node's rule on its slice of cotangent ``g``: per input, a stack or None."""
+        if not self.stacked:
+            per_node = [r.vjp(self.one(xs, b), out[b], g[b]) for b, r in enumerate(self.replays)]
+            return tuple(_stack_grads(gs) for gs in zip(*per_node))
+        replay = self.replays[0]
+        ts = tuple(self._padded(xs))
+        meta = tuple((t.shape, t.dtype) if isinstance(t, p10.Tensor) else ((), None) for t in ts)
+        node = _ReplayNode(self.nodes[0], replay.params, meta)
+        ctx = RuleContext(node, ts, _tensor(out))  # type: ignore[arg-type]
+        grads = replay.rule.vjp(ctx, _tensor(np.asarray(g, dtype=out.dtype)))
+        return tuple(self._unpad(i, gi, xs) for i, gi in enumerate(grads))
+
+    def _unpad(self, i: int, g: Any, xs: Sequence[Any]) -> Any:
+        if g is None:
+            return None
+        g = _numpy(g)
+        if g.shape != self.padded[i]:
+            # NOTE: a rule that returns a wrong shape is judged node by node, as alone
+            raise ValueError(f"the rule returned shape {g.shape} for input {i}")
+        return g.reshape(np.shape(xs[i]))
+
+    def _padded(self, xs: Sequence[Any]) -> list[Any]:
+        return [
+            _tensor(np.reshape(x, shape)) if shape is not None else _tensor(x)
+            for x, shape in zip(xs, self.padded)
+        ]
+
+
+def _stack_grads(gs: Sequence[Any]) -> Any:
+    if all(g is None for g in gs):
+        return None
+    if any(g is None for g in gs):
+        raise ValueError("the nodes of a batch disagree on which inputs get a gradient")
+    return np.stack(gs)
+
+
+def batches(items: Sequence[Any], size: int, key: Any) -> Any:
+    """Split ``items`` into batches of at most ``size`` items with equal ``key(item)``; an item
+    whose key is None goes alone. Batches come in the order their last item arrives.
+
+    >>> list(batches([1, 2, 3, 4, 5], 2, lambda i: i % 2))
+    [[1, 3], [2, 4], [5]]
+    """
+    open_: dict[Any, list] = {}
+    for item in items:
+        k = key(item) if size > 1 else None
+        if k is None:
+            yield [item]
+            continue
+        group = open_.setdefault(k, [])
+        group.append(item)
+        if len(group) >= size:
+            yield open_.pop(k)
+    yield from open_.values()
