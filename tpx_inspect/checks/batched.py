@@ -50,7 +50,7 @@ def batch_key(node: NodeRecord) -> tuple:
     out = node.output
     return (
         node.op,
-        repr(sorted(node.params.items())),
+        repr(sorted(node.params.items())) if node.params else "",
         tuple(e is None for e in node.edges),
         inputs,
         None if out is None else (np.shape(out), np.asarray(out).dtype.str),
@@ -75,9 +75,9 @@ class BatchReplay:
     [[0.4794], [0.9975]]
     """
 
-    def __init__(self, nodes: Sequence[NodeRecord]) -> None:
+    def __init__(self, nodes: Sequence[NodeRecord], upcast: bool = True) -> None:
         self.nodes = list(nodes)
-        self.replays = [Replay(n) for n in self.nodes]
+        self.replays = [Replay(n, upcast=upcast) for n in self.nodes]
         first = self.nodes[0]
         self.stacked = len(self.nodes) > 1 and stackable(first)
         self.is_array = [isinstance(x, np.ndarray) for x in first.inputs or ()]

@@ -9,12 +9,14 @@ kernel from spreading: only the node that ran it disagrees.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 import numpy as np
 
 import p10
+from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
@@ -106,11 +108,15 @@ def _finding(node: NodeRecord, phase: str, what: str, why: str, **details: Any) 
     )  # fmt: skip
 
 
-def kernel_check(graph: GraphRecord, include_spec: bool = False) -> CheckResult:
+def kernel_check(
+    graph: GraphRecord, include_spec: bool = False, batch_size: int = 512
+) -> CheckResult:
     """Compare every node that ran on a non-spec backend with the numpy spec.
 
     Nodes that ran on the spec itself are skipped unless ``include_spec`` (then the check
-    only shows that replay reproduces the recorded values).
+    only shows that replay reproduces the recorded values). Nodes of one op and layout are
+    replayed ``batch_size`` at a time; any node the batch does not clear is checked alone,
+    so its finding is the one a node-by-node check (``batch_size=1``) gives.
 
     >>> import tpx as tp
     >>> from tpx_inspect.checks.record import record
@@ -123,28 +129,91 @@ def kernel_check(graph: GraphRecord, include_spec: bool = False) -> CheckResult:
     'SKIPPED: NumPy is the spec backend: nothing to compare'
     """
     start = time.perf_counter()
+    reasons: dict[int, str | None] = {}
+    for node in graph.nodes:
+        if not node.is_leaf:
+            on_spec = node.backend == SPEC and not include_spec
+            reasons[node.id] = ON_SPEC if on_spec else why_not_replayable(node)
+    todo = [graph.node(nid) for nid, why in reasons.items() if why is None]
+    results: dict[int, Any] = {}
+    for batch in batches(todo, batch_size, lambda n: _key(graph, n)):
+        results.update(_check_batch(graph, batch))
     findings: list[Finding] = []
     checked, skips, notes = 0, [], []
-    for node in graph.nodes:
-        if node.is_leaf:
-            continue
-        on_spec = node.backend == SPEC and not include_spec
-        reason = ON_SPEC if on_spec else why_not_replayable(node)
+    for nid, reason in reasons.items():
+        result = results.get(nid)
         if reason is not None:
-            skips.append(Skip(reason, node.id))
-            continue
-        try:
-            findings += _check_node(graph, node)
-        except Exception as e:  # a kernel the spec lacks, a rule that cannot replay
-            skips.append(Skip(f"replay on the spec failed: {type(e).__name__}", node.id))
-            notes.append(f"{node.where()}: replay failed: {e}")
-            continue
-        checked += 1
+            skips.append(Skip(reason, nid))
+        elif isinstance(result, Exception):  # a kernel the spec lacks, a rule that cannot replay
+            skips.append(Skip(f"replay on the spec failed: {type(result).__name__}", nid))
+            notes.append(f"{graph.node(nid).where()}: replay failed: {result}")
+        else:
+            findings += result
+            checked += 1
     skipped = len(skips)
     if checked == 0 and skips and all(s.reason == ON_SPEC for s in skips):
         skips = [Skip(ON_SPEC)]  # NOTE: one reason for the whole graph, not one per node
     return CheckResult("kernel", checked, tuple(findings), skipped,
                        time.perf_counter() - start, tuple(notes), tuple(skips))  # fmt: skip
+
+
+def _key(graph: GraphRecord, node: NodeRecord) -> tuple | None:
+    if not stackable(node):
+        return None
+    ex = graph.execution(node.id)
+    if ex is None:
+        return batch_key(node), None
+    grads = tuple(_layout(g) for g in ex.grad_inputs or ())
+    return batch_key(node), _layout(ex.grad_output), grads
+
+
+def _layout(a: Any) -> tuple | None:
+    return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
+
+
+def _check_batch(graph: GraphRecord, nodes: list) -> dict[int, Any]:
+    """Findings (or the exception) per node; nodes the batch clears have no findings."""
+    suspects = {n.id for n in nodes}
+    if len(nodes) > 1:
+        # NOTE: a batch that cannot replay as a whole is checked node by node
+        with contextlib.suppress(Exception):
+            suspects = _suspects(graph, nodes)
+    return {n.id: _one(graph, n) if n.id in suspects else [] for n in nodes}
+
+
+def _one(graph: GraphRecord, node: NodeRecord) -> Any:
+    try:
+        return _check_node(graph, node)
+    except Exception as e:
+        return e
+
+
+def _suspects(graph: GraphRecord, nodes: list) -> set[int]:
+    """The ids of the nodes whose stacked replay does not agree with their record."""
+    replay = BatchReplay(nodes, upcast=False)
+    xs = replay.inputs()
+    outs = np.stack([n.output for n in nodes])
+    bad = ~_agree(replay.forward(xs), outs)
+    execs = [graph.execution(n.id) for n in nodes]
+    if execs[0] is not None:
+        g = np.stack([ex.grad_output for ex in execs])
+        spec_grads = replay.vjp(xs, outs, g)
+        for i, got in enumerate(zip(*(ex.grad_inputs for ex in execs))):
+            if got[0] is not None:
+                spec = spec_grads[i] if i < len(spec_grads) else None
+                bad |= True if spec is None else ~_agree(spec, np.stack(got))
+    return {n.id for n, b in zip(nodes, bad) if b}
+
+
+def _agree(spec: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """Per node (leading axis), whether ``got`` matches ``spec`` as :func:`_mismatch` asks."""
+    if spec.shape != got.shape or spec.dtype != got.dtype:
+        return np.zeros(len(got), dtype=bool)
+    if spec.dtype.kind != "f":
+        return (spec == got).reshape(len(got), -1).all(axis=1)
+    rtol, atol = _tolerance(spec.dtype)
+    close = np.isclose(got, spec, rtol=rtol, atol=atol, equal_nan=True)
+    return close.reshape(len(got), -1).all(axis=1)
 
 
 ON_SPEC = "NumPy is the spec backend: nothing to compare"

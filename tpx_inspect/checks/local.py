@@ -11,6 +11,7 @@ as inconclusive rather than failed.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -115,22 +116,25 @@ class _Batch:
         self.xs = xs = replay.inputs()
         self.y = y = replay.forward(xs)
         self.errors = _reproduced(replay.nodes, y)
-        rngs = [np.random.default_rng([opts.seed, n.id]) for n in replay.nodes]
+        differentiable = replay.differentiable()
+        shapes = [y.shape[1:]] * opts.cotangents
+        shapes += [np.shape(xs[i])[1:] for i in differentiable for _ in range(opts.directions)]
+        draws = _Draws([n.id for n in replay.nodes], opts.seed, shapes)
         # NOTE: infinite values (a -inf attention mask) are constants of the comparison: no
         # direction moves them and no cotangent weighs an infinite output.
         finite = np.isfinite(y)
         us = [
             (name, np.where(finite, u, 0.0))
-            for name, u in _cotangents(y, incoming, opts.cotangents, rngs)
+            for name, u in _cotangents(incoming, opts.cotangents, draws)
         ]
         grads = {name: replay.vjp(xs, y, u) for name, u in us}
         if recorded[0] is not None and us and us[0][0] == "incoming gradient":
             us.insert(0, ("recorded gradient", us[0][1]))
             grads["recorded gradient"] = _stack_recorded(recorded)
         self.slots = []
-        for i in replay.differentiable():
+        for i in differentiable:
             for _ in range(opts.directions):
-                v = np.where(np.isfinite(xs[i]), _normal(rngs, np.shape(xs[i])[1:]), 0.0)
+                v = np.where(np.isfinite(xs[i]), draws.next(), 0.0)
                 plus, minus = _shifted(replay, xs, i, v * opts.eps)
                 for name, u in us:
                     numbers = _compare(i, name, u, v, y, plus, minus, grads[name], opts)
@@ -226,23 +230,46 @@ def locate_element(
     return index, float(numerical[worst]), float(analytical[worst])
 
 
-def _cotangents(y: np.ndarray, real: list | None, n: int, rngs: list) -> list:
+def _cotangents(real: list | None, n: int, draws: _Draws) -> list:
     """The incoming gradients (None: not every node has a usable one) and ``n`` random
     cotangents, each stacked over the batch."""
     us = []
     if real is not None:
         us.append(("incoming gradient", np.stack([np.asarray(g, dtype=np.float64) for g in real])))
-    us += [(f"random cotangent {k}", _normal(rngs, y.shape[1:])) for k in range(n)]
+    us += [(f"random cotangent {k}", draws.next()) for k in range(n)]
     return us
 
 
 def _usable(real: np.ndarray | None) -> bool:
-    return real is not None and bool(np.isfinite(real).all()) and bool(np.any(real))
+    """An incoming gradient that is finite and not all zero."""
+    if real is None or np.size(real) == 0:
+        return False
+    # NOTE: max |g| is NaN or inf iff some element is, and 0 iff all are
+    biggest = np.max(np.abs(real))
+    return bool(0 < biggest < np.inf)
 
 
-def _normal(rngs: list, shape: tuple) -> np.ndarray:
-    """One standard normal draw of ``shape`` from each node's generator, stacked."""
-    return np.stack([rng.standard_normal(shape) for rng in rngs])
+class _Draws:
+    """Standard normal draws of the given shapes, in order, from each node's own generator.
+
+    A generator gives the same numbers in one call as in one call per shape, so each node
+    draws everything at once (node ``i``: ``default_rng([seed, i])``, as one node alone).
+    """
+
+    def __init__(self, ids: list, seed: int, shapes: list) -> None:
+        self.shapes = list(shapes)
+        total = sum(math.prod(s) for s in shapes)
+        self.values = np.stack([np.random.default_rng([seed, i]).standard_normal(total)
+                                for i in ids])  # fmt: skip
+        self.pos = 0
+
+    def next(self) -> np.ndarray:
+        """The next shape's draws, stacked over the batch."""
+        shape = self.shapes.pop(0)
+        n = math.prod(shape)
+        out = self.values[:, self.pos : self.pos + n].reshape((len(self.values), *shape))
+        self.pos += n
+        return out
 
 
 def _stack_recorded(recorded: list) -> tuple:
@@ -490,6 +517,13 @@ def _locate(
 def _nonfinite(node: NodeRecord) -> str | None:
     values = [x for x in node.inputs or () if isinstance(x, np.ndarray) and x.dtype.kind == "f"]
     values.append(node.output)
-    if any(np.isnan(v).any() for v in values if v is not None):
+    if any(_has_nan(v) for v in values if v is not None):
         return "NaN values (see the nonfinite check)"
     return None
+
+
+def _has_nan(v: np.ndarray) -> bool:
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+        # NOTE: max propagates NaN (and only NaN): one reduction instead of isnan + any
+        return v.size > 0 and bool(np.isnan(v.max()))
+    return bool(np.isnan(v).any())

@@ -1,4 +1,5 @@
-"""The batched local check against the same check one node at a time (``batch_size=1``).
+"""The batched local and kernel checks against the same checks one node at a time
+(``batch_size=1``).
 
 Each graph below has many nodes of the same op and shapes, so the batched run really stacks
 them; every finding, skip and note must be the same as node by node, in the same order.
@@ -16,7 +17,7 @@ import p10
 import tpx as tp
 from p10 import Op
 from tpx.rules import RULES, Rule
-from tpx_inspect.checks import LocalOptions, capture_call, local_check
+from tpx_inspect.checks import LocalOptions, capture_call, kernel_check, local_check
 from tpx_inspect.checks.batched import BatchReplay, batches
 
 
@@ -151,3 +152,24 @@ def test_rule_table_cases_give_the_same_results(dtype):
         with np.errstate(all="ignore"):
             graph = capture_call(lambda *a, c=case: c.fn(*a) + c.fn(*a), inputs)
             _same(graph)
+
+
+def _same_kernel(graph):
+    one = kernel_check(graph, include_spec=True, batch_size=1)
+    many = kernel_check(graph, include_spec=True, batch_size=64)
+    assert [f.message for f in many.findings] == [f.message for f in one.findings]
+    assert many.skips == one.skips and many.notes == one.notes
+    assert (many.checked, many.skipped) == (one.checked, one.skipped)
+    return many
+
+
+def test_kernel_check_batched_passes_the_same_way():
+    result = _same_kernel(capture_call(_layers, _mlp_inputs()))
+    assert result.passed and result.checked > 80
+
+
+def test_kernel_check_batched_finds_a_planted_kernel_bug_at_every_node(backend_factory):
+    name = backend_factory("planted_tanh_b", TANH=lambda a: np.tanh(a) * np.float32(1.01))
+    inputs = [x.detach().to(backend=name).requires_grad_() for x in _mlp_inputs()]
+    result = _same_kernel(capture_call(_layers, inputs))
+    assert [f.name for f in result.findings] == ["TanhBackward"] * 12
