@@ -32,7 +32,7 @@ def stackable(node: NodeRecord) -> bool:
     op = node.op
     if node.function is not None or not isinstance(op, p10.Op) or node.inputs is None:
         return False
-    if node.rule is not None and node.rule is not tpx.rules.RULES.get(op):
+    if node.rule is not None and node.rule != tpx.rules.RULES.get(op):  # equal once unpickled
         return False
     kind = p10.OP_INFO[op].kind
     if kind == "elementwise":

@@ -365,12 +365,14 @@ def local_check(
     graph: GraphRecord,
     opts: LocalOptions | None = None,
     progress: Callable[[int, int], None] | None = None,
+    client: Any = None,
 ) -> CheckResult:
     """Check every node's rule locally; findings come in backward order (first = first bad).
 
     Nodes of the same op and layout are checked ``opts.batch_size`` at a time (one replay
     for the whole batch); ``batch_size=1`` checks them one by one, with the same findings.
-    ``progress(done, total)`` is called after each batch.
+    ``progress(done, total)`` is called after each batch. With ``client`` (a
+    ``dask.distributed.Client``) the batches run on its workers, with the same findings.
 
     >>> import tpx as tp
     >>> from tpx_inspect.checks.record import record
@@ -384,7 +386,12 @@ def local_check(
     opts = opts or LocalOptions()
     start = time.perf_counter()
     order = backward_order(graph)
-    outcomes = check_nodes(graph, order, opts, progress)
+    if client is not None:
+        from tpx_inspect.checks.cluster import cluster_outcomes
+
+        outcomes = cluster_outcomes(client, graph, order, opts, progress)
+    else:
+        outcomes = check_nodes(graph, order, opts, progress)
     findings, checked, skips, notes = [], 0, [], []
     for nid in order:
         if nid not in outcomes:

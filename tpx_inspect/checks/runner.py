@@ -44,8 +44,13 @@ def run_graph_checks(
     *,
     local_options: LocalOptions | None = None,
     progress: Progress | None = None,
+    node_progress: Progress | None = None,
+    client: Any = None,
 ) -> Report:
     """Run the graph checks named in ``checks`` on a recorded graph.
+
+    ``node_progress(check, done, total)`` counts the nodes a long check has done; with
+    ``client`` (a ``dask.distributed.Client``) the local check runs on its workers.
 
     >>> import tpx as tp
     >>> from tpx_inspect.checks.record import record
@@ -58,7 +63,7 @@ def run_graph_checks(
     """
     _validate(checks, GRAPH_CHECKS)
     runs = {
-        "local": lambda: local_check(graph, local_options),
+        "local": lambda: local_check(graph, local_options, _nodes("local", node_progress), client),
         "accumulation": lambda: accumulation_check(graph),
         "kernel": lambda: kernel_check(graph),
         "order": lambda: order_check(graph),
@@ -70,6 +75,10 @@ def run_graph_checks(
             progress(name, k, len(checks))
         results.append(runs[name]())
     return Report(tuple(results))
+
+
+def _nodes(name: str, progress: Progress | None) -> Callable[[int, int], None] | None:
+    return None if progress is None else lambda done, total: progress(name, done, total)
 
 
 def _validate(checks: Sequence[str], known: Sequence[str]) -> None:
