@@ -480,24 +480,72 @@ def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool, strict:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--strict", is_flag=True, help=STRICT_HELP)
+@click.option("--only", metavar="CHECKS", help="Comma-separated checks to run (default: all of "
+              "local,accumulation,kernel,order,nonfinite).")  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), help="Run the local check on a Dask "
+              "LocalCluster of N processes on 127.0.0.1.")  # fmt: skip
+@click.option("--scheduler", metavar="tcp://HOST:PORT", help="Run the local check on the "
+              "existing Dask cluster at this scheduler address.")  # fmt: skip
 @click.pass_context
 def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool,
-          strict: bool) -> None:  # fmt: skip
+          strict: bool, only: str | None, workers: int | None,
+          scheduler: str | None) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] under capture and every graph check on what it recorded.
     Each check says PASS, FAIL, SKIPPED or PARTIAL (with reasons). Exit 0: nothing failed,
     1: a check failed or the script failed (with --strict: or a check was skipped).
+    Progress (nodes done, ETA) goes to stderr: a bar on a terminal, a line every few seconds
+    otherwise.
 
     \b
     Example:
-      tpx-inspect check examples/train_mlp.py --json -- --quick
+      tpx-inspect check examples/train_mlp.py --json --only local,order -- --quick
     """
+    from tpx_inspect._progress import CheckProgress
     from tpx_inspect.checks import run_script_checks
 
     path = check_script(script)
-    with _quiet_stdout(as_json):
-        report = _progress_report(lambda p: run_script_checks(str(path), list(args),
-                                                              progress=p), as_json)  # fmt: skip
+    checks = _only_checks(only)
+    progress = CheckProgress(tty=False if as_json else None)
+    with _quiet_stdout(as_json), _dask_client(workers, scheduler) as client, progress as p:
+        report = run_script_checks(str(path), list(args), checks, progress=p.check,
+                                   node_progress=p.nodes, client=client)  # fmt: skip
     _finish_report(ctx, report, as_json, strict)
+
+
+def _only_checks(only: str | None) -> tuple[str, ...]:
+    from tpx_inspect.checks import GRAPH_CHECKS
+
+    if only is None:
+        return GRAPH_CHECKS
+    names = tuple(n.strip() for n in only.split(",") if n.strip())
+    unknown = [n for n in names if n not in GRAPH_CHECKS]
+    if unknown or not names:
+        raise click.BadParameter(f"unknown check(s) {unknown}; choose from "
+                                 f"{','.join(GRAPH_CHECKS)}", param_hint="--only")  # fmt: skip
+    return names
+
+
+@contextlib.contextmanager
+def _dask_client(workers: int | None, scheduler: str | None) -> Any:
+    if workers and scheduler:
+        raise click.UsageError("give --workers or --scheduler, not both")
+    if not workers and not scheduler:
+        yield None
+        return
+    try:
+        from tpx_inspect.checks.cluster import connect
+
+        cm = connect(workers, scheduler)
+        client = cm.__enter__()
+    except ImportError as e:
+        raise click.ClickException(f"--workers/--scheduler need dask.distributed ({e}); "
+                                   "pip install 'dask[distributed]'") from e  # fmt: skip
+    except OSError as e:
+        raise click.ClickException(f"cannot reach the Dask scheduler {scheduler}: {e}") from e
+    try:
+        yield client
+    finally:
+        cm.__exit__(None, None, None)
 
 
 def main() -> None:
