@@ -25,7 +25,7 @@ from rich.console import Console
 
 import tpx_inspect
 from tpx_inspect import _cli_tables as tables
-from tpx_inspect._deps import missing_message, optional_module_of
+from tpx_inspect._deps import missing_message, missing_modules, optional_module_of
 from tpx_inspect.errors import InspectError
 from tpx_inspect.export.render import INSTALL_HINT, graphviz_available
 from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
@@ -423,6 +423,8 @@ def demo(ctx: click.Context, quick: bool, serve: bool, out: str | None, open_bro
     script = EXAMPLES_DIR / "train_mlp.py"
     if not script.is_file():
         fail(f"the examples are missing from this install (no {script}); reinstall tpx")
+    if missing_modules(["sklearn"]):  # the digits the example trains on
+        fail(missing_message(["sklearn"], "tpx-inspect demo"))
     click.echo(f"tpx-inspect demo: training {script}{' --quick' if quick else ''} under capture")
     ctx.invoke(run, script=str(script), args=("--quick",) if quick else (), out=out,
                serve=serve, open_browser=open_browser, host=host, port=port)  # fmt: skip

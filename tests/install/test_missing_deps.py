@@ -14,8 +14,8 @@ from click.testing import CliRunner
 import tpx as tp
 import tpx_inspect
 from tpx_inspect import cli as cli_module
+from tpx_inspect.__main__ import main
 from tpx_inspect._deps import CLI_MODULES, OPTIONAL
-from tpx_inspect._entry import main
 from tpx_inspect.errors import GraphvizNotFoundError
 from tpx_inspect.outputs import export_bytes
 
@@ -124,6 +124,15 @@ def test_demo_without_the_shipped_examples_is_one_line(tmp_path, monkeypatch):
     result = invoke("demo", "--quick", "--no-serve")
     assert result.exit_code == 2
     assert "examples are missing" in one_line(result.output)
+
+
+def test_demo_without_scikit_learn_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    result = invoke("demo", "--quick", "--no-serve")
+    assert result.exit_code == 2
+    line = one_line(result.output)
+    assert "tpx-inspect demo needs the Python package scikit-learn" in line
+    assert line.endswith('pip install "tpx[data]"')
 
 
 @pytest.mark.slow
