@@ -10,7 +10,8 @@
 # Environment: PYTHON (builds, makes the venv and installs into it with pip --python, so its pip
 # must be 22.3 or newer; default python3), WHEEL_CHECK_DIR (default
 # build/wheel-check), WHEEL_CHECK_CONSTRAINTS (default requirements-dev.txt: the versions CI
-# tests; empty: the newest releases inside the declared ranges). pip uses its cache.
+# tests; "lowest": the lower bound of every range in pyproject.toml; empty: the newest releases
+# inside the declared ranges). pip uses its cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -100,9 +101,27 @@ if missing:
 PY
 }
 
+# The lower bound of each core and `inspect` requirement, as exact pins.
+lowest_pins() {
+  "$PYTHON" - "$ROOT/pyproject.toml" <<'PY'
+import re, sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+for req in project["dependencies"] + project["optional-dependencies"]["inspect"]:
+    name = re.match(r"[A-Za-z0-9_.-]+", req).group(0)
+    low = re.search(r">=\s*([^,;\s]+)", req)
+    if low:
+        print(f"{name}=={low.group(1)}")
+PY
+}
+
 pip_install() {
   local c=()
-  [ -n "$CONSTRAINTS" ] && c=(-c "$ROOT/$CONSTRAINTS")
+  if [ "$CONSTRAINTS" = lowest ]; then
+    lowest_pins >"$DIR/lowest.txt"
+    c=(-c "$DIR/lowest.txt")
+  elif [ -n "$CONSTRAINTS" ]; then
+    c=(-c "$ROOT/$CONSTRAINTS")
+  fi
   "$PYTHON" -m pip --python "$VPY" install --quiet "${c[@]}" "$@" >"$DIR/pip.log" 2>&1 ||
     die "pip install $*: $(tail -n 20 "$DIR/pip.log")"
 }
