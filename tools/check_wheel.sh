@@ -150,8 +150,10 @@ check_cli() {
   "$PYTHON" -m pip --python "$VPY" check >"$DIR/pip-check.log" 2>&1 ||
     die "pip check: $(cat "$DIR/pip-check.log")"
   say "tpx-inspect --help, run, export"
-  tool "$TPXI" --help | grep -q demo || die "tpx-inspect --help lists no demo"
-  EXAMPLES=$(tool "$VPY" -c "from tpx_inspect.cli import EXAMPLES_DIR; print(EXAMPLES_DIR)")
+  tool "$TPXI" --help >"$DIR/help.log" 2>&1 || die "tpx-inspect --help: $(cat "$DIR/help.log")"
+  grep -q demo "$DIR/help.log" || die "tpx-inspect --help lists no demo"
+  EXAMPLES=$(tool "$VPY" -c "from tpx_inspect.cli import EXAMPLES_DIR; print(EXAMPLES_DIR)") ||
+    die "cannot import tpx_inspect.cli from the venv"
   case "$EXAMPLES" in "$VENV"/*) ;; *) die "examples not from the venv: $EXAMPLES" ;; esac
   tool "$TPXI" run "$EXAMPLES/custom_rule.py" -o run1 >"$DIR/run.log" 2>&1 ||
     die "tpx-inspect run: $(tail -n 20 "$DIR/run.log")"
