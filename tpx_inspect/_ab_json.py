@@ -59,6 +59,7 @@ def report_json(r: Any) -> dict[str, Any]:
         "verdict": "diverges" if r.diverged else "matches",
         "exit_code": r.exit_code,
         "overrides": [o.to_json() for o in r.overrides],
+        "overrides_a": [o.to_json() for o in r.overrides_a],
         "tolerance": {"rtol": r.tolerance.rtol, "atol": r.tolerance.atol},
         "first_divergence": first,
         "losses": {"a": [num(v) for v in r.losses_a], "b": [num(v) for v in r.losses_b]},

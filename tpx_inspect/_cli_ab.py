@@ -114,8 +114,9 @@ def losses_table(r: ABReport, rows: int = 12) -> Table:
 def print_report(console: Console, r: ABReport, limit: int, show_all: bool) -> None:
     """The whole report: overrides, steps, the nodes of the first (and diverging) step, the
     losses and the verdict."""
-    for o in r.overrides:
-        console.print(f"B overrides the {o.kind} of {o.op.value} with {o.target}")
+    for run, overrides in (("A", r.overrides_a), ("B", r.overrides)):
+        for o in overrides:
+            console.print(f"{run} overrides the {o.kind} of {o.op.value} with {o.target}")
     if r.steps:
         console.print(steps_table(r))
         shown = {r.steps[0].step}
@@ -161,6 +162,11 @@ def _report(target: str, args: tuple[str, ...], overrides: list, opts: dict) -> 
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of both runs.")
 @click.option("--steps", default="first:5", show_default=True,
               help="Backward steps compared node by node (a capture policy).")  # fmt: skip
+@click.option("--values", type=click.Choice(["none", "small", "all"]), default="small",
+              show_default=True,
+              help="Full values kept (exact differences); else norms are compared.")  # fmt: skip
+@click.option("--value-limit", type=click.IntRange(0), default=1 << 17, show_default=True,
+              help="Largest tensor (elements) kept under --values small.")  # fmt: skip
 @click.option("--rtol", type=click.FloatRange(0), default=1e-5, show_default=True)
 @click.option("--atol", type=click.FloatRange(0), default=1e-8, show_default=True)
 @click.option("--limit", type=click.IntRange(1), default=25, show_default=True,
@@ -172,7 +178,7 @@ def _report(target: str, args: tuple[str, ...], overrides: list, opts: dict) -> 
 @click.pass_context
 def ab(ctx: click.Context, target: str, args: tuple[str, ...], rules: tuple[str, ...],
        kernels: tuple[str, ...], backend: str | None, seed: int, steps: str, rtol: float,
-       atol: float, limit: int, show_all: bool, as_json: bool,
+       atol: float, values: str, value_limit: int, limit: int, show_all: bool, as_json: bool,
        out: str | None) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] twice with the same seed, A as it is and B with the overridden
     rules/kernels, and compare them node by node: forward values, gradients, saved memory,
@@ -187,7 +193,8 @@ def ab(ctx: click.Context, target: str, args: tuple[str, ...], rules: tuple[str,
     """
     overrides = [parse_override("rule", s) for s in rules]
     overrides += [parse_override("kernel", s, backend) for s in kernels]
-    opts = {"seed": seed, "steps": steps, "tolerance": Tolerance(rtol, atol)}
+    opts = {"seed": seed, "steps": steps, "tolerance": Tolerance(rtol, atol), "values": values,
+            "value_limit": value_limit}  # fmt: skip
     # NOTE: the script's own prints go to stderr, so stdout is the report alone
     with contextlib.redirect_stdout(sys.stderr):
         report = _report(target, args, overrides, opts)

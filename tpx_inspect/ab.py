@@ -197,6 +197,7 @@ class ABReport:
     error_b: str | None = None
     trace_a: Trace | None = field(default=None, repr=False)
     trace_b: Trace | None = field(default=None, repr=False)
+    overrides_a: tuple[Override, ...] = ()
 
     @property
     def diverged(self) -> bool:
@@ -207,6 +208,14 @@ class ABReport:
     def exit_code(self) -> int:
         """0: B matches A within the tolerance; 1: B diverges."""
         return 1 if self.diverged else 0
+
+    def render(self, console: Any = None, limit: int = 25, show_all: bool = False) -> None:
+        """Print the report's tables (as ``tpx-inspect ab`` does) to a rich console."""
+        from rich.console import Console
+
+        from tpx_inspect._cli_ab import print_report
+
+        print_report(console or Console(width=200), self, limit, show_all)
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data (NaN and infinities as strings)."""
@@ -244,13 +253,15 @@ def run_ab(
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     values: str = "small",
     value_limit: int = 1 << 17,
+    overrides_a: Sequence[Override] = (),
 ) -> ABReport:
-    """Run ``script`` as it is (A) and with ``overrides`` (B), same seed, and compare."""
+    """Run ``script`` as it is (A) and with ``overrides`` (B), same seed, and compare.
+    ``overrides_a`` applies to run A (an experiment between two replacements)."""
     opts = {
         "policy": Policy.parse(steps), "values": values, "value_limit": value_limit,
         "timing": True,
     }  # fmt: skip
-    trace_a, losses_a, res_a = run_once(script, args, (), seed, **opts)
+    trace_a, losses_a, res_a = run_once(script, args, overrides_a, seed, **opts)
     if not res_a.ok:
         raise ABError(f"run A of {script} failed (exit {res_a.exit_code}): {res_a.error}")
     trace_b, losses_b, res_b = run_once(script, args, overrides, seed, **opts)
@@ -262,7 +273,7 @@ def run_ab(
         first = Divergence(min(len(losses_a), len(losses_b)), "structure", "step counts differ")
     return ABReport(
         tuple(overrides), steps_ab, tuple(losses_a), tuple(losses_b), first, tolerance,
-        None, None if res_b.ok else res_b.error, trace_a, trace_b,
+        None, None if res_b.ok else res_b.error, trace_a, trace_b, tuple(overrides_a),
     )  # fmt: skip
 
 
