@@ -53,6 +53,9 @@ def matmul_weight_only(ctx, g):
     return (None, p10.matmul(p10.matrix_transpose(x), g))
 
 
+matmul_saves_x = tp.Rule(matmul_weight_only, save=(0,))
+
+
 def no_ctx(g):
     return (g,)
 
@@ -120,12 +123,9 @@ def test_a_rule_that_saves_less_lowers_saved_bytes_on_exactly_its_nodes(files):
     # NOTE: the override declares nothing, so it inherits the built-in saves: no change
     same = json.loads(r.stdout)
     assert all(n["saved_bytes_a"] == n["saved_bytes_b"] for n in _nodes(same))
-    from tpx_inspect.ab import parse_override, run_ab
-
-    o = parse_override("rule", spec)
-    o = type(o)(o.kind, o.op, o.target, tp.Rule(o.fn, save=(0,)))
-    report = run_ab(script, [], [o], steps="first:1").to_json()
-    assert report["verdict"] == "matches"
+    r = ab(script, "--rule", f"matmul={rules}:matmul_saves_x", "--json", "--steps", "first:1")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
     changed = [n for n in _nodes(report) if n["saved_bytes_a"] != n["saved_bytes_b"]]
     assert [n["op"] for n in changed] == ["matmul"]
     assert changed[0]["saved_bytes_b"] == 8 * 4 * 4  # x alone (float32), not x and w
@@ -183,3 +183,30 @@ def test_trace_records_overrides_and_loads_them_back(tmp_path):
         (tp.asarray([0.5], requires_grad=True).tanh()).sum().backward()
     cap.save(str(path))
     assert "overrides" not in json.loads(path.read_text())["runs"][0]["structures"][0]["nodes"]
+
+
+def test_offline_reruns_the_backward_of_a_saved_trace(files, tmp_path):
+    script, rules = files
+    run_dir = tmp_path / "run"
+    r = CliRunner().invoke(
+        cli, ["run", script, "-o", str(run_dir), "--values", "all", "--policy", "first:1"]
+    )
+    assert r.exit_code == 0, r.output
+    same = ab(str(run_dir), "--rule", f"tanh={rules}:same_tanh", "--json")
+    assert same.exit_code == 0, same.output
+    report = json.loads(same.stdout)
+    tanh = [n for n in _nodes(report) if n["op"] == "tanh"]
+    assert tanh and tanh[0]["grads_out"]["abs"] == 0.0
+    wrong = ab(str(run_dir), "--rule", f"tanh={rules}:wrong_tanh", "--json")
+    assert wrong.exit_code == 1, wrong.output
+    first = json.loads(wrong.stdout)["first_divergence"]
+    assert (first["phase"], first["op"], first["scope"]) == ("backward", "tanh", "layer")
+    # B's saved bytes follow B's rule: the matmul keeps x alone
+    less = ab(str(run_dir), "--rule", f"matmul={rules}:matmul_saves_x", "--json")
+    assert less.exit_code == 0, less.output
+    changed = [
+        n for n in _nodes(json.loads(less.stdout)) if n["saved_bytes_a"] != n["saved_bytes_b"]
+    ]
+    assert [(n["op"], n["saved_bytes_b"]) for n in changed] == [("matmul", 8 * 4 * 4)]
+    kernel = ab(str(run_dir), "--kernel", f"tanh={rules}:fast_tanh")
+    assert kernel.exit_code == 2 and "--kernel needs a script" in kernel.stderr
