@@ -101,6 +101,7 @@ class Divergence:
     source: str | None = None
     abs: float | None = None
     rel: float | None = None
+    node_b: int | None = None
 
     def describe(self) -> str:
         """One line naming the place, e.g. ``step 0, backward: tanh (node 5) ...``."""
@@ -217,4 +218,4 @@ def _backward(s: StepAB, tol: Tolerance) -> Divergence | None:
 
 
 def _at(s: StepAB, n: NodeAB, phase: str, what: str, d: Diff) -> Divergence:
-    return Divergence(s.step, phase, what, n.id, n.op, n.scope, n.source, d.abs, d.rel)
+    return Divergence(s.step, phase, what, n.id, n.op, n.scope, n.source, d.abs, d.rel, n.id_b)

@@ -209,8 +209,27 @@ def ab(ctx: click.Context, target: str, args: tuple[str, ...], rules: tuple[str,
 
 
 def _save(report: ABReport, folder: Path) -> None:
+    """Run folders ``a`` and ``b`` (one trace each) and the report ``ab.json``; tell on stderr
+    how to open the pair in the viewer's compare mode."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, trace in (("a", report.trace_a), ("b", report.trace_b)):
         if trace is not None:
-            trace.save(str(folder / f"{name}.json"))
+            (folder / name).mkdir(exist_ok=True)
+            trace.save(str(folder / name / "trace.json"))
     (folder / "ab.json").write_text(json.dumps(report.to_json(), indent=1), encoding="utf-8")
+    if report.trace_b is not None and report.steps:
+        click.echo(f"saved A and B to {folder}; view: tpx-inspect serve {folder}, then open "
+                   f"#{viewer_link(report)}", err=True)  # fmt: skip
+
+
+def viewer_link(report: ABReport) -> str:
+    """The viewer's deep link that opens B's graph compared with A's, at the first divergence.
+
+    B is the main graph, so its nodes show their overrides; A's graph is the compared one.
+    """
+    first, steps = report.first, report.steps
+    step = next((s for s in steps if first is not None and s.step == first.step), steps[0])
+    link = f"run=b&graph={step.graph_b}&compare=a/{step.graph_a}"
+    if first is not None and first.node_b is not None:
+        link += f"&node={first.node_b}"
+    return link
