@@ -70,7 +70,11 @@ class ABError(InspectError, ValueError):
 @dataclass(frozen=True)
 class Override:
     """One override of run B: a ``rule`` or a ``kernel`` of ``op``, the function (or
-    :class:`tpx.Rule`) that replaces it, named ``target`` (``module:function``)."""
+    :class:`tpx.Rule`) that replaces it, named ``target`` (``module:function``).
+
+    >>> parse_override("rule", "tanh=tpx.rules:_tanh").to_json()
+    {'kind': 'rule', 'op': 'tanh', 'target': 'tpx.rules:_tanh'}
+    """
 
     kind: str
     op: Any
@@ -152,7 +156,13 @@ _file_modules: dict[str, Any] = {}
 @contextlib.contextmanager
 def apply_overrides(overrides: Sequence[Override]) -> Iterator[None]:
     """Enter every override (rules with ``tp.override_rule``, kernels with
-    ``p10.override_kernel``) for the block."""
+    ``p10.override_kernel``) for the block.
+
+    >>> import tpx as tp
+    >>> with apply_overrides([parse_override("rule", "tanh=tpx.rules:_sigmoid")]):
+    ...     tp.ones(1, requires_grad=True).tanh().grad_fn.overrides
+    {'rule': 'tpx.rules:_sigmoid'}
+    """
     with contextlib.ExitStack() as stack:
         for o in overrides:
             if o.kind == "rule":
@@ -167,7 +177,15 @@ DEFAULT_TOLERANCE = Tolerance()
 
 class LossRecorder:
     """An observer that keeps the loss (the root's value, when it is a scalar) of every
-    backward, kept by the capture policy or not."""
+    backward, kept by the capture policy or not.
+
+    >>> import tpx as tp
+    >>> rec = LossRecorder()
+    >>> with tp.add_observer(rec):
+    ...     (tp.ones(2, requires_grad=True) * 3).sum().backward()
+    >>> rec.losses
+    [6.0]
+    """
 
     def __init__(self) -> None:
         self.losses: list[float] = []
@@ -185,7 +203,12 @@ class LossRecorder:
 
 @dataclass(frozen=True)
 class ABReport:
-    """A and B compared: per-step node comparisons, losses, the first divergence, errors."""
+    """A and B compared: per-step node comparisons, losses, the first divergence, errors.
+
+    >>> r = ABReport((), (), (1.0,), (1.0,), None, Tolerance())
+    >>> r.exit_code, r.to_json()["verdict"]
+    (0, 'matches')
+    """
 
     overrides: tuple[Override, ...]
     steps: tuple[StepAB, ...]
@@ -225,7 +248,11 @@ class ABReport:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed P10's generator, NumPy's legacy global one and Python's ``random``."""
+    """Seed P10's generator, NumPy's legacy global one and Python's ``random``.
+
+    >>> seed_everything(3); a = random.random(); seed_everything(3); a == random.random()
+    True
+    """
     p10.manual_seed(seed)
     np.random.seed(seed)
     random.seed(seed)
@@ -234,7 +261,8 @@ def seed_everything(seed: int) -> None:
 def run_once(
     script: str, args: Sequence[str], overrides: Sequence[Override], seed: int, **capture: Any
 ) -> tuple[Trace, list[float], ScriptResult]:
-    """Run ``script`` once under capture (and ``overrides``); its trace, losses and result."""
+    """Run ``script`` once under capture (and ``overrides``); its trace, losses and result
+    (see the module's example; :func:`run_ab` runs it twice)."""
     cap = Capture(name=Path(script).stem, **capture)
     losses = LossRecorder()
     seed_everything(seed)
