@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.web.conftest import ROOT
-
 pytestmark = pytest.mark.slow
 
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """\
 import p10
 import tpx as tp

@@ -346,9 +346,10 @@ async function showCompare(spec) {
   state.compare = spec;
   const mode = $("compare-mode").value;
   const diff = await api.diff({ run: state.run, graph: state.graph }, spec);
-  state.diff = new Map(diff.nodes.map((n) => [n.id, n]));
   // every matched node (not only those that differ) for the memory lane
-  drawMemoryLane((await api.diff({ run: state.run, graph: state.graph }, spec, false)).nodes);
+  const all = await api.diff({ run: state.run, graph: state.graph }, spec, false);
+  state.diff = new Map(diff.nodes.map((n) => [n.id, n]));
+  drawMemoryLane(all.nodes);
   updateURL();
   status(`compared with ${spec.run}/${spec.graph}: ${diff.changed} changed, ${diff.added} added, ${diff.removed} removed · max |Δ output| ${fmt(diff.max_output_diff)} · max |Δ grad| ${fmt(diff.max_grad_diff)}`);
   $("stage-b").hidden = mode !== "side";
