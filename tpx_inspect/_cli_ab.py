@@ -38,6 +38,11 @@ def _d(d: Diff | None, rel: bool = False) -> str:
     return text if d.exact else f"~{text}"
 
 
+def _where(source: str | None) -> str:
+    """``file:line`` of a ``file:line in function`` source (the table's narrow form)."""
+    return "" if source is None else source.split(" in ", 1)[0]
+
+
 def _us(x: float | None) -> str:
     return "" if x is None or math.isnan(x) else f"{x * 1e6:.0f}"
 
@@ -63,7 +68,7 @@ def nodes_table(s: StepAB, limit: int, show_all: bool) -> Table:
     for n in rows[:limit]:
         ov = ", ".join(f"{k} {v}" for k, v in (n.overrides_b or {}).items())
         table.add_row(
-            str(n.id), n.title, n.scope, n.source or "", _d(n.output), _d(n.output, True),
+            str(n.id), n.title, n.scope, _where(n.source), _d(n.output), _d(n.output, True),
             _d(n.grad), _d(n.grad, True), _d(n.grads_out), str(n.saved_bytes_a),
             str(n.saved_bytes_b), _us(n.backward_seconds_a), _us(n.backward_seconds_b), ov,
         )  # fmt: skip

@@ -259,11 +259,16 @@ def seed_everything(seed: int) -> None:
 
 
 def run_once(
-    script: str, args: Sequence[str], overrides: Sequence[Override], seed: int, **capture: Any
+    script: str,
+    args: Sequence[str],
+    overrides: Sequence[Override],
+    seed: int,
+    name: str = "",
+    **capture: Any,
 ) -> tuple[Trace, list[float], ScriptResult]:
     """Run ``script`` once under capture (and ``overrides``); its trace, losses and result
     (see the module's example; :func:`run_ab` runs it twice)."""
-    cap = Capture(name=Path(script).stem, **capture)
+    cap = Capture(name=name or Path(script).stem, **capture)
     losses = LossRecorder()
     seed_everything(seed)
     with tpx.add_observer(losses), apply_overrides(overrides):
@@ -289,10 +294,11 @@ def run_ab(
         "policy": Policy.parse(steps), "values": values, "value_limit": value_limit,
         "timing": True,
     }  # fmt: skip
-    trace_a, losses_a, res_a = run_once(script, args, overrides_a, seed, **opts)
+    stem = Path(script).stem
+    trace_a, losses_a, res_a = run_once(script, args, overrides_a, seed, f"A {stem}", **opts)
     if not res_a.ok:
         raise ABError(f"run A of {script} failed (exit {res_a.exit_code}): {res_a.error}")
-    trace_b, losses_b, res_b = run_once(script, args, overrides, seed, **opts)
+    trace_b, losses_b, res_b = run_once(script, args, overrides, seed, f"B {stem}", **opts)
     steps_ab = _pair(trace_a, trace_b)
     first = first_divergence(steps_ab, tolerance)
     if first is None and not res_b.ok:

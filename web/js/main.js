@@ -349,7 +349,7 @@ async function showCompare(spec) {
   // every matched node (not only those that differ) for the memory lane
   const all = await api.diff({ run: state.run, graph: state.graph }, spec, false);
   state.diff = new Map(diff.nodes.map((n) => [n.id, n]));
-  drawMemoryLane(all.nodes);
+  drawMemoryLane(all.nodes, diff);
   updateURL();
   status(`compared with ${spec.run}/${spec.graph}: ${diff.changed} changed, ${diff.added} added, ${diff.removed} removed · max |Δ output| ${fmt(diff.max_output_diff)} · max |Δ grad| ${fmt(diff.max_grad_diff)}`);
   $("stage-b").hidden = mode !== "side";
@@ -389,7 +389,7 @@ async function openCompare(spec, node) {
 
 // Saved bytes still held at each position of the backward order (each node releases its own
 // when it runs), for this graph and the compared one, as two lines.
-function drawMemoryLane(nodes) {
+function drawMemoryLane(nodes, diff) {
   const lane = $("memory-lane");
   const byId = new Map(nodes.filter((n) => n.id !== null).map((n) => [n.id, n]));
   const order = state.order.filter((id) => byId.has(id));
@@ -408,9 +408,13 @@ function drawMemoryLane(nodes) {
   const svg = `<svg width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}" role="img" aria-label="saved bytes over the backward order">` +
     `<polyline class="lane-a" fill="none" stroke="currentColor" points="${line(pa)}"/>` +
     `<polyline class="lane-b" fill="none" stroke="#d9480f" stroke-dasharray="3 2" points="${line(pb)}"/></svg>`;
-  lane.innerHTML = `saved bytes over backward: this ${bytes(pa[0])} · compared ${bytes(pb[0])} ${svg}`;
-  lane.dataset.peakA = String(pa[0]);
-  lane.dataset.peakB = String(pb[0]);
+  // NOTE: per-node bytes; the peaks count a buffer that several nodes save once
+  const peaks = `peak this ${bytes(diff.peak_saved_bytes_a)} · compared ${bytes(diff.peak_saved_bytes_b)}`;
+  lane.innerHTML = `saved bytes over backward (${peaks}) ${svg}`;
+  lane.dataset.totalA = String(pa[0]);
+  lane.dataset.totalB = String(pb[0]);
+  lane.dataset.peakA = String(diff.peak_saved_bytes_a);
+  lane.dataset.peakB = String(diff.peak_saved_bytes_b);
   lane.hidden = false;
 }
 
