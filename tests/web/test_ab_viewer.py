@@ -79,6 +79,7 @@ def test_ab_pair_opens_compared_at_the_first_divergence(viewer, ab_pair):
     assert "rule ab_viewer_rules:_from_input" in panel
     lane = v.page.locator("#memory-lane")
     assert lane.is_visible() and lane.locator("polyline").count() == 2
+    assert "overrides here: rule of tanh: ab_viewer_rules:_from_input (1 node)" in lane.inner_text()
     # B (this graph) saves tanh's input, A its output: the same bytes per node, but A's output
     # is the buffer that the next op saves too, so A's peak is lower
     step = report.steps[0]

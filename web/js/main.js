@@ -410,12 +410,26 @@ function drawMemoryLane(nodes, diff) {
     `<polyline class="lane-b" fill="none" stroke="#d9480f" stroke-dasharray="3 2" points="${line(pb)}"/></svg>`;
   // NOTE: per-node bytes; the peaks count a buffer that several nodes save once
   const peaks = `peak this ${bytes(diff.peak_saved_bytes_a)} · compared ${bytes(diff.peak_saved_bytes_b)}`;
-  lane.innerHTML = `saved bytes over backward (${peaks}) ${svg}`;
+  lane.innerHTML = `${overridesHere()}saved bytes over backward (${peaks}) ${svg}`;
   lane.dataset.totalA = String(pa[0]);
   lane.dataset.totalB = String(pb[0]);
   lane.dataset.peakA = String(diff.peak_saved_bytes_a);
   lane.dataset.peakB = String(diff.peak_saved_bytes_b);
   lane.hidden = false;
+}
+
+// The overrides (tp.override_rule / p10.override_kernel) that computed nodes of this graph.
+function overridesHere() {
+  const counts = new Map();
+  for (const n of state.nodes) {
+    for (const [kind, fn] of Object.entries(n.overrides || {})) {
+      const key = `${kind} of ${n.op}: ${fn}`;
+      counts.set(key, (counts.get(key) || 0) + 1);
+    }
+  }
+  if (!counts.size) return "";
+  const items = [...counts].map(([k, c]) => `${k} (${c} node${c > 1 ? "s" : ""})`);
+  return `<span class="overrides">overrides here: ${items.join("; ").replace(/&/g, "&amp;").replace(/</g, "&lt;")}</span> · `;
 }
 
 function clearCompare() {
