@@ -3,10 +3,12 @@ node, with the overridden rules.
 
 Each node of an overridden op runs B's rule on the values the trace kept (its inputs, its
 output) and on the incoming gradient recorded in A; what B's rule returns is compared with
-what A's rule returned. Nothing is propagated: a node's own difference is measured, from A's
-incoming gradient. The forward is not re-run. B's saved bytes follow B's rule's declared
-saves; B's peak is A's peak changed by the overridden nodes' differences (sharing of buffers
-between nodes is not re-derived).
+what A's rule returned: a node's own difference, from A's incoming gradient. With
+``propagate``, every node's rule runs instead (B's where overridden, the built-in one
+elsewhere) in A's backward order from the recorded root gradients, so B's gradients reach
+every node and each node's incoming gradient is compared too. The forward is not re-run.
+B's saved bytes follow B's rule's declared saves; B's peak is A's peak changed by the
+overridden nodes' differences (sharing of buffers between nodes is not re-derived).
 """
 
 from __future__ import annotations
@@ -47,15 +49,19 @@ def _rules(overrides: Sequence[Override]) -> dict[Any, tpx.Rule]:
     return out
 
 
-def replay_ab(trace: Trace, overrides: Sequence[Override], tolerance: Tolerance) -> ABReport:
-    """Compare each overridden node's rule output in B with A's recorded one."""
+def replay_ab(
+    trace: Trace, overrides: Sequence[Override], tolerance: Tolerance, propagate: bool = False
+) -> ABReport:
+    """Compare each overridden node's rule output in B with A's recorded one; with
+    ``propagate``, run every node's rule (B's where overridden) in A's backward order from the
+    recorded seeds, and compare the incoming gradient of every node too."""
     rules = _rules(overrides)
     steps = []
     replayed = 0
     for g in trace.graphs:
         if g.kind != "backward" or g.detail != "full" or not g.order:
             continue
-        step, n = _replay_graph(g, rules)
+        step, n = _replay_graph(g, rules, propagate)
         steps.append(step)
         replayed += n
     if not replayed:
@@ -68,21 +74,28 @@ def replay_ab(trace: Trace, overrides: Sequence[Override], tolerance: Tolerance)
     return ABReport(tuple(overrides), tuple(steps), (), (), first, tolerance, trace_a=trace)
 
 
-def _replay_graph(g: Graph, rules: dict) -> tuple[StepAB, int]:
+def _replay_graph(g: Graph, rules: dict, propagate: bool) -> tuple[StepAB, int]:
+    incoming = _propagate(g, rules) if propagate else None
     nodes, replayed, delta = [], 0, 0
     for i, node in enumerate(g.nodes):
-        st = g.stats[i]
-        rule = rules.get(_op(node.op))
-        result = _replay_node(g, i, rule) if rule is not None else None
+        st, rule = g.stats[i], rules.get(_op(node.op))
+        v = g.node_values(i)
+        grad_b = v.grad if incoming is None else incoming.get(i)
+        grad = None if incoming is None else _diff(v.grad, grad_b)
         saved_b, grads_out, seconds_b, mark = node.saved_bytes, None, None, None
+        result = None
+        if rule is not None or (incoming is not None and node.op is not None):
+            result = _run_rule(g, i, rule or tpx.rules.RULES.get(_op(node.op)), grad_b)
         if result is not None:
-            saved_b, grads_out, seconds_b = result
-            mark = {"rule": describe(rule.vjp)}
-            replayed += 1
-            delta += saved_b - node.saved_bytes
+            saved, outs, seconds = result
+            grads_out = _largest(v.grads_out, outs, [e.src for e in node.inputs])
+            if rule is not None:
+                saved_b, seconds_b, mark = saved, seconds, {"rule": describe(rule.vjp)}
+                replayed += 1
+                delta += saved_b - node.saved_bytes
         source = None if node.source is None else str(node.source)
         ab = NodeAB(
-            i, i, node.op, node.title, node.scope, source, None, None, grads_out,
+            i, i, node.op, node.title, node.scope, source, None, grad, grads_out,
             node.saved_bytes, saved_b, st.backward_seconds, seconds_b, mark,
         )  # fmt: skip
         nodes.append(ab)
@@ -91,6 +104,39 @@ def _replay_graph(g: Graph, rules: dict) -> tuple[StepAB, int]:
         max(0, g.peak_saved_bytes + delta), g.backward_seconds, g.backward_seconds,
     )  # fmt: skip
     return step, replayed
+
+
+def _propagate(g: Graph, rules: dict) -> dict[int, np.ndarray]:
+    """B's incoming gradient of every node: each node's rule (B's where overridden) run in A's
+    backward order on the kept values, from the recorded root gradients. A node that ran
+    without its values or a rule here stops it with an :class:`ABError` naming the node."""
+    grads: dict[int, np.ndarray] = {}
+    for a in g.accumulations:
+        if a.source is None:
+            seed = g.value(a.contribution)
+            if seed is None:
+                raise ABError(f"--propagate: graph {g.id} kept no value of its root gradient")
+            grads[a.target] = np.array(seed)
+    out: dict[int, np.ndarray] = {}
+    for i in g.order:
+        gin = grads.pop(i, None)
+        if gin is None:
+            continue
+        out[i] = gin
+        node = g.nodes[i]
+        if node.op is None:  # a leaf: its gradient is final
+            continue
+        op = _op(node.op)
+        result = _run_rule(g, i, rules.get(op) or tpx.rules.RULES.get(op), gin)
+        if result is None:
+            raise ABError(
+                f"--propagate: node {i} ({node.op}) of graph {g.id} cannot be re-run (values "
+                "not kept or no rule here); capture with --values all"
+            )
+        for e, gi in zip(node.inputs, result[1]):
+            if e.src is not None and gi is not None:
+                grads[e.src] = gi if e.src not in grads else grads[e.src] + gi
+    return out
 
 
 def _op(name: str | None) -> Any:
@@ -102,11 +148,13 @@ def _op(name: str | None) -> Any:
         return None
 
 
-def _replay_node(g: Graph, i: int, rule: tpx.Rule) -> tuple[int, Diff | None, float] | None:
-    """B's saved bytes, the largest difference of B's rule outputs from A's, and its time;
-    None when the trace lacks the node's values."""
+def _run_rule(
+    g: Graph, i: int, rule: tpx.Rule | None, grad: np.ndarray | None
+) -> tuple[int, list[np.ndarray | None], float] | None:
+    """Run ``rule`` on node ``i``'s kept values and the incoming ``grad``: the bytes the rule
+    saves, its gradients (NumPy) and its time; None when values or the rule are missing."""
     node, v = g.nodes[i], g.node_values(i)
-    if v.output is None or v.grad is None or any(x is None for x in v.inputs):
+    if rule is None or grad is None or v.output is None or any(x is None for x in v.inputs):
         return None
     saved = [v.inputs[k] for k in rule.save if k < len(v.inputs)]
     saved_bytes = sum(a.nbytes for a in saved) + (v.output.nbytes if rule.save_output else 0)
@@ -118,23 +166,28 @@ def _replay_node(g: Graph, i: int, rule: tpx.Rule) -> tuple[int, Diff | None, fl
     edges = tuple(e.src for e in node.inputs)
     ctx = RuleContext(_Node(_op(node.op), params_from_json(node.params), edges, meta), ts, out)  # type: ignore[arg-type]
     start = time.perf_counter()
-    grads = rule.vjp(ctx, p10.from_numpy(np.array(v.grad)))
+    grads = rule.vjp(ctx, p10.from_numpy(np.array(grad)))
     seconds = time.perf_counter() - start
-    return saved_bytes, _largest(g, v.grads_out, grads, edges), seconds
+    return saved_bytes, [None if x is None else np.array(x.numpy()) for x in grads], seconds
 
 
-def _largest(g: Graph, recorded: tuple, grads: tuple, edges: tuple) -> Diff | None:
+def _diff(a: np.ndarray | None, b: np.ndarray | None) -> Diff | None:
+    if a is None and b is None:
+        return None
+    if a is None or b is None or a.shape != b.shape:
+        return Diff(float("nan"), float("nan"), 0.0, False)
+    va, vb = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    d = float(np.max(np.abs(va - vb))) if va.size else 0.0
+    scale = float(np.max(np.abs(va))) if va.size else 0.0
+    return Diff(d, 0.0 if d == 0 else (d / scale if scale else float("inf")), scale)
+
+
+def _largest(recorded: tuple, grads: list, edges: list) -> Diff | None:
     out = None
     for a, b, e in zip(recorded, grads, edges):
         if e is None or a is None:
             continue
-        if b is None:
-            return Diff(float("nan"), float("nan"), 0.0)
-        vb = np.asarray(b.numpy() if hasattr(b, "numpy") else b, np.float64)
-        va = np.asarray(a, np.float64)
-        d = float(np.max(np.abs(va - vb))) if va.size and va.shape == vb.shape else float("nan")
-        scale = float(np.max(np.abs(va))) if va.size else 0.0
-        rel = 0.0 if d == 0 else (d / scale if scale else float("inf"))
-        if out is None or not d <= out.abs:
-            out = Diff(d, rel, scale)
+        d = _diff(a, b)
+        if d is not None and (out is None or not d.abs <= out.abs):
+            out = d
     return out

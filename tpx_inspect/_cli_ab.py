@@ -143,7 +143,10 @@ def _report(target: str, args: tuple[str, ...], overrides: list, opts: dict) -> 
     from tpx_inspect.cli import load_trace
 
     path = Path(target)
+    propagate = opts.pop("propagate")
     if path.suffix == ".py":
+        if propagate:
+            raise ABError("--propagate applies to a saved TRACE (a script's B run is real)")
         return run_ab(target, args, overrides, **opts)
     if args:
         raise ABError(
@@ -153,7 +156,7 @@ def _report(target: str, args: tuple[str, ...], overrides: list, opts: dict) -> 
 
     if any(o.kind == "kernel" for o in overrides):
         raise ABError("a saved trace re-runs only the backward: --kernel needs a script")
-    return replay_ab(load_trace(target), overrides, opts["tolerance"])
+    return replay_ab(load_trace(target), overrides, opts["tolerance"], propagate)
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -177,14 +180,17 @@ def _report(target: str, args: tuple[str, ...], overrides: list, opts: dict) -> 
 @click.option("--limit", type=click.IntRange(1), default=25, show_default=True,
               help="Most node rows per table.")  # fmt: skip
 @click.option("--all", "show_all", is_flag=True, help="List nodes without differences too.")
+@click.option("--propagate", is_flag=True,
+              help="With a TRACE: run every node's rule from the root, so B's gradients reach "
+              "every node (needs every value kept).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Also save the traces of A and B there (a.json, b.json).")  # fmt: skip
 @click.pass_context
 def ab(ctx: click.Context, target: str, args: tuple[str, ...], rules: tuple[str, ...],
        kernels: tuple[str, ...], backend: str | None, seed: int, steps: str, rtol: float,
-       atol: float, values: str, value_limit: int, limit: int, show_all: bool, as_json: bool,
-       out: str | None) -> None:  # fmt: skip
+       atol: float, values: str, value_limit: int, limit: int, show_all: bool,
+       propagate: bool, as_json: bool, out: str | None) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] twice with the same seed, A as it is and B with the overridden
     rules/kernels, and compare them node by node: forward values, gradients, saved memory,
     backward time, the loss of every step and the first node where B diverges. Given a saved
@@ -199,7 +205,7 @@ def ab(ctx: click.Context, target: str, args: tuple[str, ...], rules: tuple[str,
     overrides = [parse_override("rule", s) for s in rules]
     overrides += [parse_override("kernel", s, backend) for s in kernels]
     opts = {"seed": seed, "steps": steps, "tolerance": Tolerance(rtol, atol), "values": values,
-            "value_limit": value_limit}  # fmt: skip
+            "value_limit": value_limit, "propagate": propagate}  # fmt: skip
     # NOTE: the script's own prints go to stderr, so stdout is the report alone
     with contextlib.redirect_stdout(sys.stderr):
         report = _report(target, args, overrides, opts)

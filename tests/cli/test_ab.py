@@ -208,5 +208,18 @@ def test_offline_reruns_the_backward_of_a_saved_trace(files, tmp_path):
         n for n in _nodes(json.loads(less.stdout)) if n["saved_bytes_a"] != n["saved_bytes_b"]
     ]
     assert [(n["op"], n["saved_bytes_b"]) for n in changed] == [("matmul", 8 * 4 * 4)]
+    # --propagate: B's gradients reach every node; the leaves' differences equal the live run's
+    live = json.loads(ab(script, "--rule", f"tanh={rules}:wrong_tanh", "--json").stdout)
+    prop = ab(str(run_dir), "--rule", f"tanh={rules}:wrong_tanh", "--propagate", "--json")
+    assert prop.exit_code == 1, prop.output
+    offline = {n["id"]: n for n in _nodes(json.loads(prop.stdout))}
+    for n in _nodes(live):
+        if n["op"] is None:  # the leaves w and b: their gradients
+            assert offline[n["id"]]["grad"]["abs"] == pytest.approx(n["grad"]["abs"], rel=1e-6)
+            assert n["grad"]["abs"] > 0
+    same = ab(str(run_dir), "--rule", f"tanh={rules}:same_tanh", "--propagate", "--json")
+    assert same.exit_code == 0
+    grads = [n["grad"]["abs"] for n in _nodes(json.loads(same.stdout)) if n["grad"]]
+    assert grads and max(grads) == 0.0
     kernel = ab(str(run_dir), "--kernel", f"tanh={rules}:fast_tanh")
     assert kernel.exit_code == 2 and "--kernel needs a script" in kernel.stderr
