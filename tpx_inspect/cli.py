@@ -589,9 +589,8 @@ def _dask_client(workers: int | None, scheduler: str | None) -> Any:
 
         cm = connect(workers, scheduler)
         client = cm.__enter__()
-    except ImportError as e:
-        raise click.ClickException(f"--workers/--scheduler need dask.distributed ({e}); "
-                                   "pip install 'dask[distributed]'") from e  # fmt: skip
+    except ImportError as e:  # MissingDependencyError: names the pip command
+        raise click.ClickException(str(e)) from e
     except OSError as e:
         raise click.ClickException(f"cannot reach the Dask scheduler {scheduler}: {e}") from e
     try:

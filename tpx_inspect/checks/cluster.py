@@ -107,8 +107,10 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
     if not workers and not scheduler:
         yield None
         return
-    from dask.distributed import Client, LocalCluster
+    from tpx_inspect._deps import require
 
+    distributed = require("distributed", "checks on a Dask cluster (--workers, --scheduler)")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
     if scheduler:
         with Client(scheduler) as client:
             yield client
