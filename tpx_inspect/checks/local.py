@@ -11,7 +11,6 @@ as inconclusive rather than failed.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,12 +18,22 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect.checks._differences import (
+    Draws,
+    NotReplayable,
+    compare,
+    cotangents,
+    locate_element,
+    reproduced,
+    shifted,
+    stack_recorded,
+    sub,
+    usable,
+)
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
-
-_EPS64 = float(np.finfo(np.float64).eps)
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,7 @@ def check_node(
     >>> len(cs), any(c.failed for c in cs)
     (2, False)
     """
-    incoming = [grad_output] if _usable(grad_output) else None
+    incoming = [grad_output] if usable(grad_output) else None
     batch = _Batch(BatchReplay([node]), incoming, [recorded], opts)
     if batch.errors[0] is not None:
         raise NotReplayable(batch.errors[0])
@@ -115,29 +124,29 @@ class _Batch:
         self.replay, self.opts = replay, opts
         self.xs = xs = replay.inputs()
         self.y = y = replay.forward(xs)
-        self.errors = _reproduced(replay.nodes, y)
+        self.errors = reproduced(replay.nodes, y)
         differentiable = replay.differentiable()
         shapes = [y.shape[1:]] * opts.cotangents
         shapes += [np.shape(xs[i])[1:] for i in differentiable for _ in range(opts.directions)]
-        draws = _Draws([n.id for n in replay.nodes], opts.seed, shapes)
+        draws = Draws([n.id for n in replay.nodes], opts.seed, shapes)
         # NOTE: infinite values (a -inf attention mask) are constants of the comparison: no
         # direction moves them and no cotangent weighs an infinite output.
         finite = np.isfinite(y)
         us = [
             (name, np.where(finite, u, 0.0))
-            for name, u in _cotangents(incoming, opts.cotangents, draws)
+            for name, u in cotangents(incoming, opts.cotangents, draws)
         ]
         grads = {name: replay.vjp(xs, y, u) for name, u in us}
         if recorded[0] is not None and us and us[0][0] == "incoming gradient":
             us.insert(0, ("recorded gradient", us[0][1]))
-            grads["recorded gradient"] = _stack_recorded(recorded)
+            grads["recorded gradient"] = stack_recorded(recorded)
         self.slots = []
         for i in differentiable:
             for _ in range(opts.directions):
                 v = np.where(np.isfinite(xs[i]), draws.next(), 0.0)
-                plus, minus = _shifted(replay, xs, i, v * opts.eps)
+                plus, minus = shifted(replay, xs, i, v * opts.eps)
                 for name, u in us:
-                    numbers = _compare(i, name, u, v, y, plus, minus, grads[name], opts)
+                    numbers = compare(i, name, u, v, y, plus, minus, grads[name], opts)
                     self.slots.append((i, name, u, v, plus, minus, numbers))
         self.suspect = np.zeros(len(replay), dtype=bool)
         for *_, (num, an, tol, _asym) in self.slots:
@@ -165,169 +174,16 @@ def _without_kinks(replay, xs, c, u, v, y, plus, minus, opts) -> Comparison:
     made inconclusive becomes a pass or a failure.
     """
     h = opts.eps
-    onesided = np.abs(_sub(plus, y) - _sub(y, minus)) / h
-    central = _sub(plus, minus) / (2 * h)
+    onesided = np.abs(sub(plus, y) - sub(y, minus)) / h
+    central = sub(plus, minus) / (2 * h)
     smooth = onesided <= 1e-2 * np.abs(central) + 1e-6
     if smooth.all() or not smooth.any():
         return c
     masked = np.where(smooth, u, 0.0)
     grads = replay.vjp(xs, y, masked)
-    num, an, tol, asym = _compare(c.input, c.cotangent, masked, v, y, plus, minus, grads, opts)
+    num, an, tol, asym = compare(c.input, c.cotangent, masked, v, y, plus, minus, grads, opts)
     name = f"{c.cotangent} (kink elements masked)"
     return Comparison(c.input, name, float(num[0]), float(an[0]), float(tol[0]), float(asym[0]))
-
-
-class NotReplayable(Exception):
-    """The node's forward cannot be rerun faithfully from its recorded inputs."""
-
-
-def _reproduced(nodes: list, y: np.ndarray) -> list:
-    """Per node, why the replayed output ``y[b]`` does not match the recorded one (or None)."""
-    first = nodes[0].output
-    if first is None:
-        return [None] * len(nodes)
-    if np.shape(first) != y.shape[1:]:
-        return [f"replay gives shape {y.shape[1:]}, recorded {np.shape(first)}"] * len(nodes)
-    out = np.stack([np.asarray(n.output, dtype=np.float64) for n in nodes])
-    rtol = 1e-3 if np.asarray(first).dtype.itemsize <= 4 else 1e-8
-    rows = out.reshape(len(nodes), -1)
-    scale = np.max(np.where(np.isfinite(rows), np.abs(rows), 0.0), axis=1, initial=0.0)
-    atol = (rtol * scale + 1e-12).reshape((len(nodes),) + (1,) * (out.ndim - 1))
-    ok = np.isclose(y, out, rtol=rtol, atol=atol).reshape(len(nodes), -1).all(axis=1)
-    return [
-        None
-        if good
-        else "rerunning its forward from the recorded inputs does not reproduce the recorded "
-        "output (random, stateful or with inputs the record lacks)"
-        for good in ok
-    ]
-
-
-def locate_element(
-    node: NodeRecord, input: int, u: np.ndarray, analytical: np.ndarray, opts: LocalOptions
-) -> tuple[tuple[int, ...], float, float] | None:
-    """The element of input ``input`` where ``u^T J`` (central differences) and the rule's
-    gradient ``analytical`` differ most: ``(index, numerical, analytical)``; None for inputs
-    larger than ``opts.locate_limit`` elements."""
-    replay = Replay(node)
-    xs = replay.inputs()
-    x = np.asarray(xs[input])
-    if x.size > opts.locate_limit:
-        return None
-    analytical = np.asarray(analytical, dtype=np.float64).reshape(x.shape)
-    analytical = np.where(np.isfinite(x), np.nan_to_num(analytical), 0.0)
-    u = np.where(np.isfinite(np.asarray(node.output)), u, 0.0)
-    numerical = np.zeros(x.shape)
-    for j in np.ndindex(*x.shape):
-        if not np.isfinite(x[j]):
-            continue
-        step = np.zeros(x.shape)
-        step[j] = opts.eps
-        plus, minus = (replay.forward(_moved(xs, input, s * step)) for s in (1.0, -1.0))
-        numerical[j] = np.sum(u * _sub(plus, minus)) / (2 * opts.eps)
-    worst = np.unravel_index(int(np.argmax(np.abs(numerical - analytical))), x.shape)
-    index = tuple(int(k) for k in worst)
-    return index, float(numerical[worst]), float(analytical[worst])
-
-
-def _cotangents(real: list | None, n: int, draws: _Draws) -> list:
-    """The incoming gradients (None: not every node has a usable one) and ``n`` random
-    cotangents, each stacked over the batch."""
-    us = []
-    if real is not None:
-        us.append(("incoming gradient", np.stack([np.asarray(g, dtype=np.float64) for g in real])))
-    us += [(f"random cotangent {k}", draws.next()) for k in range(n)]
-    return us
-
-
-def _usable(real: np.ndarray | None) -> bool:
-    """An incoming gradient that is finite and not all zero."""
-    if real is None or np.size(real) == 0:
-        return False
-    # NOTE: max |g| is NaN or inf iff some element is, and 0 iff all are
-    biggest = np.max(np.abs(real))
-    return bool(0 < biggest < np.inf)
-
-
-class _Draws:
-    """Standard normal draws of the given shapes, in order, from each node's own generator.
-
-    A generator gives the same numbers in one call as in one call per shape, so each node
-    draws everything at once (node ``i``: ``default_rng([seed, i])``, as one node alone).
-    """
-
-    def __init__(self, ids: list, seed: int, shapes: list) -> None:
-        self.shapes = list(shapes)
-        total = sum(math.prod(s) for s in shapes)
-        self.values = np.stack([np.random.default_rng([seed, i]).standard_normal(total)
-                                for i in ids])  # fmt: skip
-        self.pos = 0
-
-    def next(self) -> np.ndarray:
-        """The next shape's draws, stacked over the batch."""
-        shape = self.shapes.pop(0)
-        n = math.prod(shape)
-        out = self.values[:, self.pos : self.pos + n].reshape((len(self.values), *shape))
-        self.pos += n
-        return out
-
-
-def _stack_recorded(recorded: list) -> tuple:
-    """The recorded gradients of a batch, stacked per input (None where the rule gave None)."""
-    if len({len(r) for r in recorded}) != 1:
-        raise ValueError("the nodes of a batch recorded different numbers of gradients")
-    return tuple(
-        None if all(g is None for g in gs) else np.stack([np.asarray(g) for g in gs])
-        for gs in zip(*recorded)
-    )
-
-
-def _moved(xs: list, i: int, step: np.ndarray) -> list:
-    moved = list(xs)
-    moved[i] = np.asarray(xs[i] + step)
-    return moved
-
-
-def _shifted(replay: BatchReplay, xs: list, i: int, step: np.ndarray) -> tuple:
-    return replay.forward(_moved(xs, i, step)), replay.forward(_moved(xs, i, -step))
-
-
-def _sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a - b`` where both are finite, 0 elsewhere (infinite outputs are constants)."""
-    with np.errstate(invalid="ignore"):
-        return np.where(np.isfinite(a) & np.isfinite(b), a - b, 0.0)
-
-
-def _rows(a: np.ndarray) -> np.ndarray:
-    """Per node of a batch (the leading axis), the sum of its elements."""
-    return np.asarray(a).reshape(len(a), -1).sum(axis=1)
-
-
-def _dot(g: Any, v: np.ndarray) -> np.ndarray:
-    """Per node, ``<g, v>`` over the elements that ``v`` moves (NaN where shapes differ)."""
-    if np.shape(g) != np.shape(v):
-        return np.full(len(v), np.nan)
-    with np.errstate(invalid="ignore"):
-        return _rows(np.where(v != 0, np.asarray(g, dtype=np.float64) * v, 0.0))
-
-
-def _compare(i, name, u, v, y, plus, minus, grads, opts) -> tuple:
-    """``(numerical, analytical, tolerance, asymmetry)``, each an array over the batch."""
-    h = opts.eps
-    central = _sub(plus, minus) / (2 * h)
-    numerical = _rows(u * central)
-    gi = grads[i] if i < len(grads) else None
-    analytical = np.zeros(len(u)) if gi is None else _dot(gi, v)
-    # NOTE: elementwise, so that kinks of opposite sign cannot cancel out.
-    asym = _rows(np.abs(u) * np.abs(_sub(plus, y) - _sub(y, minus))) / h
-    scale = _rows(np.abs(u * central)) + np.abs(analytical)
-    size = np.where(np.isfinite(plus) & np.isfinite(minus), np.abs(plus) + np.abs(minus), 0.0)
-    roundoff = 64 * _EPS64 * _rows(np.abs(u) * size) / h
-    rtol = opts.rtol
-    if name == "recorded gradient" and gi is not None and np.asarray(gi).dtype.itemsize <= 4:
-        rtol = max(rtol, opts.rtol32)  # the rule ran in float32
-    tol = opts.atol + rtol * scale + roundoff
-    return numerical, analytical, tol, asym
 
 
 def _finding(node: NodeRecord, c: Comparison, element: tuple | None = None) -> Finding:
@@ -437,7 +293,7 @@ def check_nodes(
             out[nid] = (reason, None, None)
         else:
             ex = graph.execution(nid)
-            todo.append((node, ex, ex is not None and _usable(ex.grad_output)))
+            todo.append((node, ex, ex is not None and usable(ex.grad_output)))
     done, total = len(out), len(out) + len(todo)
     for batch in batches(todo, opts.batch_size, _key):
         out.update(_check_batch(batch, opts))
