@@ -111,6 +111,7 @@ def _nll(
     return _reduce(loss.reshape(shape), reduction, fn)
 
 
+@tp.eager_island  # a check that reads values: it runs again at every replay of tp.compile
 def _check_classes(target: Tensor, classes: int, fn: str) -> None:
     if target.size and (int(target.max()) >= classes or int(target.min()) < 0):
         raise IndexError(

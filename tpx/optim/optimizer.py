@@ -58,11 +58,13 @@ class Optimizer:
     def _params(self) -> list[tp.Tensor]:
         return [p for g in self.param_groups for p in g["params"]]
 
+    @tp.eager_island
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear the ``.grad`` of every parameter (to None, or to zeros)."""
         for p in self._params():
             p.grad = None if set_to_none or p.grad is None else tp.zeros_like(p.grad)
 
+    @tp.eager_island
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; ``closure`` re-evaluates the loss."""
         loss = None

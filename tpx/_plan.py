@@ -1,0 +1,370 @@
+"""A recorded plan: an ordered list of P10 kernel calls over numbered buffers, and its replay.
+
+A :class:`Plan` is what :func:`tpx.compile` lowers one recorded call into. Its buffers
+(``slots``) are bound from the call's arguments, from the state tensors it reads and writes
+(parameters and their ``.grad``), held as captured arrays, or produced by a kernel step. Steps
+run in recorded order; each buffer is dropped right after its last reader (liveness), so the
+plan's peak memory is what its live buffers need. Between segments of kernel steps the plan
+may run an eager island (an optimizer step) as Python, then re-reads the state it changed.
+
+A segment of steps is replayed by a small generated Python function that calls the backend
+kernels on raw arrays: no tensor, graph node or engine object is made per op.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from p10._tensor import wrap as p10_wrap
+
+# slot kinds: where the value of a buffer comes from
+ARG = "arg"  # a tensor argument of the call, by position in the flattened arguments
+STATE = "state"  # a state tensor's value or .grad, read at a boundary (before a segment)
+CAPTURE = "capture"  # an array that existed before the call, held by reference
+CONST = "const"  # an array made inside the call from no input (ones for a backward root)
+KERNEL = "kernel"  # the output of a step
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One numbered buffer: where it comes from, its shape, dtype and bytes (0 for a view)."""
+
+    kind: str
+    shape: tuple
+    dtype: str
+    nbytes: int
+    source: Any = None  # ARG: flat index; STATE: (holder index, "data" | "grad"); CONST: array
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kernel call: ``out = kernel(*inputs, **params)``.
+
+    ``inputs`` hold slot numbers (ints) and constants (``("c", value)``); ``kind`` is
+    ``kernel``, ``inplace`` (``kernel(dst, other)`` writes into input 0; ``out`` is None),
+    ``setitem`` (``setitem(dst, key, value)``) or ``copy`` (a host copy through NumPy, as
+    ``p10.asarray(copy=True)``); ``origin`` names the GradFn node and the phase it came from.
+    """
+
+    kind: str
+    op: str
+    kernel: Callable[..., Any]
+    inputs: tuple
+    params: dict
+    out: int | None
+    origin: tuple = ()  # (phase, node seq, node name, source line)
+
+
+@dataclass
+class Segment:
+    """Kernel steps, then the boundary after them: state written back, then an eager island
+    (or nothing for the last segment), then state re-read into slots."""
+
+    steps: list[Step]
+    writeback: list[tuple[int, int | None]] = field(default_factory=list)  # (holder, slot)
+    island: Any = None  # (function, args, kwargs) run as Python at every replay
+    island_index: int = -1
+    island_inputs: list[tuple[int, int, bool]] = field(default_factory=list)  # (arg, slot, tpx?)
+    bindings: list[int] = field(default_factory=list)  # STATE slots read after the island
+    frees: list[list[int]] = field(default_factory=list)  # per step: slots dead after it
+    run: Callable[[list], None] | None = None
+
+
+@dataclass
+class Plan:
+    """A lowered call: slots, segments, where outputs come from, and memory figures."""
+
+    slots: list[Slot]
+    segments: list[Segment]
+    arg_bindings: list[int]  # ARG and boundary-0 STATE slots
+    holders: list[Any]  # the state tensors (tpx.Tensor), strongly held
+    outputs: Any  # the returned structure, tensors replaced by ("slot", i) markers
+    backend_of: dict[int, Any]  # slot -> backend (to wrap outputs and written-back grads)
+    grad_none: tuple[bool, ...] = ()  # per holder: .grad was None when the call started
+    eager_peak_bytes: int | None = None
+    peak_bytes: int = 0
+    kernel_seconds: list[float] | None = None
+    fixed: list[tuple[int, Any]] = field(default_factory=list)  # CAPTURE/CONST slots
+
+    @property
+    def steps(self) -> list[Step]:
+        """Every kernel step, in order."""
+        return [s for seg in self.segments for s in seg.steps]
+
+
+def lower(plan: Plan) -> Plan:
+    """Compute liveness (the slots freed after each step), the peak memory, and generate the
+    replay function of each segment."""
+    last = _last_uses(plan)
+    plan.fixed = [(i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST)]
+    plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
+    for seg in plan.segments:
+        seg.bindings = [i for i in seg.bindings if i in last]
+    live, peak = 0, 0
+    const_bytes = sum(s.nbytes for s in plan.slots if s.kind == CONST)
+    position = 0
+    for seg in plan.segments:
+        seg.frees = []
+        for step in seg.steps:
+            if step.out is not None:
+                live += plan.slots[step.out].nbytes
+            peak = max(peak, live)
+            dead = [i for i in _reads(step) if last.get(i) == position and _owned(plan, i)]
+            if step.out is not None and last.get(step.out, -1) <= position:
+                dead.append(step.out)  # never read: dropped at once
+            live -= sum(plan.slots[i].nbytes for i in set(dead))
+            seg.frees.append(sorted(set(dead)))
+            position += 1
+        position += 1  # the boundary
+        seg.run = _generate(seg)
+    plan.peak_bytes = peak + const_bytes
+    return plan
+
+
+def _owned(plan: Plan, i: int) -> bool:
+    return plan.slots[i].kind != CONST  # constants stay counted: the plan holds them
+
+
+def _reads(step: Step) -> list[int]:
+    ids = [i for i in step.inputs if i.__class__ is int]
+    if step.kind == "setitem":
+        ids += [i for i in _key_slots(step.params["key"])]
+    return ids
+
+
+def _key_slots(key: Any) -> list[int]:
+    if isinstance(key, tuple):
+        return [i for k in key for i in _key_slots(k)]
+    return [key.slot] if isinstance(key, _KeySlot) else []
+
+
+@dataclass(frozen=True)
+class _KeySlot:
+    """An array inside a ``setitem`` key, replaced by its slot."""
+
+    slot: int
+
+
+def _last_uses(plan: Plan) -> dict[int, int]:
+    """slot -> the position (step index, boundaries counted) of its last reader."""
+    last: dict[int, int] = {}
+    position = 0
+    for seg in plan.segments:
+        for step in seg.steps:
+            for i in _reads(step):
+                last[i] = position
+            position += 1
+        for _, slot in seg.writeback:
+            if slot is not None:
+                last[slot] = position
+        for _, slot, _ in seg.island_inputs:
+            last[slot] = position
+        position += 1
+    for i in _output_slots(plan.outputs):
+        last[i] = position + 1
+    return last
+
+
+def _output_slots(outputs: Any) -> list[int]:
+    if isinstance(outputs, tuple) and len(outputs) == 2 and outputs[0] == "slot":
+        return [outputs[1]]
+    if isinstance(outputs, (list, tuple)):
+        return [i for o in outputs for i in _output_slots(o)]
+    if isinstance(outputs, dict):
+        return [i for o in outputs.values() for i in _output_slots(o)]
+    return []
+
+
+def _generate(seg: Segment) -> Callable[[list], None]:
+    """A function ``run(b)`` that executes the segment's steps on the buffer list ``b``."""
+    names: dict[str, Any] = {}
+    lines = ["def run(b):"]
+    for n, (step, frees) in enumerate(zip(seg.steps, seg.frees)):
+        names[f"k{n}"] = step.kernel
+        args = []
+        for j, x in enumerate(step.inputs):
+            if x.__class__ is int:
+                args.append(f"b[{x}]")
+            else:
+                names[f"c{n}_{j}"] = x[1]
+                args.append(f"c{n}_{j}")
+        if step.kind == "setitem":
+            names[f"key{n}"] = step.params["key"]
+            args.insert(1, f"fill(b, key{n})")
+        elif step.params:
+            names[f"p{n}"] = step.params
+            args.append(f"**p{n}")
+        call = f"k{n}({', '.join(args)})"
+        lines.append(f"    b[{step.out}] = {call}" if step.out is not None else f"    {call}")
+        lines.extend(f"    b[{i}] = None" for i in frees)
+    lines.append("    return None")
+    names["fill"] = _fill_key
+    code = compile("\n".join(lines), "<tpx plan>", "exec")
+    exec(code, names)
+    return names["run"]
+
+
+def _fill_key(b: list, key: Any) -> Any:
+    if isinstance(key, tuple):
+        return tuple(_fill_key(b, k) for k in key)
+    return b[key.slot] if isinstance(key, _KeySlot) else key
+
+
+def replay(plan: Plan, flat_args: list[Any]) -> Any:
+    """Run ``plan`` on the raw arrays of ``flat_args`` (the call's flattened tensor arguments);
+    write back the state it changes and return the outputs, wrapped as tensors without graph."""
+    from tpx._tensor import wrap as tpx_wrap
+
+    b: list[Any] = [None] * len(plan.slots)
+    slots = plan.slots
+    for i, array in plan.fixed:
+        b[i] = array
+    for i in plan.arg_bindings:
+        _bind(b, i, slots[i], flat_args, plan.holders)
+    island_results: list[Any] = []
+    for seg in plan.segments:
+        seg.run(b)
+        for h, i in seg.writeback:
+            holder = plan.holders[h]
+            holder.grad = None if i is None else tpx_wrap(p10_wrap(b[i], plan.backend_of[i]))
+        if seg.island is not None:
+            fn, args, kwargs = seg.island
+            if seg.island_inputs:
+                args = list(args)
+                for k, i, is_tpx in seg.island_inputs:
+                    raw = p10_wrap(b[i], plan.backend_of[i])
+                    args[k] = tpx_wrap(raw) if is_tpx else raw
+            island_results.append(fn(*args, **kwargs))
+            for i in seg.bindings:
+                _bind(b, i, slots[i], flat_args, plan.holders)
+    return _rebuild(plan.outputs, b, plan.backend_of, island_results)
+
+
+def _bind(b: list, i: int, slot: Slot, flat_args: list, holders: list) -> None:
+    if slot.kind == ARG:
+        b[i] = flat_args[slot.source]._data
+    else:
+        h, attr = slot.source
+        holder = holders[h]
+        b[i] = holder._t._data if attr == "data" else holder.grad._t._data
+
+
+def _rebuild(outputs: Any, b: list, backend_of: dict, island_results: list) -> Any:
+    from tpx._tensor import wrap as tpx_wrap
+
+    if isinstance(outputs, tuple) and len(outputs) == 2 and outputs[0] == "slot":
+        return tpx_wrap(p10_wrap(b[outputs[1]], backend_of[outputs[1]]))
+    if isinstance(outputs, tuple) and len(outputs) == 2 and outputs[0] == "island":
+        return island_results[outputs[1]]
+    if isinstance(outputs, tuple) and len(outputs) == 2 and outputs[0] == "value":
+        return outputs[1]
+    if isinstance(outputs, list):
+        return [_rebuild(o, b, backend_of, island_results) for o in outputs]
+    if isinstance(outputs, tuple):
+        return tuple(_rebuild(o, b, backend_of, island_results) for o in outputs)
+    if isinstance(outputs, dict):
+        return {k: _rebuild(o, b, backend_of, island_results) for k, o in outputs.items()}
+    return outputs
+
+
+def time_kernels(plan: Plan, flat_args: list[Any]) -> list[float]:
+    """Seconds of each kernel step of one replay, measured step by step (for inspection; the
+    state the plan writes is written as by :func:`replay`)."""
+    b: list[Any] = [None] * len(plan.slots)
+    for i, array in plan.fixed:
+        b[i] = array
+    for i in plan.arg_bindings:
+        _bind(b, i, plan.slots[i], flat_args, plan.holders)
+    seconds: list[float] = []
+    for seg in plan.segments:
+        for step in seg.steps:
+            args = [b[x] if x.__class__ is int else x[1] for x in step.inputs]
+            start = time.perf_counter()
+            if step.kind == "setitem":
+                step.kernel(args[0], _fill_key(b, step.params["key"]), args[1])
+                out = None
+            else:
+                out = step.kernel(*args, **step.params)
+            seconds.append(time.perf_counter() - start)
+            if step.out is not None:
+                b[step.out] = out
+        if seg.island is not None:
+            raise NotImplementedError("time_kernels: a plan with an eager island")
+    return seconds
+
+
+def describe(plan: Plan) -> dict[str, Any]:
+    """A JSON-friendly description: buffers, kernels (with the node they came from), the
+    liveness of each buffer, the peak memory of the plan and of the eager call.
+
+    >>> import tpx as tp
+    >>> step = tp.compile(lambda x: (x * 2).sum())
+    >>> _ = step(tp.ones(3))
+    >>> d = describe(step.plans()[0])
+    >>> [k["op"] for k in d["kernels"]], d["peak_bytes"] <= d["eager_peak_bytes"]
+    (['mul', 'sum'], True)
+    """
+    kernels, frees_at = [], {}
+    index = 0
+    for seg in plan.segments:
+        for step, frees in zip(seg.steps, seg.frees):
+            phase, seq, node, line = (step.origin + (None,) * 4)[:4]
+            kernels.append(
+                {
+                    "index": index,
+                    "kind": step.kind,
+                    "op": step.op,
+                    "inputs": [x if x.__class__ is int else None for x in step.inputs],
+                    "output": step.out,
+                    "phase": phase,
+                    "node_seq": seq,
+                    "node": node,
+                    "source": line,
+                }
+            )
+            for i in frees:
+                frees_at[i] = index
+            index += 1
+    born = {s.out: k for k, s in enumerate(plan.steps) if s.out is not None}
+    buffers = [
+        {
+            "id": i,
+            "kind": s.kind,
+            "shape": list(s.shape),
+            "dtype": s.dtype,
+            "nbytes": s.nbytes,
+            "first": born.get(i, -1),
+            "last": frees_at.get(i, index),
+        }
+        for i, s in enumerate(plan.slots)
+    ]
+    return {
+        "buffers": buffers,
+        "kernels": kernels,
+        "peak_bytes": plan.peak_bytes,
+        "eager_peak_bytes": plan.eager_peak_bytes,
+        "islands": sum(seg.island is not None for seg in plan.segments),
+        "kernel_seconds": plan.kernel_seconds,
+    }
+
+
+def slot_for(array: Any, kind: str, source: Any, backend: Any, view: bool = False) -> Slot:
+    """The :class:`Slot` record of ``array`` (its bytes count 0 when it is a view)."""
+    shape = tuple(array.shape)
+    dtype = backend.dtype_of(array)
+    nbytes = 0 if view else int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return Slot(kind, shape, dtype.name, nbytes, source)
+
+
+def key_with_slots(key: Any, slot_of: Callable[[Any], int]) -> Any:
+    """``key`` (a setitem key) with each backend array replaced by its slot."""
+    if isinstance(key, tuple):
+        return tuple([key_with_slots(k, slot_of) for k in key])
+    if hasattr(key, "shape") and hasattr(key, "dtype"):
+        return _KeySlot(slot_of(key))
+    return key
