@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import p10
 from tpx import _mode, _record
-from tpx._plan import Plan, describe, lower, replay
+from tpx._plan import Plan, describe, lower, replay, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,7 +94,7 @@ class CompiledFunction:
             self.stats.eager_calls += 1
             return self.fn(*args, **kwargs)
         if entry is not None:
-            if _guard(entry):
+            if _guard(entry, flat):
                 self._plans.move_to_end(key)
                 self.stats.replays += 1
                 return replay(entry, flat)
@@ -111,7 +111,7 @@ class CompiledFunction:
                 try:
                     plan = lower(rec.finish(result))
                 except _record.Stop as e:
-                    rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else "<end>")
+                    rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else _record.user_line())
         finally:
             rec.close()
         self.stats.records += 1
@@ -230,7 +230,7 @@ def _key(x: Any, flat: list) -> Any:
     if x.__class__ is Tensor:
         if x.grad_fn is not None:
             raise _Unsupported("a tensor argument carries a graph (pass it .detach()ed)")
-        flat.append(x._t)
+        flat.append(x)
         return ("t", x.shape, x.dtype.str, x._t._backend.name, x._rg)
     if isinstance(x, p10.Tensor):
         flat.append(x)
@@ -244,9 +244,10 @@ def _key(x: Any, flat: list) -> Any:
     return ("id", id(x))  # a module, an optimizer...: by identity
 
 
-def _guard(plan: Plan) -> bool:
+def _guard(plan: Plan, flat: list) -> bool:
     """Whether the state tensors still look as when ``plan`` was recorded."""
-    for h, t in enumerate(plan.holders):
+    holders = resolve(plan.holders, flat)
+    for h, t in enumerate(holders):
         none = plan.grad_none[h]
         if none is not None and (t.grad is None) != none:
             return False
@@ -254,7 +255,7 @@ def _guard(plan: Plan) -> bool:
         slot = plan.slots[i]
         if slot.kind == "state":
             h, attr = slot.source
-            t = plan.holders[h]
+            t = holders[h]
             raw = t._t if attr == "data" else t.grad._t
             if raw._data.shape != slot.shape or raw.dtype.name != slot.dtype:
                 return False

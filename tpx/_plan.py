@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from p10._tensor import Tensor as P10Tensor
 from p10._tensor import wrap as p10_wrap
 
 # slot kinds: where the value of a buffer comes from
@@ -39,6 +40,18 @@ class Slot:
     dtype: str
     nbytes: int
     source: Any = None  # ARG: flat index; STATE: (holder index, "data" | "grad"); CONST: array
+
+
+@dataclass(frozen=True)
+class ArgRef:
+    """A state tensor that is argument ``index`` of the call (a new tensor at every call)."""
+
+    index: int
+
+
+def resolve(holders: list[Any], flat_args: list[Any]) -> list[Any]:
+    """The state tensors of this call: arguments looked up in ``flat_args``."""
+    return [flat_args[h.index] if h.__class__ is ArgRef else h for h in holders]
 
 
 @dataclass(frozen=True)
@@ -82,7 +95,7 @@ class Plan:
     slots: list[Slot]
     segments: list[Segment]
     arg_bindings: list[int]  # ARG and boundary-0 STATE slots
-    holders: list[Any]  # the state tensors (tpx.Tensor), strongly held
+    holders: list[Any]  # the state tensors (tpx.Tensor, strongly held) or ArgRef
     outputs: Any  # the returned structure, tensors replaced by ("slot", i) markers
     backend_of: dict[int, Any]  # slot -> backend (to wrap outputs and written-back grads)
     grad_none: tuple[bool, ...] = ()  # per holder: .grad was None when the call started
@@ -90,6 +103,11 @@ class Plan:
     peak_bytes: int = 0
     kernel_seconds: list[float] | None = None
     fixed: list[tuple[int, Any]] = field(default_factory=list)  # CAPTURE/CONST slots
+
+    @property
+    def has_arg_holders(self) -> bool:
+        """Whether a state tensor is an argument (looked up at every call)."""
+        return any(h.__class__ is ArgRef for h in self.holders)
 
     @property
     def steps(self) -> list[Step]:
@@ -222,15 +240,16 @@ def replay(plan: Plan, flat_args: list[Any]) -> Any:
 
     b: list[Any] = [None] * len(plan.slots)
     slots = plan.slots
+    holders = resolve(plan.holders, flat_args) if plan.has_arg_holders else plan.holders
     for i, array in plan.fixed:
         b[i] = array
     for i in plan.arg_bindings:
-        _bind(b, i, slots[i], flat_args, plan.holders)
+        _bind(b, i, slots[i], flat_args, holders)
     island_results: list[Any] = []
     for seg in plan.segments:
         seg.run(b)
         for h, i in seg.writeback:
-            holder = plan.holders[h]
+            holder = holders[h]
             holder.grad = None if i is None else tpx_wrap(p10_wrap(b[i], plan.backend_of[i]))
         if seg.island is not None:
             fn, args, kwargs = seg.island
@@ -241,13 +260,14 @@ def replay(plan: Plan, flat_args: list[Any]) -> Any:
                     args[k] = tpx_wrap(raw) if is_tpx else raw
             island_results.append(fn(*args, **kwargs))
             for i in seg.bindings:
-                _bind(b, i, slots[i], flat_args, plan.holders)
+                _bind(b, i, slots[i], flat_args, holders)
     return _rebuild(plan.outputs, b, plan.backend_of, island_results)
 
 
 def _bind(b: list, i: int, slot: Slot, flat_args: list, holders: list) -> None:
     if slot.kind == ARG:
-        b[i] = flat_args[slot.source]._data
+        a = flat_args[slot.source]
+        b[i] = a._data if a.__class__ is P10Tensor else a._t._data
     else:
         h, attr = slot.source
         holder = holders[h]
@@ -278,8 +298,9 @@ def time_kernels(plan: Plan, flat_args: list[Any]) -> list[float]:
     b: list[Any] = [None] * len(plan.slots)
     for i, array in plan.fixed:
         b[i] = array
+    holders = resolve(plan.holders, flat_args)
     for i in plan.arg_bindings:
-        _bind(b, i, plan.slots[i], flat_args, plan.holders)
+        _bind(b, i, plan.slots[i], flat_args, holders)
     seconds: list[float] = []
     for seg in plan.segments:
         for step in seg.steps:

@@ -34,6 +34,7 @@ from tpx._plan import (
     CONST,
     KERNEL,
     STATE,
+    ArgRef,
     Plan,
     Segment,
     Slot,
@@ -101,6 +102,7 @@ class Recorder:
         self.segments = [Segment([])]
         self.arg_bindings: list[int] = []
         self.holders: list[Any] = []
+        self.refs: list[Any] = []  # what the plan keeps of each holder
         self.holder_index: dict[int, int] = {}
         self.grad_none: list[bool] = []
         self.last_grad: list[Any] = []
@@ -114,8 +116,11 @@ class Recorder:
         self.weak_ok = True
         self._finalizers: list[Any] = []
         self._keep: list[Any] = []
+        self.arg_of: dict[int, int] = {}
         for i, t in enumerate(flat):
-            self._bind_new(t._data, t._backend, ARG, i)
+            self.arg_of[id(t)] = i
+            raw = t if isinstance(t, p10.Tensor) else t._t
+            self._bind_new(raw._data, raw._backend, ARG, i)
         for t in holders:
             self.add_holder(t)
 
@@ -170,6 +175,7 @@ class Recorder:
         h = len(self.holders)
         self.holder_index[id(t)] = h
         self.holders.append(t)
+        self.refs.append(ArgRef(self.arg_of[id(t)]) if id(t) in self.arg_of else t)
         self.grad_none.append(t.grad is None)
         self.data_of.append(t._t._data)
         self.last_grad.append(None if t.grad is None else t.grad._t._data)
@@ -316,7 +322,7 @@ class Recorder:
             slots=self.slots,
             segments=self.segments,
             arg_bindings=self.arg_bindings,
-            holders=self.holders,
+            holders=self.refs,
             outputs=outputs,
             backend_of=self.backend_of,
             grad_none=self._grad_guards(),
