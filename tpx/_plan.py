@@ -82,7 +82,8 @@ class Segment:
     writeback: list[tuple[int, int | None]] = field(default_factory=list)  # (holder, slot)
     island: Any = None  # (function, args, kwargs) run as Python at every replay
     island_index: int = -1
-    island_inputs: list[tuple[int, int, bool]] = field(default_factory=list)  # (arg, slot, tpx?)
+    # (position, slot, "tpx" | "p10") or (position, flat argument index, "arg")
+    island_inputs: list[tuple[int, int, str]] = field(default_factory=list)
     bindings: list[int] = field(default_factory=list)  # STATE slots read after the island
     frees: list[list[int]] = field(default_factory=list)  # per step: slots dead after it
     run: Callable[[list], None] | None = None
@@ -180,8 +181,9 @@ def _last_uses(plan: Plan) -> dict[int, int]:
         for _, slot in seg.writeback:
             if slot is not None:
                 last[slot] = position
-        for _, slot, _ in seg.island_inputs:
-            last[slot] = position
+        for _, slot, kind in seg.island_inputs:
+            if kind != "arg":
+                last[slot] = position
         position += 1
     for i in _output_slots(plan.outputs):
         last[i] = position + 1
@@ -255,9 +257,12 @@ def replay(plan: Plan, flat_args: list[Any]) -> Any:
             fn, args, kwargs = seg.island
             if seg.island_inputs:
                 args = list(args)
-                for k, i, is_tpx in seg.island_inputs:
+                for k, i, kind in seg.island_inputs:
+                    if kind == "arg":
+                        args[k] = flat_args[i]
+                        continue
                     raw = p10_wrap(b[i], plan.backend_of[i])
-                    args[k] = tpx_wrap(raw) if is_tpx else raw
+                    args[k] = tpx_wrap(raw) if kind == "tpx" else raw
             island_results.append(fn(*args, **kwargs))
             for i in seg.bindings:
                 _bind(b, i, slots[i], flat_args, holders)

@@ -280,9 +280,12 @@ class Recorder:
             raise Stop("a data-dependent read", self.pending[2])
         seg = self.segments[-1]
         for k, a in enumerate(args):
+            if id(a) in self.arg_of:  # the call's own argument: the new one at a replay
+                seg.island_inputs.append((k, self.arg_of[id(a)], "arg"))
+                continue
             i = _plan_slot(self, a)
             if i is not None:
-                seg.island_inputs.append((k, i, not isinstance(a, p10.Tensor)))
+                seg.island_inputs.append((k, i, "p10" if isinstance(a, p10.Tensor) else "tpx"))
         for a in (*args, *kwargs.values()):
             if _plan_slot(self, a) is None and _plan_slot(self, _first(a)) is not None:
                 raise Stop(

@@ -213,18 +213,23 @@ class Embedding(Module):
                 f"{tp.current_scope()} (Embedding): indices must be integers, got "
                 f"{indices.dtype.name}; cast with .long()"
             )
-        if indices.size:
-            low, high = int(indices.min()), int(indices.max())
-            if low < 0 or high >= self.num_embeddings:
-                raise IndexError(
-                    f"{tp.current_scope()} (Embedding): index {low if low < 0 else high} is "
-                    f"out of range for num_embeddings={self.num_embeddings}"
-                )
+        _check_indices(indices, self.num_embeddings, tp.current_scope())
         return F.embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+
+
+@tp.eager_island  # a check that reads values: it runs again at every replay of tp.compile
+def _check_indices(indices: tp.Tensor, num_embeddings: int, scope: str) -> None:
+    if indices.size:
+        low, high = int(indices.min()), int(indices.max())
+        if low < 0 or high >= num_embeddings:
+            raise IndexError(
+                f"{scope} (Embedding): index {low if low < 0 else high} is "
+                f"out of range for num_embeddings={num_embeddings}"
+            )
 
 
 class Dropout(Module):
