@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from p10._ops import OP_INFO
 from p10._tensor import Tensor as P10Tensor
 from p10._tensor import wrap as p10_wrap
 
@@ -119,6 +120,7 @@ class Plan:
 def lower(plan: Plan) -> Plan:
     """Compute liveness (the slots freed after each step), the peak memory, and generate the
     replay function of each segment."""
+    _elide_broadcasts(plan)
     last = _last_uses(plan)
     plan.fixed = [(i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST)]
     plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
@@ -143,6 +145,75 @@ def lower(plan: Plan) -> Plan:
         seg.run = _generate(seg)
     plan.peak_bytes = peak + const_bytes
     return plan
+
+
+_BINARY = frozenset(
+    op.value for op, info in OP_INFO.items() if info.kind == "elementwise" and info.arity == 2
+)
+
+
+def _elide_broadcasts(plan: Plan) -> None:
+    """Drop ``broadcast_to`` steps (and ``reshape`` steps that only prepend size-1 axes) whose
+    every reader is an elementwise binary kernel whose other operand already has the result's
+    shape: the kernel's own broadcasting computes the same values, bit for bit, without the
+    view (a reduction's gradient meets its consumer this way)."""
+    escaping = set(_output_slots(plan.outputs))
+    for seg in plan.segments:
+        escaping |= {i for _, i in seg.writeback if i is not None}
+        escaping |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
+    for seg in plan.segments:
+        readers: dict[int, list[int]] = {}
+        for k, step in enumerate(seg.steps):
+            for i in _reads(step):
+                readers.setdefault(i, []).append(k)
+        for k in reversed(range(len(seg.steps))):
+            step = seg.steps[k]
+            if not _expands_only(plan, step) or step.out in escaping:
+                continue
+            users = [u for u in readers.get(step.out, []) if seg.steps[u] is not None]
+            src = step.inputs[0]
+            if not users or not all(
+                _broadcasts_itself(plan, seg.steps[u], step.out, src) for u in users
+            ):
+                continue
+            for u in users:
+                user = seg.steps[u]
+                inputs = tuple(
+                    src if x == step.out and x.__class__ is int else x for x in user.inputs
+                )
+                seg.steps[u] = replace(user, inputs=inputs)
+                readers.setdefault(src, []).append(u)
+            seg.steps[k] = None  # type: ignore[call-overload]
+        seg.steps = [s for s in seg.steps if s is not None]
+
+
+def _expands_only(plan: Plan, step: Step) -> bool:
+    if step.kind != "kernel" or step.out is None or step.inputs[0].__class__ is not int:
+        return False
+    shape, src = plan.slots[step.out].shape, plan.slots[step.inputs[0]].shape
+    if step.op == "broadcast_to":
+        return True
+    if step.op == "reshape":  # only size-1 axes added or removed in front
+        return _strip(shape) == _strip(src)
+    return False
+
+
+def _strip(shape: tuple) -> tuple:
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return shape[k:]
+
+
+def _broadcasts_itself(plan: Plan, user: Step, slot: int, src: int) -> bool:
+    if user.kind != "kernel" or user.op not in _BINARY or user.out is None or user.params:
+        return False
+    a, b = user.inputs
+    other = b if a == slot else a
+    if (a == slot) == (b == slot) or other.__class__ is not int:
+        return False
+    shape = plan.slots[user.out].shape
+    return plan.slots[other].shape == shape and len(plan.slots[src].shape) <= len(shape)
 
 
 def _owned(plan: Plan, i: int) -> bool:
@@ -201,32 +272,58 @@ def _output_slots(outputs: Any) -> list[int]:
 
 
 def _generate(seg: Segment) -> Callable[[list], None]:
-    """A function ``run(b)`` that executes the segment's steps on the buffer list ``b``."""
-    names: dict[str, Any] = {}
+    """A function ``run(b)`` that executes the segment's steps: slots that live only inside
+    the segment are local variables (names reused once a slot is dead), the others live in
+    the buffer list ``b``; kernels and constants are globals of the generated code."""
+    names: dict[str, Any] = {"fill": _fill_key}
+    known: dict[int, str] = {}  # id of a kernel or constant -> its global name
+
+    def global_name(value: Any, prefix: str) -> str:
+        name = known.get(id(value))
+        if name is None:
+            name = known[id(value)] = f"{prefix}{len(known)}"
+            names[name] = value
+        return name
+
+    local = _local_slots(seg)
+    var: dict[int, str] = {}
+    pool: list[str] = []
+    fresh = iter(range(len(seg.steps)))
+
+    def ref(i: int) -> str:
+        return var.get(i, f"b[{i}]")
+
     lines = ["def run(b):"]
-    for n, (step, frees) in enumerate(zip(seg.steps, seg.frees)):
-        names[f"k{n}"] = step.kernel
-        args = []
-        for j, x in enumerate(step.inputs):
-            if x.__class__ is int:
-                args.append(f"b[{x}]")
-            else:
-                names[f"c{n}_{j}"] = x[1]
-                args.append(f"c{n}_{j}")
+    for step, frees in zip(seg.steps, seg.frees):
+        args = [ref(x) if x.__class__ is int else global_name(x[1], "c") for x in step.inputs]
         if step.kind == "setitem":
-            names[f"key{n}"] = step.params["key"]
-            args.insert(1, f"fill(b, key{n})")
+            args.insert(1, f"fill(b, {global_name(step.params['key'], 'key')})")
         elif step.params:
-            names[f"p{n}"] = step.params
-            args.append(f"**p{n}")
-        call = f"k{n}({', '.join(args)})"
-        lines.append(f"    b[{step.out}] = {call}" if step.out is not None else f"    {call}")
-        lines.extend(f"    b[{i}] = None" for i in frees)
+            args.append(f"**{global_name(step.params, 'p')}")
+        call = f"{global_name(step.kernel, 'k')}({', '.join(args)})"
+        if step.out is None:
+            lines.append(f"    {call}")
+        else:
+            if step.out in local:
+                var[step.out] = pool.pop() if pool else f"v{next(fresh)}"
+            lines.append(f"    {ref(step.out)} = {call}")
+        for i in frees:
+            if i in var:
+                lines.append(f"    del {var[i]}")
+                pool.append(var.pop(i))
+            else:
+                lines.append(f"    b[{i}] = None")
     lines.append("    return None")
-    names["fill"] = _fill_key
-    code = compile("\n".join(lines), "<tpx plan>", "exec")
-    exec(code, names)
+    exec(compile("\n".join(lines), "<tpx plan>", "exec"), names)
     return names["run"]
+
+
+def _local_slots(seg: Segment) -> set[int]:
+    """Slots made and freed inside ``seg`` and not read through a setitem key."""
+    made = {s.out for s in seg.steps if s.out is not None}
+    freed = {i for frees in seg.frees for i in frees}
+    keys = {i for s in seg.steps if s.kind == "setitem" for i in _key_slots(s.params["key"])}
+    return (made & freed) - keys
 
 
 def _fill_key(b: list, key: Any) -> Any:
