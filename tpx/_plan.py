@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from p10._ops import OP_INFO
+from p10._ops import OP_INFO, Op
 from p10._tensor import Tensor as P10Tensor
 from p10._tensor import wrap as p10_wrap
 
@@ -121,6 +121,7 @@ def lower(plan: Plan) -> Plan:
     """Compute liveness (the slots freed after each step), the peak memory, and generate the
     replay function of each segment."""
     _elide_broadcasts(plan)
+    _write_in_place(plan)
     last = _last_uses(plan)
     plan.fixed = [(i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST)]
     plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
@@ -185,6 +186,48 @@ def _elide_broadcasts(plan: Plan) -> None:
                 readers.setdefault(src, []).append(u)
             seg.steps[k] = None  # type: ignore[call-overload]
         seg.steps = [s for s in seg.steps if s is not None]
+
+
+_INPLACE_OPS = ("add", "sub", "mul", "div")
+
+
+def _write_in_place(plan: Plan) -> None:
+    """``t = op(d, x)`` followed by ``d[...] = t`` (an in-place operator that eager code ran
+    out of place, then wrote back) becomes the backend's in-place kernel ``d op= x`` when it
+    has one: the same values in ``d``, without the temporary and the copy."""
+    escaping = set(_output_slots(plan.outputs))
+    for seg in plan.segments:
+        escaping |= {i for _, i in seg.writeback if i is not None}
+        escaping |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
+    for seg in plan.segments:
+        reads: dict[int, int] = {}
+        for step in seg.steps:
+            for i in _reads(step):
+                reads[i] = reads.get(i, 0) + 1
+        steps = seg.steps
+        for k in range(1, len(steps)):
+            put, calc = steps[k], steps[k - 1]
+            if put is None or calc is None or put.kind != "setitem":
+                continue
+            dst, value = put.inputs
+            if (
+                put.params["key"] is not Ellipsis
+                or calc.kind != "kernel"
+                or calc.op not in _INPLACE_OPS
+                or calc.out != value
+                or calc.inputs[0] != dst
+                or reads.get(value) != 1
+                or value in escaping
+                or plan.slots[value].shape != plan.slots[dst].shape
+                or plan.slots[value].dtype != plan.slots[dst].dtype
+            ):
+                continue
+            kernel = plan.backend_of[dst].inplace.get(Op(calc.op))
+            if kernel is None:
+                continue
+            steps[k - 1] = replace(calc, kind="inplace", kernel=kernel, out=None)
+            steps[k] = None  # type: ignore[call-overload]
+        seg.steps = [s for s in steps if s is not None]
 
 
 def _expands_only(plan: Plan, step: Step) -> bool:
