@@ -105,6 +105,7 @@ class Plan:
     peak_bytes: int = 0
     kernel_seconds: list[float] | None = None
     fixed: list[tuple[int, Any]] = field(default_factory=list)  # CAPTURE/CONST slots
+    aliased: set[int] = field(default_factory=set)  # slots that may share memory with another
 
     @property
     def has_arg_holders(self) -> bool:
@@ -123,6 +124,7 @@ def lower(plan: Plan) -> Plan:
     _elide_broadcasts(plan)
     _write_in_place(plan)
     last = _last_uses(plan)
+    _reuse_dying(plan, last)
     plan.fixed = [(i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST)]
     plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
     for seg in plan.segments:
@@ -228,6 +230,60 @@ def _write_in_place(plan: Plan) -> None:
             steps[k - 1] = replace(calc, kind="inplace", kernel=kernel, out=None)
             steps[k] = None  # type: ignore[call-overload]
         seg.steps = [s for s in steps if s is not None]
+
+
+_REUSE_MIN_BYTES = 1 << 16  # below this, an allocation costs less than the in-place call
+_COMMUTATIVE = ("add", "mul")
+
+
+def _reuse_dying(plan: Plan, last: dict[int, int]) -> None:
+    """Buffer reuse by liveness: an elementwise ``add/sub/mul/div`` whose operand dies at this
+    step (made by the plan, shares memory with nothing, of the output's shape and dtype, large)
+    writes its result into that operand with the backend's in-place kernel. ``add``/``mul``
+    may reuse either operand (IEEE addition and multiplication commute, bit for bit)."""
+    position = 0
+    for seg in plan.segments:
+        for k, step in enumerate(seg.steps):
+            target = _dying_operand(plan, step, last, position)
+            if target is not None:
+                a, other = target
+                kernel = plan.backend_of[a].inplace.get(Op(step.op))
+                if kernel is not None:
+                    seg.steps[k] = replace(step, inputs=(a, other), kernel=_returning(kernel))
+            position += 1
+        position += 1
+
+
+def _dying_operand(plan: Plan, step: Step, last: dict, position: int) -> tuple | None:
+    if step.kind != "kernel" or step.op not in _INPLACE_OPS or step.out is None or step.params:
+        return None
+    out = plan.slots[step.out]
+    if out.nbytes < _REUSE_MIN_BYTES:
+        return None
+    first, second = step.inputs
+    candidates = [(first, second)]
+    if step.op in _COMMUTATIVE:
+        candidates.append((second, first))
+    for a, other in candidates:
+        if (
+            a.__class__ is int
+            and a != other
+            and plan.slots[a].kind == KERNEL
+            and a not in plan.aliased
+            and last.get(a) == position
+            and plan.slots[a].shape == out.shape
+            and plan.slots[a].dtype == out.dtype
+        ):
+            return a, other
+    return None
+
+
+def _returning(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    def in_place(dst: Any, other: Any) -> Any:
+        kernel(dst, other)
+        return dst
+
+    return in_place
 
 
 def _expands_only(plan: Plan, step: Step) -> bool:

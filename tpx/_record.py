@@ -111,6 +111,7 @@ class Recorder:
         self.island_results: list[Any] = []
         self.pending: tuple[int, np.ndarray, str] | None = None
         self.mark = 0
+        self.aliased: set[int] = set()
         self.backward_ran = False
         self.live = self.peak = 0
         self.weak_ok = True
@@ -228,10 +229,14 @@ class Recorder:
         if out is None or kind == "inplace":
             self._step(Step(kind, op.value, fn, tuple(inputs), params, None))
             return
-        view = op in VIEW_OPS and any(
-            a.__class__ is backend.array_type and backend.may_share_memory(out, a) for a in args
-        )
-        i = self._new_slot(out, backend, KERNEL, None, view)
+        shared = [
+            j
+            for a, j in zip(args, inputs)
+            if a.__class__ is backend.array_type and backend.may_share_memory(out, a)
+        ]
+        i = self._new_slot(out, backend, KERNEL, None, op in VIEW_OPS and bool(shared))
+        if shared:  # NOTE: never written in place by the plan (see tpx._plan._reuse_dying)
+            self.aliased.update([i, *shared])
         self._step(Step(kind, op.value, fn, tuple(inputs), params, i))
 
     def _step(self, step: Step) -> None:
@@ -330,6 +335,7 @@ class Recorder:
             backend_of=self.backend_of,
             grad_none=self._grad_guards(),
             eager_peak_bytes=self.peak if self.weak_ok else None,
+            aliased=self.aliased,
         )
         return plan
 

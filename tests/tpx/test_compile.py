@@ -276,3 +276,22 @@ def test_hand_written_sgd_inside_the_step_replays_bitwise() -> None:
 
     for a, b in zip(run(False), run(True)):
         assert a.tobytes() == b.tobytes()
+
+
+def test_large_dying_buffers_are_reused_in_place_with_the_same_bits() -> None:
+    rng = np.random.default_rng(3)
+    w = tp.asarray(rng.normal(size=(160, 160)).astype(np.float32), requires_grad=True)
+    c = tp.asarray(rng.normal(size=(160, 160)).astype(np.float32))
+
+    def step(x: tp.Tensor) -> Any:
+        w.grad = None
+        y = ((x @ w + c) * 0.5 - c).tanh()
+        (y * c).sum().backward()
+        return y.detach(), w.grad
+
+    compiled = tp.compile(step)
+    for k in range(3):
+        x = tp.asarray(rng.normal(size=(160, 160)).astype(np.float32) + k)
+        _assert_same(step(x), compiled(x))
+    names = [s.kernel.__name__ for s in compiled.plans()[-1].steps]
+    assert "in_place" in names
