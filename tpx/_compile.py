@@ -246,19 +246,16 @@ def _key(x: Any, flat: list) -> Any:
 
 def _guard(plan: Plan, flat: list) -> bool:
     """Whether the state tensors still look as when ``plan`` was recorded."""
-    holders = resolve(plan.holders, flat)
+    holders = resolve(plan.holders, flat) if plan.has_arg_holders else plan.holders
     for h, t in enumerate(holders):
         none = plan.grad_none[h]
         if none is not None and (t.grad is None) != none:
             return False
-    for i in plan.arg_bindings:
-        slot = plan.slots[i]
-        if slot.kind == "state":
-            h, attr = slot.source
-            t = holders[h]
-            raw = t._t if attr == "data" else t.grad._t
-            if raw._data.shape != slot.shape or raw.dtype.name != slot.dtype:
-                return False
+    for _, h, attr, shape, dtype in plan.state_meta:
+        t = holders[h]
+        data = t._t._data if attr == "data" else t.grad._t._data
+        if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
+            return False
     return True
 
 

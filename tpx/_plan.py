@@ -106,11 +106,9 @@ class Plan:
     kernel_seconds: list[float] | None = None
     fixed: list[tuple[int, Any]] = field(default_factory=list)  # CAPTURE/CONST slots
     aliased: set[int] = field(default_factory=set)  # slots that may share memory with another
-
-    @property
-    def has_arg_holders(self) -> bool:
-        """Whether a state tensor is an argument (looked up at every call)."""
-        return any(h.__class__ is ArgRef for h in self.holders)
+    # (slot, holder, "data" | "grad", shape, backend dtype) of each state value read at the start
+    state_meta: list[tuple] = field(default_factory=list)
+    has_arg_holders: bool = False
 
     @property
     def steps(self) -> list[Step]:
@@ -127,6 +125,8 @@ def lower(plan: Plan) -> Plan:
     _reuse_dying(plan, last)
     plan.fixed = [(i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST)]
     plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
+    plan.state_meta = [m for m in plan.state_meta if m[0] in last]
+    plan.has_arg_holders = any(h.__class__ is ArgRef for h in plan.holders)
     for seg in plan.segments:
         seg.bindings = [i for i in seg.bindings if i in last]
     live, peak = 0, 0

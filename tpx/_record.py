@@ -99,6 +99,7 @@ class Recorder:
         self.slots: list[Slot] = []
         self.slot_of: dict[int, int] = {}
         self.backend_of: dict[int, Any] = {}
+        self.dtype_of_slot: dict[int, Any] = {}
         self.segments = [Segment([])]
         self.arg_bindings: list[int] = []
         self.holders: list[Any] = []
@@ -129,6 +130,7 @@ class Recorder:
     def _new_slot(self, array: Any, backend: Any, kind: str, source: Any, view: bool) -> int:
         i = len(self.slots)
         self.slots.append(slot_for(array, kind, source, backend, view))
+        self.dtype_of_slot[i] = array.dtype
         self.backend_of[i] = backend
         self.slot_of[id(array)] = i
         self._watch(array, i, self.slots[i].nbytes if kind in (KERNEL, CONST) else 0)
@@ -336,8 +338,18 @@ class Recorder:
             grad_none=self._grad_guards(),
             eager_peak_bytes=self.peak if self.weak_ok else None,
             aliased=self.aliased,
+            state_meta=self._state_meta(),
         )
         return plan
+
+    def _state_meta(self) -> list[tuple]:
+        """What a replay checks of each state value the plan reads at its start."""
+        meta = []
+        for i in self.arg_bindings:
+            slot = self.slots[i]
+            if slot.kind == STATE:
+                meta.append((i, *slot.source, slot.shape, self.dtype_of_slot[i]))
+        return meta
 
     def _grad_guards(self) -> tuple:
         """Per holder: whether its ``.grad`` must be None (True), must be set (False) when a
