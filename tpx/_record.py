@@ -88,6 +88,16 @@ def _creation_kind() -> str | None:
     return None
 
 
+def _inside_asarray() -> bool:
+    """Whether P10's ``asarray`` (a copy or cast of a tensor) is reading the value."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename == _P10_DIR + "_creation.py" and f.f_code.co_name == "asarray":
+            return True
+        f = f.f_back
+    return False
+
+
 class Recorder:
     """The state of one recording: slots, steps, the state tensors, what stopped it."""
 
@@ -254,6 +264,10 @@ class Recorder:
     def to_numpy(self, backend: Any, array: Any, result: np.ndarray) -> None:
         if self.pending is not None:
             raise Stop("a data-dependent read", self.pending[2])
+        if not _inside_asarray():
+            raise Stop("a data-dependent read (.item(), bool(t), .tolist(), .numpy())")
+        # NOTE: p10.asarray(t, copy=True) reads the value to the host and makes it again: a
+        # copy, if the very next event creates an equal array (see from_numpy)
         self.pending = (self.input_slot(array, backend), result, user_line())
 
     def from_numpy(self, backend: Any, host: Any, array: Any, originals: tuple) -> None:

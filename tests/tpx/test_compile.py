@@ -295,3 +295,16 @@ def test_large_dying_buffers_are_reused_in_place_with_the_same_bits() -> None:
         _assert_same(step(x), compiled(x))
     names = [s.kernel.__name__ for s in compiled.plans()[-1].steps]
     assert "in_place" in names
+
+
+def test_a_value_read_to_python_and_used_for_a_decision_is_a_graph_break() -> None:
+    # NOTE: item() then a tensor of the same value would look like a copy; control flow on it
+    # must not be baked into the plan
+    def fn(x: tp.Tensor) -> Any:
+        s = x.sum().item()
+        return x * (s if s > 0 else 0.0)
+
+    compiled = tp.compile(fn)
+    with pytest.warns(tp.CompileWarning, match="data-dependent read"):
+        compiled(tp.asarray([1.0, 2.0]))
+    _assert_same(compiled(tp.asarray([-1.0, -2.0])), fn(tp.asarray([-1.0, -2.0])))

@@ -19,6 +19,7 @@ CATEGORIES = (
     "accumulation",
     "kernel",
     "tracing",
+    "replay",
     "order",
     "nonfinite-forward",
     "nonfinite-backward",

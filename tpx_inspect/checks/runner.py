@@ -16,6 +16,7 @@ import numpy as np
 
 import tpx
 from tpx_inspect.checks.accumulation import accumulation_check
+from tpx_inspect.checks.compiled import replay_check
 from tpx_inspect.checks.gradcheck import gradcheck
 from tpx_inspect.checks.kernels import kernel_check
 from tpx_inspect.checks.local import LocalOptions, local_check
@@ -28,7 +29,7 @@ from tpx_inspect.checks.tracing import tracing_check
 GRAPH_CHECKS = ("local", "accumulation", "kernel", "order", "nonfinite")
 """The checks that read a recorded graph (live or from a trace), in the order they run."""
 
-FUNCTION_CHECKS = ("gradcheck", *GRAPH_CHECKS, "tracing")
+FUNCTION_CHECKS = ("gradcheck", *GRAPH_CHECKS, "tracing", "replay")
 """Every check :func:`run_all_checks` can run on a function."""
 
 Progress = Callable[[str, int, int], None]
@@ -141,13 +142,14 @@ def run_all_checks(
     progress: Progress | None = None,
 ) -> Report:
     """Every check on ``fn(*inputs)``: whole-function gradcheck (float64, fast mode), the
-    graph checks on one recorded forward and backward, and tracing on vs off.
+    graph checks on one recorded forward and backward, tracing on vs off, and the plan of
+    ``tpx.compile`` replayed against eager calls.
 
     >>> import tpx as tp
     >>> x = tp.asarray([[0.5, -1.0], [2.0, 0.3]], requires_grad=True)
     >>> report = run_all_checks(lambda a: (a @ a).tanh().sum(), [x])
     >>> report.passed, report.exit_code, len(report.results)
-    (True, 0, 7)
+    (True, 0, 8)
     """
     _validate(checks, FUNCTION_CHECKS)
     results: list[CheckResult] = []
@@ -172,6 +174,10 @@ def run_all_checks(
         if progress is not None:
             progress("tracing", len(results), total)
         results.append(tracing_check(fn, [_fresh(x) for x in inputs], seed)[0])
+    if "replay" in checks:
+        if progress is not None:
+            progress("replay", len(results), total)
+        results.append(replay_check(fn, inputs, seed=seed))
     return Report(tuple(results))
 
 

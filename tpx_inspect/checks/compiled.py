@@ -1,0 +1,121 @@
+"""Replay vs eager: a plan recorded by ``tpx.compile`` must compute what eager TPX computes.
+
+The function runs with a backward (as :func:`~tpx_inspect.checks.runner.capture_call` does)
+eagerly and through ``tpx.compile``: one recording call, then replays, each on fresh leaves.
+Every output and every leaf gradient of each replay must equal the eager call's bit for bit
+(same backend, same dtype). A function that ``tpx.compile`` cannot replay (a graph break) is
+reported as skipped, with the reason, never as passed.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import tpx
+from tpx_inspect.checks.report import CheckResult, Finding
+
+
+def _fresh(x: Any) -> Any:
+    if isinstance(x, tpx.Tensor) and x.requires_grad:
+        return x.detach().requires_grad_(True)
+    return x
+
+
+def _differentiable(out: Any) -> list[Any]:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o for o in outs if isinstance(o, tpx.Tensor) and o.requires_grad]
+
+
+def _step(fn: Callable[..., Any], n_inputs: int) -> Callable[..., Any]:
+    """``fn`` plus a backward from its differentiable outputs with the given cotangents,
+    returning the outputs (no graph) and the leaves' gradients."""
+
+    def step(*args: Any) -> Any:
+        inputs, cotangents = args[:n_inputs], args[n_inputs:]
+        outs = _differentiable(fn(*inputs))
+        tpx.backward(outs, list(cotangents))
+        grads = [x.grad for x in inputs if isinstance(x, tpx.Tensor) and x.requires_grad]
+        return [o.detach() for o in outs], grads
+
+    return step
+
+
+def _cotangents(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> list[Any]:
+    """One cotangent per differentiable output (1 for a one-element output), made here:
+    a tensor made inside the compiled step would be a graph break."""
+    shapes = [(o.shape, o.dtype) for o in _differentiable(fn(*[_fresh(x) for x in inputs]))]
+    rng = np.random.default_rng(seed)
+    return [
+        tpx.ones(s, dtype=dt) if int(np.prod(s)) == 1 else
+        tpx.asarray(rng.standard_normal(s), dtype=dt)
+        for s, dt in shapes
+    ]  # fmt: skip
+
+
+def _flat(result: Any) -> list[np.ndarray]:
+    outs, grads = result
+    return [np.array(t.numpy()) for t in [*outs, *grads] if t is not None]
+
+
+def replay_check(
+    fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0, replays: int = 2
+) -> CheckResult:
+    """Compare ``replays`` replays of ``fn``'s recorded plan with eager calls, bitwise.
+
+    >>> import tpx as tp
+    >>> x = tp.asarray([0.5, -1.0, 2.0], requires_grad=True)
+    >>> r = replay_check(lambda a: (a * a).tanh(), [x])
+    >>> r.passed, r.checked, r.skipped
+    (True, 2, 0)
+    """
+    start = time.perf_counter()
+    cotangents = _cotangents(fn, inputs, seed)
+    step = _step(fn, len(inputs))
+    compiled = tpx.compile(step)
+    findings: list[Finding] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for call in range(replays + 1):
+            eager = _flat(step(*[_fresh(x) for x in inputs], *cotangents))
+            replayed = _flat(compiled(*[_fresh(x) for x in inputs], *cotangents))
+            if call > 0:
+                findings += _compare(eager, replayed, call)
+    breaks = [str(w.message) for w in caught if w.category is tpx.CompileWarning]
+    seconds = time.perf_counter() - start
+    if breaks or compiled.stats.replays == 0:
+        note = breaks[0] if breaks else "tpx.compile did not replay the function"
+        return CheckResult("replay", 0, (), replays, seconds, (note,))
+    n = compiled.stats.replays
+    note = f"{n} replay(s) of a {len(compiled.plans()[-1].steps)}-kernel plan against eager calls"
+    return CheckResult("replay", n, tuple(findings), 0, seconds, (note,))
+
+
+def _compare(eager: list, replayed: list, call: int) -> list[Finding]:
+    if len(eager) != len(replayed):
+        return [Finding("replay", f"replay {call} returned {len(replayed)} values, eager "
+                                  f"{len(eager)}")]  # fmt: skip
+    findings = []
+    for k, (a, b) in enumerate(zip(eager, replayed)):
+        if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            diff = _max_diff(a, b)
+            findings.append(
+                Finding(
+                    "replay",
+                    f"replay {call}: value {k} ({a.shape} {a.dtype}) differs from eager "
+                    f"(max abs difference {diff})",
+                    details={"call": call, "value": k},
+                )
+            )
+    return findings
+
+
+def _max_diff(a: np.ndarray, b: np.ndarray) -> str:
+    if a.shape != b.shape:
+        return f"shapes {a.shape} vs {b.shape}"
+    with np.errstate(all="ignore"):
+        return f"{float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))):.3g}"
