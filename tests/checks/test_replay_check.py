@@ -29,11 +29,12 @@ def test_replay_check_fails_on_a_planted_bug() -> None:
         return x * (1.0 + calls[0])
 
     op = p10.define_op("drifting_for_replay_test", drifting)
+    rule = tp.register_rule(op, lambda ctx, g: (g,))
     try:
-        tp.register_rule(op, lambda ctx, g: (g,))
         x = tp.asarray([1.0, 2.0], requires_grad=True)
         result = replay_check(lambda a: p10.apply(op, a * 1.0), [x])
     finally:
+        rule.remove()
         op.remove()
     assert not result.passed
     assert (

@@ -48,13 +48,10 @@ def _step(fn: Callable[..., Any], n_inputs: int) -> Callable[..., Any]:
 def _cotangents(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> list[Any]:
     """One cotangent per differentiable output (1 for a one-element output), made here:
     a tensor made inside the compiled step would be a graph break."""
-    shapes = [(o.shape, o.dtype) for o in _differentiable(fn(*[_fresh(x) for x in inputs]))]
+    outs = _differentiable(fn(*[_fresh(x) for x in inputs]))
     rng = np.random.default_rng(seed)
-    return [
-        tpx.ones(s, dtype=dt) if int(np.prod(s)) == 1 else
-        tpx.asarray(rng.standard_normal(s), dtype=dt)
-        for s, dt in shapes
-    ]  # fmt: skip
+    values = [np.ones(o.shape) if o.size == 1 else rng.standard_normal(o.shape) for o in outs]
+    return [tpx.asarray(v, dtype=o.dtype).to(backend=o.backend) for v, o in zip(values, outs)]
 
 
 def _flat(result: Any) -> list[np.ndarray]:
