@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import p10
 from tpx import _mode, _record
-from tpx._plan import Plan, describe, lower, replay, resolve
+from tpx._plan import Plan, describe, lower, replay, resolve, time_kernels
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -145,6 +145,29 @@ class CompiledFunction:
     def describe(self) -> list[dict[str, Any]]:
         """:func:`tpx._plan.describe` of each plan."""
         return [describe(p) for p in self.plans()]
+
+    def inspect_plan(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        """The description of the plan for this call's signature (recorded by one eager call
+        when there is none yet), with the seconds of each kernel from one replay run step by
+        step: the call's effects (in-place writes, ``.grad``) happen as in a replay. None when
+        the signature runs eagerly; ``kernel_seconds`` is None for a plan with an eager island.
+
+        >>> import tpx as tp
+        >>> d = tp.compile(lambda x: (x * 2).exp()).inspect_plan(tp.ones(3))
+        >>> [k["op"] for k in d["kernels"]], len(d["kernel_seconds"])
+        (['mul', 'exp'], 2)
+        """
+        flat: list[Any] = []
+        key = (_mode.state.grad_enabled, p10.get_default_dtype(), _key(args, flat),
+               _key(kwargs, flat))  # fmt: skip
+        if not isinstance(self._plans.get(key), Plan):
+            self._record(key, flat, args, kwargs)
+        plan = self._plans.get(key)
+        if not isinstance(plan, Plan):
+            return None
+        has_island = any(seg.island is not None for seg in plan.segments)
+        plan.kernel_seconds = None if has_island else time_kernels(plan, flat)
+        return describe(plan)
 
 
 def compile(fn: F | None = None, *, cache_size: int = 8) -> Any:

@@ -75,6 +75,8 @@ def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict
     runs = [_run_json(r, arrays, kept) for r in trace.runs]
     _values_arrays(kept.values, arrays)
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "meta": trace.meta, "runs": runs}
+    if trace.plans:
+        doc["plans"] = [dict(p) for p in trace.plans]
     if inline:
         doc["sidecar"] = None
         doc["arrays"] = {k: _inline(a) for k, a in sorted(arrays.items())}
@@ -276,7 +278,22 @@ def from_json(doc: dict[str, Any], path: str = "<trace>") -> Trace:
             raise TraceFormatError(f"{path}: run {i}: {e}") from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
             raise TraceFormatError(f"{path}: run {i} is malformed: {type(e).__name__}: {e}") from e
-    return Trace(doc["version"], tuple(runs), doc.get("meta") or {})
+    return Trace(doc["version"], tuple(runs), doc.get("meta") or {}, _load_plans(doc, path))
+
+
+def _load_plans(doc: dict, path: str) -> tuple[dict[str, Any], ...]:
+    """The optional ``plans`` of tpx.compile (absent in older traces)."""
+    plans = doc.get("plans")
+    if plans is None:
+        return ()
+    required = ("buffers", "kernels", "peak_bytes")
+    if not isinstance(plans, list) or not all(
+        isinstance(p, dict) and all(k in p for k in required) for p in plans
+    ):
+        raise TraceFormatError(
+            f"{path}: 'plans' must be a list of objects with {', '.join(required)}"
+        )
+    return tuple(plans)
 
 
 def _read_json(path: str) -> dict[str, Any]:
