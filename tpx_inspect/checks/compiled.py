@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import tpx
-from tpx_inspect.checks.report import CheckResult, Finding
+from tpx_inspect.checks.report import CheckResult, Finding, Skip
 
 
 def _fresh(x: Any) -> Any:
@@ -86,7 +86,7 @@ def replay_check(
     seconds = time.perf_counter() - start
     if breaks or compiled.stats.replays == 0:
         note = breaks[0] if breaks else "tpx.compile did not replay the function"
-        return CheckResult("replay", 0, (), replays, seconds, (note,))
+        return CheckResult("replay", 0, (), replays, seconds, (note,), (Skip(note),))
     n = compiled.stats.replays
     note = f"{n} replay(s) of a {len(compiled.plans()[-1].steps)}-kernel plan against eager calls"
     return CheckResult("replay", n, tuple(findings), 0, seconds, (note,))
