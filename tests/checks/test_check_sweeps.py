@@ -287,6 +287,25 @@ def _bug_nonfinite_backward():
         return run_all_checks(f, [_x((0.0, 4.0))], checks=["nonfinite"]), "SqrtBackward"
 
 
+def _bug_replay():
+    # a kernel that reads Python state: each call differs, so no replay equals its eager call
+    calls = [0]
+
+    def drifting(a):
+        calls[0] += 1
+        return a * (1.0 + calls[0])
+
+    op = p10.define_op("drifting_planted", drifting)
+    rule = tp.register_rule(op, lambda ctx, g: (g,))
+    try:
+        return run_all_checks(lambda x: p10.apply(op, x * 1.0), [_x()], checks=["replay"]), (
+            "DriftingPlantedBackward"
+        )
+    finally:
+        rule.remove()
+        op.remove()
+
+
 PLANTED = {
     "gradcheck": ("WrongSiLU's backward drops a term (examples/custom_rule.py)", _bug_gradcheck),
     "rule": ("tanh's rule returns g * tanh(x)", _bug_rule),
@@ -296,6 +315,7 @@ PLANTED = {
     "order": ("the engine runs b = a + a before its consumer cos", _bug_order),
     "nonfinite-forward": ("log of a negative number", _bug_nonfinite_forward),
     "nonfinite-backward": ("sqrt's rule at 0 behind a where", _bug_nonfinite_backward),
+    "replay": ("a kernel reads Python state, so a compiled plan replays it wrong", _bug_replay),
 }
 
 

@@ -81,7 +81,7 @@ def replay_check(
             eager = _flat(step(*[_fresh(x) for x in inputs], *cotangents))
             replayed = _flat(compiled(*[_fresh(x) for x in inputs], *cotangents))
             if call > 0:
-                findings += _compare(eager, replayed, call)
+                findings += _compare(eager, replayed, call, compiled)
     breaks = [str(w.message) for w in caught if w.category is tpx.CompileWarning]
     seconds = time.perf_counter() - start
     if breaks or compiled.stats.replays == 0:
@@ -92,7 +92,7 @@ def replay_check(
     return CheckResult("replay", n, tuple(findings), 0, seconds, (note,))
 
 
-def _compare(eager: list, replayed: list, call: int) -> list[Finding]:
+def _compare(eager: list, replayed: list, call: int, compiled: Any) -> list[Finding]:
     if len(eager) != len(replayed):
         return [Finding("replay", f"replay {call} returned {len(replayed)} values, eager "
                                   f"{len(eager)}")]  # fmt: skip
@@ -100,15 +100,35 @@ def _compare(eager: list, replayed: list, call: int) -> list[Finding]:
     for k, (a, b) in enumerate(zip(eager, replayed)):
         if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
             diff = _max_diff(a, b)
+            op, name, source = _producer(compiled, k)
             findings.append(
                 Finding(
                     "replay",
                     f"replay {call}: value {k} ({a.shape} {a.dtype}) differs from eager "
                     f"(max abs difference {diff})",
+                    op=op,
+                    name=name,
+                    source=source or "",
                     details={"call": call, "value": k},
                 )
             )
     return findings
+
+
+def _producer(compiled: Any, k: int) -> tuple[str | None, str | None, str | None]:
+    """The kernel of the plan that made returned value ``k``: its op, the GradFn node it
+    came from and the source line (None when an argument or a constant is returned)."""
+    from tpx._plan import _output_slots
+
+    plan = compiled.plans()[-1]
+    slots = _output_slots(plan.outputs)
+    if k >= len(slots):
+        return None, None, None
+    for step in reversed(plan.steps):
+        if step.out == slots[k]:
+            origin = (*step.origin, None, None, None, None)
+            return step.op, origin[2], origin[3]
+    return None, None, None
 
 
 def _max_diff(a: np.ndarray, b: np.ndarray) -> str:
