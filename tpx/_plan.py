@@ -105,6 +105,7 @@ class Plan:
     peak_bytes: int = 0
     kernel_seconds: list[float] | None = None
     fixed: list[tuple[int, Any]] = field(default_factory=list)  # CAPTURE/CONST slots
+    fresh: list[int] = field(default_factory=list)  # CONST slots copied at every call
     aliased: set[int] = field(default_factory=set)  # slots that may share memory with another
     # (slot, holder, "data" | "grad", shape, backend dtype) of each state value read at the start
     state_meta: list[tuple] = field(default_factory=list)
@@ -124,6 +125,7 @@ def lower(plan: Plan) -> Plan:
     last = _last_uses(plan)
     _reuse_dying(plan, last)
     plan.fixed = [(i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST)]
+    plan.fresh = _fresh_constants(plan)
     plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
     plan.state_meta = [m for m in plan.state_meta if m[0] in last]
     plan.has_arg_holders = any(h.__class__ is ArgRef for h in plan.holders)
@@ -315,6 +317,21 @@ def _broadcasts_itself(plan: Plan, user: Step, slot: int, src: int) -> bool:
     return plan.slots[other].shape == shape and len(plan.slots[src].shape) <= len(shape)
 
 
+def _fresh_constants(plan: Plan) -> list[int]:
+    """Constants that a step writes into or that leave the plan (returned, a ``.grad``): the
+    eager call makes them anew each time, so a replay gets a fresh copy of each."""
+    touched = set(_output_slots(plan.outputs))
+    for seg in plan.segments:
+        touched |= {s.inputs[0] for s in seg.steps if s.kind in ("inplace", "setitem")}
+        touched |= {i for _, i in seg.writeback if i is not None}
+        touched |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
+    return sorted(i for i in touched if i.__class__ is int and plan.slots[i].kind == CONST)
+
+
+def _copy(array: Any, backend: Any) -> Any:
+    return backend.from_numpy(np.array(backend.to_numpy(array)))
+
+
 def _owned(plan: Plan, i: int) -> bool:
     return plan.slots[i].kind != CONST  # constants stay counted: the plan holds them
 
@@ -441,6 +458,8 @@ def replay(plan: Plan, flat_args: list[Any]) -> Any:
     holders = resolve(plan.holders, flat_args) if plan.has_arg_holders else plan.holders
     for i, array in plan.fixed:
         b[i] = array
+    for i in plan.fresh:
+        b[i] = _copy(b[i], plan.backend_of[i])
     for i in plan.arg_bindings:
         _bind(b, i, slots[i], flat_args, holders)
     island_results: list[Any] = []
@@ -499,6 +518,8 @@ def time_kernels(plan: Plan, flat_args: list[Any]) -> list[float]:
     b: list[Any] = [None] * len(plan.slots)
     for i, array in plan.fixed:
         b[i] = array
+    for i in plan.fresh:
+        b[i] = _copy(b[i], plan.backend_of[i])
     holders = resolve(plan.holders, flat_args)
     for i in plan.arg_bindings:
         _bind(b, i, plan.slots[i], flat_args, holders)

@@ -285,7 +285,9 @@ class Recorder:
             raise Stop("random numbers drawn inside the function")
         if kind == "data":
             raise Stop("a tensor created from Python data inside the function")
-        self._new_slot(array, backend, CONST, array, False)
+        # NOTE: the plan keeps a copy: the caller may write into the array it got
+        snapshot = originals[0](np.array(originals[1](array)))
+        self._new_slot(array, backend, CONST, snapshot, False)
 
     def label(self, origin: tuple) -> None:
         """Name the node that the steps since the last event came from."""

@@ -287,23 +287,17 @@ def _bug_nonfinite_backward():
         return run_all_checks(f, [_x((0.0, 4.0))], checks=["nonfinite"]), "SqrtBackward"
 
 
-def _bug_replay():
-    # a kernel that reads Python state: each call differs, so no replay equals its eager call
-    calls = [0]
+def _bug_replay(monkeypatch):
+    from test_replay_check import plant_wrong_lowering
 
-    def drifting(a):
-        calls[0] += 1
-        return a * (1.0 + calls[0])
-
-    op = p10.define_op("drifting_planted", drifting)
-    rule = tp.register_rule(op, lambda ctx, g: (g,))
+    plant_wrong_lowering(monkeypatch)
     try:
-        return run_all_checks(lambda x: p10.apply(op, x * 1.0), [_x()], checks=["replay"]), (
-            "DriftingPlantedBackward"
+        # NOTE: the first value that differs is the returned sum
+        return run_all_checks(lambda x: (x * x).sin().sum(), [_x()], checks=["replay"]), (
+            "SumBackward"
         )
     finally:
-        rule.remove()
-        op.remove()
+        monkeypatch.undo()
 
 
 PLANTED = {
@@ -315,7 +309,7 @@ PLANTED = {
     "order": ("the engine runs b = a + a before its consumer cos", _bug_order),
     "nonfinite-forward": ("log of a negative number", _bug_nonfinite_forward),
     "nonfinite-backward": ("sqrt's rule at 0 behind a where", _bug_nonfinite_backward),
-    "replay": ("a kernel reads Python state, so a compiled plan replays it wrong", _bug_replay),
+    "replay": ("the plan's lowering runs a multiply as an add", _bug_replay),
 }
 
 

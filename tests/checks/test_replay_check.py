@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import p10
 import tpx as tp
+import tpx._plan as tpx_plan
 from tpx_inspect.checks import run_all_checks
 from tpx_inspect.checks.compiled import replay_check
 
@@ -19,27 +19,47 @@ def test_replay_check_passes_on_an_mlp_like_function() -> None:
     assert result.passed and result.checked == 2 and result.skipped == 0
 
 
-def test_replay_check_fails_on_a_planted_bug() -> None:
-    # a kernel that reads Python state: the plan keeps calling it, but each call differs,
-    # so the replayed values cannot equal the eager call's
+def plant_wrong_lowering(monkeypatch) -> None:
+    """A planted bug in the lowering: the plan's first multiply runs as an add."""
+    from dataclasses import replace
+
+    import tpx._compile as compile_module
+
+    lower = compile_module.lower
+
+    def wrong(plan):
+        plan = lower(plan)
+        for seg in plan.segments:
+            for k, step in enumerate(seg.steps):
+                if step.op == "mul":
+                    seg.steps[k] = replace(step, kernel=np.add)
+                    seg.run = tpx_plan._generate(seg)
+                    return plan
+        return plan
+
+    monkeypatch.setattr(compile_module, "lower", wrong)
+
+
+def test_replay_check_fails_on_a_planted_bug(monkeypatch) -> None:
+    plant_wrong_lowering(monkeypatch)
+    x = tp.asarray([1.0, 2.0], requires_grad=True)
+    result = replay_check(lambda a: (a * a).sin(), [x])
+    assert not result.passed
+    first = result.errors[0]
+    assert first.category == "replay" and "differs from eager" in first.message
+    assert first.name == "SinBackward"
+
+
+def test_a_stateful_function_is_skipped_not_compared() -> None:
     calls = [0]
 
-    def drifting(x: np.ndarray) -> np.ndarray:
+    def drifting(a: tp.Tensor) -> tp.Tensor:
         calls[0] += 1
-        return x * (1.0 + calls[0])
+        return a * float(calls[0])
 
-    op = p10.define_op("drifting_for_replay_test", drifting)
-    rule = tp.register_rule(op, lambda ctx, g: (g,))
-    try:
-        x = tp.asarray([1.0, 2.0], requires_grad=True)
-        result = replay_check(lambda a: p10.apply(op, a * 1.0), [x])
-    finally:
-        rule.remove()
-        op.remove()
-    assert not result.passed
-    assert (
-        result.errors[0].category == "replay" and "differs from eager" in result.errors[0].message
-    )
+    result = replay_check(drifting, [tp.asarray([1.0, 2.0], requires_grad=True)])
+    assert result.checked == 0 and result.status.label == "SKIPPED"
+    assert "two eager calls differ" in result.notes[0]
 
 
 def test_a_graph_break_is_skipped_not_passed() -> None:

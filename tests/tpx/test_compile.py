@@ -308,3 +308,14 @@ def test_a_value_read_to_python_and_used_for_a_decision_is_a_graph_break() -> No
     with pytest.warns(tp.CompileWarning, match="data-dependent read"):
         compiled(tp.asarray([1.0, 2.0]))
     _assert_same(compiled(tp.asarray([-1.0, -2.0])), fn(tp.asarray([-1.0, -2.0])))
+
+
+def test_a_constant_that_leaves_the_plan_is_fresh_at_every_call() -> None:
+    # the gradient of x with respect to itself is the backward root's ones, a constant
+    compiled = tp.compile(lambda x: tp.grad(x, x)[0])
+    for _ in range(3):
+        g = compiled(tp.ones((), requires_grad=True))
+        assert g.item() == 1.0
+        with tp.no_grad():
+            g += 5.0  # the caller owns what it got back
+    assert compiled.stats.replays == 2
