@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from operator import attrgetter
@@ -369,15 +370,24 @@ def _unshared(g: p10.Tensor) -> bool:
     return _holders(g) == _SOLE_HOLDERS
 
 
+# NOTE: `.grad` is a read-modify-write: threads doing backward into one leaf would lose each
+# other's updates. A leaf takes one of these locks by its id (striped: no lock to create per
+# leaf, and leaves rarely share one); hooks run outside it, as they may run backward themselves.
+_LEAF_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
 def _accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
     leaf = node.variable
-    if leaf.grad is None:
-        if g.__class__ is Tensor:
-            leaf.grad = g if create_graph else _owned(g._t)
+    with _LEAF_LOCKS[(id(leaf) >> 4) & 63]:
+        prev = leaf.grad
+        if prev is None:
+            if g.__class__ is Tensor:
+                leaf.grad = g if create_graph else _owned(g._t)
+            else:
+                leaf.grad = wrap(g) if _unshared(g) else _owned(g)
         else:
-            leaf.grad = wrap(g) if _unshared(g) else _owned(g)
-    else:
-        leaf.grad = leaf.grad + (g if g.__class__ is Tensor else wrap(g))
+            leaf.grad = prev + (g if g.__class__ is Tensor else wrap(g))
+        prev = None
     for fn in node._hooks or ():
         fn(node, (), g)
 
