@@ -64,14 +64,32 @@ def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
                 "(a tensor of that shape), or reduce the output first (e.g. .sum())"
             )
         return _as_grad(p10.ones_like(t._t), create_graph)
-    graw = g._t if isinstance(g, Tensor) else p10.asarray(g, dtype=t.dtype)
+    graw = g._t if isinstance(g, Tensor) else _given_grad(t, g)
     if graw.shape != t.shape:
         raise BackwardError(
-            f"gradient of shape {graw.shape} does not match the output's shape {t.shape}"
+            f"gradient of shape {graw.shape} does not match the shape {t.shape} of "
+            f"{_output_name(t)}; pass a gradient of that shape"
         )
     if create_graph and isinstance(g, Tensor):
         return g
     return _as_grad(graw, create_graph)
+
+
+def _given_grad(t: Tensor, g: Any) -> p10.Tensor:
+    """The ``gradient=`` of backward as a tensor of ``t``'s dtype, or an error naming ``t``."""
+    try:
+        return p10.asarray(g, dtype=t.dtype)
+    except (ValueError, TypeError, OverflowError) as exc:  # P10's errors are such builtins too
+        given = repr(g) if len(repr(g)) <= 60 else f"{type(g).__name__} {repr(g)[:57]}..."
+        raise BackwardError(
+            f"backward: gradient={given} is not numeric data for {_output_name(t)} of shape "
+            f"{t.shape} and dtype {t.dtype.name} ({type(exc).__name__}: {exc}); pass a tensor "
+            f"(or numbers) of that shape, e.g. tp.ones({t.shape}, dtype=tp.{t.dtype.name})"
+        ) from None
+
+
+def _output_name(t: Tensor) -> str:
+    return "a leaf tensor" if t.grad_fn is None else f"the output of {t.grad_fn.name}"
 
 
 def _as_grad(raw: p10.Tensor, create_graph: bool) -> Any:
@@ -321,7 +339,7 @@ def _pre_hooks(node: Node, g: Any) -> Any:
     if retain is not None:
         t = retain()
         if t is not None:
-            t.grad = _sum_grad(t.grad, g)
+            t._grad = _sum_grad(t._grad, g)
     return g
 
 
@@ -379,14 +397,14 @@ _LEAF_LOCKS = tuple(threading.Lock() for _ in range(64))
 def _accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
     leaf = node.variable
     with _LEAF_LOCKS[(id(leaf) >> 4) & 63]:
-        prev = leaf.grad
+        prev = leaf._grad
         if prev is None:
             if g.__class__ is Tensor:
-                leaf.grad = g if create_graph else _owned(g._t)
+                leaf._grad = g if create_graph else _owned(g._t)
             else:
-                leaf.grad = wrap(g) if _unshared(g) else _owned(g)
+                leaf._grad = wrap(g) if _unshared(g) else _owned(g)
         else:
-            leaf.grad = prev + (g if g.__class__ is Tensor else wrap(g))
+            leaf._grad = prev + (g if g.__class__ is Tensor else wrap(g))
         prev = None
     for fn in node._hooks or ():
         fn(node, (), g)

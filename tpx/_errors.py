@@ -33,3 +33,8 @@ class AnomalyError(TPXError, RuntimeError):
 
 class DefinitionError(TPXError, TypeError):
     """A custom ``Function`` or rule is malformed (missing backward, wrong arity)."""
+
+
+class GradAssignmentError(TPXError, TypeError, RuntimeError):
+    """``x.grad = value`` with a value that is not a tensor of ``x``'s shape and dtype (a
+    ``TypeError`` for a wrong type and a ``RuntimeError`` otherwise, in PyTorch)."""
