@@ -24,6 +24,7 @@ import numpy as np
 import tpx
 from tpx_inspect._build import GraphBuilder, PendingNode
 from tpx_inspect._util import paused_gc
+from tpx_inspect.format import save_inline
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
 from tpx_inspect.summary import is_finite, summarize, to_numpy
 
@@ -131,7 +132,10 @@ class Capture:
     ``path`` (save there on exit, even after an error), ``name`` (the run's name), ``threads``
     (``"current"``: only ops and backward passes of the thread that entered the capture, so a
     data loader or another model running in other threads stays out of the trace; ``"all"``:
-    every thread, each backward pass kept apart from the others).
+    every thread, each backward pass kept apart from the others), ``checkpoint`` (a path: after
+    every kept step the trace so far is written there as one self-contained JSON file, replaced
+    whole, so that a run killed at any point keeps its last completed step; a failed write is
+    kept in ``checkpoint_error`` and ends the checkpoints, never the script).
 
     >>> import tpx as tp
     >>> w = tp.ones((2, 2), requires_grad=True)
@@ -153,6 +157,7 @@ class Capture:
         path: str | None = None,
         name: str = "capture",
         threads: str = "current",
+        checkpoint: str | None = None,
     ) -> None:
         if values not in VALUE_POLICIES:
             raise ValueError(f"values must be one of {VALUE_POLICIES}, got {values!r}")
@@ -165,6 +170,8 @@ class Capture:
         self.timing = timing
         self.path = path
         self.name = name
+        self.checkpoint = checkpoint
+        self.checkpoint_error: str | None = None
         root = os.getcwd() if source_root is None else source_root
         self._builder = GraphBuilder(os.path.abspath(root), self._keep_value, _labels(params))
         self._pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -312,6 +319,8 @@ class Capture:
             return
         with self._lock:  # graph ids are positions: build and store as one step
             self._store(self._build("backward", b.step, list(b.roots), b.order, b))
+            if self.checkpoint is not None and self.checkpoint_error is None:
+                self._write_checkpoint(self.checkpoint)
 
     # -- internals ----------------------------------------------------------------------------
     def _keep_value(self, a: Any) -> bool:
@@ -345,6 +354,12 @@ class Capture:
                 run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,
                 pending=self._pending, backward=b, timing=self.timing,
             )  # fmt: skip
+
+    def _write_checkpoint(self, path: str) -> None:
+        try:
+            save_inline(self.trace, path)
+        except (OSError, ValueError) as exc:  # disk full, folder gone: the script goes on
+            self.checkpoint_error = f"{type(exc).__name__}: {exc}"
 
     def _store(self, graph: Graph) -> Graph:
         self._graphs.append(graph)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tpx_inspect._util import paused_gc
+from tpx_inspect._util import paused_gc, replace_file
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -98,13 +98,30 @@ def _save(trace: Trace, path: str) -> tuple[str, str]:
         "sha256": hashlib.sha256(blob).hexdigest(),
     }
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(side, "wb") as f:
-        f.write(blob)
+    # NOTE: each file replaced whole (see replace_file): killed midway, a run folder keeps
+    # its previous trace, e.g. the checkpoint of `tpx-inspect run`, never half of one
+    replace_file(side, blob)
     text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.write("\n")
+    replace_file(path, (text + "\n").encode("utf-8"))
     return path, side
+
+
+def save_inline(trace: Trace, path: str) -> str:
+    """Write ``trace`` to ``path`` as one self-contained JSON file (its arrays inline), which
+    replaces the previous file whole: a checkpoint that survives the process being killed.
+
+    >>> import tempfile, tpx as tp, tpx_inspect
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> p = save_inline(tpx_inspect.trace(lambda: x.exp().sum().backward()),
+    ...                 os.path.join(tempfile.mkdtemp(), "trace.json"))
+    >>> len(load(p).graphs)
+    1
+    """
+    with paused_gc():
+        doc, _ = to_json(trace, inline=True)
+        text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    replace_file(path, (text + "\n").encode("utf-8"))
+    return path
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
