@@ -8,11 +8,13 @@ identical with and without it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import runpy
 import sys
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -24,7 +26,7 @@ import numpy as np
 import tpx
 from tpx_inspect._build import GraphBuilder, PendingNode
 from tpx_inspect._util import paused_gc
-from tpx_inspect.format import save_inline
+from tpx_inspect.format import save
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
 from tpx_inspect.summary import is_finite, summarize, to_numpy
 
@@ -132,10 +134,10 @@ class Capture:
     ``path`` (save there on exit, even after an error), ``name`` (the run's name), ``threads``
     (``"current"``: only ops and backward passes of the thread that entered the capture, so a
     data loader or another model running in other threads stays out of the trace; ``"all"``:
-    every thread, each backward pass kept apart from the others), ``checkpoint`` (a path: after
-    every kept step the trace so far is written there as one self-contained JSON file, replaced
-    whole, so that a run killed at any point keeps its last completed step; a failed write is
-    kept in ``checkpoint_error`` and ends the checkpoints, never the script).
+    every thread, each backward pass kept apart from the others), ``checkpoint`` (a JSON path:
+    after every kept step the trace so far is written there, each file replaced whole, so
+    that a run killed at any point keeps its last completed step; see :meth:`save`; a failed
+    write is kept in ``checkpoint_error`` and ends the checkpoints, never the script).
 
     >>> import tpx as tp
     >>> w = tp.ones((2, 2), requires_grad=True)
@@ -172,6 +174,7 @@ class Capture:
         self.name = name
         self.checkpoint = checkpoint
         self.checkpoint_error: str | None = None
+        self._checkpoints = _CheckpointClock()
         root = os.getcwd() if source_root is None else source_root
         self._builder = GraphBuilder(os.path.abspath(root), self._keep_value, _labels(params))
         self._pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -251,8 +254,16 @@ class Capture:
         return Trace(FORMAT_VERSION, (run,), meta)
 
     def save(self, path: str) -> tuple[str, str]:
-        """Save the trace so far to ``path`` (JSON) and its ``.npz`` sidecar."""
-        return self.trace.save(path)
+        """Save the trace so far to ``path`` (JSON) and its ``.npz`` sidecar. Saved to the
+        ``checkpoint`` path, it replaces the last checkpoint, whose sidecars it removes."""
+        paths = self.trace.save(path)
+        if self.checkpoint is not None and os.path.abspath(path) == os.path.abspath(
+            self.checkpoint
+        ):
+            for k in range(2):
+                with contextlib.suppress(OSError):
+                    os.unlink(_checkpoint_sidecar(self.checkpoint, k))
+        return paths
 
     # -- observer events ----------------------------------------------------------------------
     def _stack(self) -> list[_Backward | None]:
@@ -356,14 +367,47 @@ class Capture:
             )  # fmt: skip
 
     def _write_checkpoint(self, path: str) -> None:
+        clock = self._checkpoints
+        if not clock.due():
+            return
+        # NOTE: the two sidecar names alternate, so the sidecar written is never the one that
+        # the JSON on disk (the previous checkpoint) reads until the JSON itself is replaced
+        side = _checkpoint_sidecar(path, clock.count)
         try:
-            save_inline(self.trace, path)
+            save(self.trace, path, sidecar=os.path.basename(side), compress=False)
         except (OSError, ValueError) as exc:  # disk full, folder gone: the script goes on
             self.checkpoint_error = f"{type(exc).__name__}: {exc}"
+        clock.done()
 
     def _store(self, graph: Graph) -> Graph:
         self._graphs.append(graph)
         return graph
+
+
+def _checkpoint_sidecar(path: str, k: int) -> str:
+    stem = path[: -len(".json")] if path.endswith(".json") else path
+    return f"{stem}.checkpoint-{k % 2}.npz"
+
+
+class _CheckpointClock:
+    """When a checkpoint is due: after every kept step while checkpoints have taken at most
+    a second plus a quarter of the run's time, so that a run keeping thousands of steps
+    (each checkpoint rewrites the whole trace) slows down by a quarter at most; past that
+    budget a step's checkpoint is skipped until the time spent is back within it."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.spent = 0.0
+        self.count = 0
+        self._began = 0.0
+
+    def due(self) -> bool:
+        self._began = time.perf_counter()
+        return self.spent <= 1.0 + 0.25 * (self._began - self.start)
+
+    def done(self) -> None:
+        self.spent += time.perf_counter() - self._began
+        self.count += 1
 
 
 def capture(policy: Policy | str = DEFAULT_POLICY, **options: Any) -> Capture:

@@ -112,7 +112,8 @@ def test_terminating_signal_saves_the_trace_and_exits_by_the_signal(tmp_path, si
     run = trace.runs[0]
     assert run.status == "error" and run.error is not None
     assert run.error.type == "Terminated" and sig in run.error.message
-    assert (tmp_path / "run" / "trace.npz").is_file()  # the final save, not the checkpoint
+    # the final save, which replaced the checkpoint
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["trace.json", "trace.npz"]
 
 
 @pytest.mark.slow
@@ -133,7 +134,8 @@ def test_kill_9_keeps_every_step_completed_before_it(tmp_path):
     assert trace.runs[0].status == "running"
     grads = [g.grad(0) for g in trace.graphs]
     assert all(g is not None and g.shape == (2, 2) for g in grads)
-    assert not [p for p in (tmp_path / "run").iterdir() if ".tmp-" in p.name]
+    files = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert files == ["trace.checkpoint-0.npz", "trace.checkpoint-1.npz", "trace.json"]
 
 
 def _invoke(*args: object):
@@ -194,10 +196,10 @@ def test_a_failing_checkpoint_never_stops_the_script(tmp_path, monkeypatch):
     script = tmp_path / "chdir.py"
     script.write_text(CHDIR)
 
-    def disk_full(trace, path):
+    def disk_full(trace, path, **options):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(sys.modules["tpx_inspect.capture"], "save_inline", disk_full)
+    monkeypatch.setattr(sys.modules["tpx_inspect.capture"], "save", disk_full)
     result = _invoke("run", script, "-o", tmp_path / "r", "--", tmp_path, "0")
     assert result.exit_code == 0, result.output
     assert len(tpx_inspect.load(str(tmp_path / "r" / "trace.json")).graphs) == 1
