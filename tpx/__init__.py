@@ -162,6 +162,7 @@ from tpx._errors import (
     MissingRuleError,
     RequiresGradError,
     RuleError,
+    SavedValueError,
     TPXError,
 )
 from tpx._function import Function, FunctionCtx, register_rule
@@ -173,34 +174,40 @@ from tpx._mode import (
     enable_grad,
     is_grad_enabled,
     no_grad,
+    saved_tensor_checks_enabled,
     scope,
     set_grad_enabled,
+    set_saved_tensor_checks,
 )
 from tpx._tensor import Tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AccumulateGrad", "AnomalyError", "BackwardError", "DefinitionError", "Function", "FunctionCtx",
-    "GradAssignmentError", "GradFn", "InplaceError", "MissingRuleError", "Node",
-    "RequiresGradError", "Rule", "RuleContext", "RuleError", "TPXError", "Tensor", "abs", "add",
-    "add_observer", "all", "any", "apply", "arange", "argmax", "argmin", "asarray", "astype",
-    "avg_pool2d", "backward", "bitwise_and", "bitwise_invert", "bitwise_or", "bitwise_xor", "bool",
-    "broadcast_shapes", "broadcast_to", "can_cast", "ceil", "clip", "concat", "conv2d", "cos",
-    "cumsum", "current_scope", "default_dtype", "detect_anomaly", "divide", "einsum", "empty",
+    "AccumulateGrad", "AnomalyError", "BackwardError", "DefinitionError", "Function",
+    "FunctionCtx", "GradFn", "InplaceError", "MissingRuleError", "Node", "RequiresGradError",
+    "Rule", "RuleContext", "RuleError", "TPXError", "Tensor", "abs", "add", "add_observer", "all",
+    "any", "apply", "arange", "argmax", "argmin", "asarray", "astype", "avg_pool2d", "backward",
+    "bitwise_and", "bitwise_invert", "bitwise_or", "bitwise_xor", "bool", "broadcast_shapes",
+    "broadcast_to", "can_cast", "ceil", "clip", "concat", "conv2d", "cos", "cumsum",
+    "current_scope", "default_dtype", "detect_anomaly", "divide", "einsum", "empty",
     "empty_like", "enable_grad", "equal", "erf", "exp", "expand", "expand_dims", "expm1", "eye",
     "finfo", "flatten", "flip", "float32", "float64", "floor", "floor_divide", "fold",
     "from_dlpack", "from_numpy", "full", "full_like", "gelu", "get_default_dtype", "getitem",
-    "grad", "greater", "greater_equal", "iinfo", "index_add", "index_put", "int8", "int16", "int32",
-    "int64", "is_grad_enabled", "isdtype", "isfinite", "isinf", "isnan", "less", "less_equal",
-    "linspace", "log", "log1p", "log_softmax", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "logsumexp", "manual_seed", "matmul", "matrix_transpose", "max", "max_pool2d",
-    "maximum", "mean", "min", "minimum", "multiply", "negative", "no_grad", "nonzero", "normal",
-    "not_equal", "ones", "ones_like", "outer", "pad", "permute_dims", "positive", "pow", "prod",
-    "rand", "randint", "randn", "reachable", "reciprocal", "register_rule", "relu", "remainder",
-    "repeat", "reshape", "result_type", "round", "rules", "scope", "set_default_dtype",
-    "set_grad_enabled", "sigmoid", "sign", "sin", "softmax", "split", "sqrt", "square", "squeeze",
-    "stack", "std", "subtract", "sum", "swapaxes", "take", "take_along_axis", "tan", "tanh",
-    "tensor", "tensordot", "tile", "uint8", "unfold", "uniform", "unsqueeze", "var", "vecdot",
-    "where", "zeros", "zeros_like",
+    "grad", "greater", "greater_equal", "iinfo", "index_add", "index_put", "int8", "int16",
+    "int32", "int64", "is_grad_enabled", "isdtype", "isfinite", "isinf", "isnan", "less",
+    "less_equal", "linspace", "log", "log1p", "log_softmax", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logsumexp", "manual_seed", "matmul", "matrix_transpose", "max",
+    "max_pool2d", "maximum", "mean", "min", "minimum", "multiply", "negative", "no_grad",
+    "nonzero", "normal", "not_equal", "ones", "ones_like", "outer", "pad", "permute_dims",
+    "positive", "pow", "prod", "rand", "randint", "randn", "reachable", "reciprocal",
+    "register_rule", "relu", "remainder", "repeat", "reshape", "result_type", "round", "rules",
+    "scope", "set_default_dtype", "set_grad_enabled", "sigmoid", "sign", "sin", "softmax",
+    "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
+    "take_along_axis", "tan", "tanh", "tensor", "tensordot", "tile", "uint8", "unfold",
+    "uniform", "unsqueeze", "var", "vecdot", "where", "zeros", "zeros_like",
+]  # fmt: skip
+__all__ += [
+    "GradAssignmentError", "SavedValueError", "saved_tensor_checks_enabled",
+    "set_saved_tensor_checks",
 ]  # fmt: skip

@@ -22,7 +22,8 @@ import p10
 from tpx import _mode
 from tpx._errors import AnomalyError, BackwardError, InplaceError, RuleError
 from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext
-from tpx._mode import state
+from tpx._mode import NAN_CHECKS, state
+from tpx._saved_checks import verify_checksums
 from tpx._tensor import Tensor, wrap
 
 P10Tensor = p10.Tensor
@@ -212,6 +213,8 @@ def _run_fast(order: list, grads: dict, retain_graph: bool, observed: bool) -> N
                             _raise_modified(node, saved, version)
                     elif value.version != version:  # a TPX tensor that a tp.Function saved
                         _raise_modified(node, saved, version)
+            if node.checksums is not None:  # recorded under tp.set_saved_tensor_checks
+                verify_checksums(node)
             ctx.inputs, ctx.output = saved[:-1], saved[-1]
             grad_inputs = node.rule.vjp(ctx, g)
             if not retain_graph:
@@ -416,7 +419,7 @@ def _raw(g: Any) -> p10.Tensor:
 
 def _execute(node: GradFn, g: Any, retain_graph: bool, create_graph: bool) -> tuple:
     ctx = _context(node, create_graph)
-    if state.anomaly:
+    if state.anomaly & NAN_CHECKS:
         _check_grad(node, g, "incoming gradient")
     grad_inputs = node.rule.vjp(ctx, g)
     if not retain_graph and node.saved is not None:
@@ -443,6 +446,8 @@ def _context(node: GradFn, create_graph: bool) -> RuleContext:
     for value, version in zip(saved, node.versions):
         if value is not None and value.version != version:
             _raise_modified(node, saved, version)
+    if node.checksums is not None:
+        verify_checksums(node)
     if create_graph:
         inputs = tuple([_unpack(v, node, i) for i, v in enumerate(saved[:-1])])
         out = saved[-1]
@@ -509,7 +514,7 @@ def _check_rule_output(node: GradFn, grads: Any, create_graph: bool) -> tuple:
             append(g if g.__class__ is Tensor else wrap(g))
         else:
             append(raw)
-    if state.anomaly:
+    if state.anomaly & NAN_CHECKS:
         for i, g in enumerate(out):
             if g is not None:
                 _check_grad(node, g, f"gradient for input {i}")

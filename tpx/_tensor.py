@@ -28,7 +28,8 @@ from tpx._errors import (
     RequiresGradError,
 )
 from tpx._graph import AccumulateGrad, GradFn, shared, shared_meta, user_frame
-from tpx._mode import state
+from tpx._mode import NAN_CHECKS, SAVED_CHECKS, state
+from tpx._saved_checks import record_checksums
 from tpx.rules import NON_DIFFERENTIABLE, RULES
 
 P = p10.Tensor
@@ -683,7 +684,7 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
         # past it (at p10.apply's caller, or at __p10_apply__'s caller when called directly)
         return _record(op, inputs, raw, params, out, start, skip=2)
     result = wrap(out)
-    if state.anomaly:
+    if state.anomaly & NAN_CHECKS:
         _check_finite(op, None, out)
     return result
 
@@ -753,7 +754,7 @@ def _record(
     t._t, t._rg, t.grad_fn = out, True, node
     t._ver = out.version  # a view shares its base's counter, which may be past 0
     t._grad = t._accum = t._extra = None
-    if state.anomaly:
+    if state.anomaly & NAN_CHECKS:
         _check_finite(op, node, out)
     if _mode.observers:
         _mode.emit("on_node_recorded", node, t)
@@ -774,6 +775,8 @@ def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor) -> None:
         saved[n] = out
     node.saved = tuple(saved)
     node.versions = _versions(node.saved)
+    if state.anomaly & SAVED_CHECKS:
+        record_checksums(node)
 
 
 _ZEROS = tuple((0,) * n for n in range(8))
