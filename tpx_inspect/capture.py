@@ -253,10 +253,11 @@ class Capture:
         meta = {"producer": "tpx_inspect", "tpx_version": tpx.__version__, "values": self.values}
         return Trace(FORMAT_VERSION, (run,), meta)
 
-    def save(self, path: str) -> tuple[str, str]:
-        """Save the trace so far to ``path`` (JSON) and its ``.npz`` sidecar. Saved to the
-        ``checkpoint`` path, it replaces the last checkpoint, whose sidecars it removes."""
-        paths = self.trace.save(path)
+    def save(self, path: str, trace: Trace | None = None) -> tuple[str, str]:
+        """Save the trace so far (or ``trace``, e.g. annotated from it) to ``path`` (JSON) and
+        its ``.npz`` sidecar. Saved to the ``checkpoint`` path, it replaces the last
+        checkpoint, whose sidecars it removes."""
+        paths = (self.trace if trace is None else trace).save(path)
         if self.checkpoint is not None and os.path.abspath(path) == os.path.abspath(
             self.checkpoint
         ):

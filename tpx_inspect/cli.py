@@ -181,6 +181,13 @@ def _bind(host: str, port: int) -> Any:
     show_default=True,
     help="Record backward passes of every thread, or of the script's main thread only.",
 )
+@click.option(
+    "--check",
+    "live_check",
+    is_flag=True,
+    help="After the run, check every node's rule here, where custom tp.Function classes are "
+    "importable, and save the verdicts in the trace (the server shows them).",
+)
 @click.option("--serve", is_flag=True, help="Serve the viewer on this run while it records.")
 @click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
@@ -193,8 +200,8 @@ def _bind(host: str, port: int) -> Any:
 )
 @click.pass_context
 def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None, policy: str,
-        values: str, value_limit: int, threads: str, serve: bool, open_browser: bool, host: str,
-        port: int) -> None:  # fmt: skip
+        values: str, value_limit: int, threads: str, live_check: bool, serve: bool,
+        open_browser: bool, host: str, port: int) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] as `python SCRIPT ARGS` would, under capture.
 
     The trace goes to a run folder (default ./tpx-runs/<script>-<time>), also when the script
@@ -223,8 +230,9 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
         guard.defer()  # a second signal must not cut the save short
         if result.traceback:
             click.echo(result.traceback, err=True, nl=False)  # as `python SCRIPT` would show it
-        saved = _save_run(cap, trace_file)
-        tables.print_run_summary(_console(), cap.trace, folder / "trace.json", result)
+        trace = _annotated(cap.trace, live_check)
+        saved = _save_run(cap, trace, trace_file)
+        tables.print_run_summary(_console(), trace, folder / "trace.json", result)
     signum = result.signal or guard.pending
     if server is not None:
         _serve_after_run(server, trace_file if saved else None, signum is None)
@@ -235,11 +243,11 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
     ctx.exit(result.exit_code)
 
 
-def _save_run(cap: Any, trace_file: Path) -> bool:
+def _save_run(cap: Any, trace: Trace, trace_file: Path) -> bool:
     """Save the run's trace; on failure (disk full, ...) say why on stderr and go on, so
     that the script's own exit code is kept. A checkpoint, if any was written, stays."""
     try:
-        cap.save(str(trace_file))
+        cap.save(str(trace_file), trace)
         return True
     except (OSError, ValueError) as exc:
         kept = "" if cap.checkpoint_error else "; the last checkpoint (if any) is kept there"
@@ -259,6 +267,23 @@ def _serve_after_run(server: _Live, trace_file: Path | None, wait: bool) -> None
         sys.stdout.flush()
         _wait_forever()
     server.thread.stop()
+
+
+def _annotated(trace: Trace, live_check: bool) -> Trace:
+    """``trace`` with its custom Functions' import paths and, with ``--check``, the live local
+    check's verdict for every node (the classes are importable only in this process)."""
+    from tpx_inspect.checks.functions import annotate_functions, record_live_checks
+
+    annotate_functions(trace)
+    if live_check:
+        entries = record_live_checks(trace)
+        counts: dict[str, int] = {}
+        for e in entries:
+            for _, status, _ in e["verdicts"]:
+                counts[status] = counts.get(status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no nodes"
+        click.echo(f"live local check (saved in the trace): {summary}")
+    return trace
 
 
 class _Live:
@@ -435,7 +460,10 @@ def _progress_report(run_checks: Any, as_json: bool) -> Any:
         return run_checks(progress)
 
 
-def _finish_report(ctx: click.Context, report: Any, as_json: bool) -> None:
+def _finish_report(ctx: click.Context, report: Any, as_json: bool, strict: bool = False) -> None:
+    import dataclasses
+
+    report = dataclasses.replace(report, strict=strict)
     if as_json:
         click.echo(report.to_json())
     else:
@@ -443,15 +471,33 @@ def _finish_report(ctx: click.Context, report: Any, as_json: bool) -> None:
     ctx.exit(report.exit_code)
 
 
+def _quiet_stdout(as_json: bool) -> Any:
+    """With --json, the target's own prints (also at import time) go to stderr, so that
+    stdout is the report alone."""
+    return contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+
+
+STRICT_HELP = "Exit 1 when a check was SKIPPED or PARTIAL too (default: only on FAIL)."
+
+
 @cli.command()
 @click.argument("target")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
+@click.option(
+    "--trust-code",
+    is_flag=True,
+    help="For a saved trace: import the custom tp.Function classes it names (runs their "
+    "modules' code) to check those nodes too.",
+)
 @click.pass_context
-def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool) -> None:
+def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool, strict: bool,
+              trust_code: bool) -> None:  # fmt: skip
     """Check the gradients of TARGET: file.py::function, package.module:function, or a saved
     trace (.json / run folder, checked from its saved values). Inputs come from a companion
-    `<function>_inputs([generator])`. Exit 0: all passed, 1: a check failed.
+    `<function>_inputs([generator])`. Each check says PASS, FAIL, SKIPPED or PARTIAL (with
+    reasons). Exit 0: nothing failed, 1: a check failed (with --strict: or was skipped).
 
     \b
     Example:
@@ -459,24 +505,29 @@ def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool) -> None
     """
     from tpx_inspect.checks import load_target, run_all_checks, run_trace_checks
 
-    if ("::" not in target and ":" not in target) or Path(target).exists():
-        t = load_trace(target)
-        report = _progress_report(lambda p: run_trace_checks(t), as_json)
-    else:
-        fn, inputs = load_target(target, seed=seed)
-        report = _progress_report(lambda p: run_all_checks(fn, inputs, seed=seed, progress=p),
-                                  as_json)  # fmt: skip
-    _finish_report(ctx, report, as_json)
+    with _quiet_stdout(as_json):
+        if ("::" not in target and ":" not in target) or Path(target).exists():
+            t = load_trace(target)
+            report = _progress_report(lambda p: run_trace_checks(t, trust_code=trust_code), as_json)
+        else:
+            fn, inputs = load_target(target, seed=seed)
+            report = _progress_report(
+                lambda p: run_all_checks(fn, inputs, seed=seed, progress=p), as_json
+            )
+    _finish_report(ctx, report, as_json, strict)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.pass_context
-def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool) -> None:
+def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool,
+          strict: bool) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] under capture and every graph check on what it recorded.
-    Exit 0: all passed, 1: a check failed (or the script failed).
+    Each check says PASS, FAIL, SKIPPED or PARTIAL (with reasons). Exit 0: nothing failed,
+    1: a check failed or the script failed (with --strict: or a check was skipped).
 
     \b
     Example:
@@ -485,12 +536,10 @@ def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool)
     from tpx_inspect.checks import run_script_checks
 
     path = check_script(script)
-    # NOTE: with --json the script's own prints go to stderr, so stdout is the report alone
-    out = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-    with out:
+    with _quiet_stdout(as_json):
         report = _progress_report(lambda p: run_script_checks(str(path), list(args),
                                                               progress=p), as_json)  # fmt: skip
-    _finish_report(ctx, report, as_json)
+    _finish_report(ctx, report, as_json, strict)
 
 
 def main() -> None:
