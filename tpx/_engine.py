@@ -342,7 +342,8 @@ def _pre_hooks(node: Node, g: Any) -> Any:
     if retain is not None:
         t = retain()
         if t is not None:
-            t._grad = _sum_grad(t._grad, g)
+            with _LEAF_LOCKS[(id(t) >> 4) & 63]:  # a read-modify-write, as a leaf's
+                t._grad = _sum_grad(t._grad, g)
     return g
 
 
