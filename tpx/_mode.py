@@ -201,8 +201,8 @@ class set_saved_tensor_checks:
         self.restore()
 
     def restore(self) -> None:
-        """Put back the setting from before this call."""
-        state.anomaly = self._previous
+        """Put back the setting from before this call (NaN checks are left as they are)."""
+        state.anomaly = (state.anomaly & ~SAVED_CHECKS) | (self._previous & SAVED_CHECKS)
 
 
 def saved_tensor_checks_enabled() -> bool:

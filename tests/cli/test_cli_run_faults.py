@@ -69,8 +69,15 @@ def _start(script: Path, out: Path, marker: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "tpx_inspect", "run", str(script), "-o", str(out)]
     cmd += ["--policy", "all", "--", str(marker)]
     return subprocess.Popen(
-        cmd, cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+        cmd, cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
+    )  # fmt: skip
+
+
+def _default_sigint() -> None:
+    # NOTE: a test runner started in the background (`pytest &`) inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: give the child the default
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for(marker: Path, proc: subprocess.Popen) -> None:
