@@ -376,7 +376,7 @@ class Capture:
         side = _checkpoint_sidecar(path, clock.count)
         try:
             save(self.trace, path, sidecar=os.path.basename(side), compress=False)
-        except (OSError, ValueError) as exc:  # disk full, folder gone: the script goes on
+        except Exception as exc:  # disk full, folder gone, ...: the script goes on
             self.checkpoint_error = f"{type(exc).__name__}: {exc}"
         clock.done()
 

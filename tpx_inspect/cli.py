@@ -246,6 +246,8 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
 def _save_run(cap: Any, trace: Trace, trace_file: Path) -> bool:
     """Save the run's trace; on failure (disk full, ...) say why on stderr and go on, so
     that the script's own exit code is kept. A checkpoint, if any was written, stays."""
+    if cap.checkpoint_error:
+        click.echo(f"tpx-inspect: checkpoints stopped: {cap.checkpoint_error}", err=True)
     try:
         cap.save(str(trace_file), trace)
         return True

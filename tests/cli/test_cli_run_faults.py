@@ -207,6 +207,9 @@ def test_a_failing_checkpoint_never_stops_the_script(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(sys.modules["tpx_inspect.capture"], "save", disk_full)
-    result = _invoke("run", script, "-o", tmp_path / "r", "--", tmp_path, "0")
+    result = CliRunner().invoke(
+        cli, ["run", str(script), "-o", str(tmp_path / "r"), "--", str(tmp_path), "0"]
+    )
     assert result.exit_code == 0, result.output
+    assert "checkpoints stopped: OSError" in result.stderr
     assert len(tpx_inspect.load(str(tmp_path / "r" / "trace.json")).graphs) == 1
