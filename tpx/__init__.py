@@ -179,6 +179,7 @@ from tpx._mode import (
     set_grad_enabled,
     set_saved_tensor_checks,
 )
+from tpx._overrides import RuleOverrideError, override_rule
 from tpx._tensor import Tensor
 
 __version__ = "0.1.0"
@@ -211,3 +212,4 @@ __all__ += [
     "GradAssignmentError", "SavedValueError", "saved_tensor_checks_enabled",
     "set_saved_tensor_checks",
 ]  # fmt: skip
+__all__ += ["RuleOverrideError", "override_rule"]  # rule experiments (tpx._overrides)

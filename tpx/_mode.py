@@ -22,6 +22,9 @@ class _State(threading.local):
     # NOTE: bits of the checks that are on: NAN_CHECKS (a NaN/Inf raises), SAVED_CHECKS
     # (checksums of saved values); any bit sends ops and backward to their general paths
     anomaly: int = 0
+    # rule/kernel overrides of this thread (tpx._overrides.Overrides), None when none
+    overrides: Any = None
+    rule_overrides: dict | None = None
 
     def __init__(self) -> None:
         self.scopes: list[str] = []
