@@ -157,10 +157,12 @@ from tpx._errors import (
     AnomalyError,
     BackwardError,
     DefinitionError,
+    GradAssignmentError,
     InplaceError,
     MissingRuleError,
     RequiresGradError,
     RuleError,
+    SavedValueError,
     TPXError,
 )
 from tpx._function import Function, FunctionCtx, register_rule
@@ -172,8 +174,10 @@ from tpx._mode import (
     enable_grad,
     is_grad_enabled,
     no_grad,
+    saved_tensor_checks_enabled,
     scope,
     set_grad_enabled,
+    set_saved_tensor_checks,
 )
 from tpx._overrides import RuleOverrideError, override_rule
 from tpx._tensor import Tensor
@@ -203,5 +207,9 @@ __all__ = [
     "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "take_along_axis", "tan", "tanh", "tensor", "tensordot", "tile", "uint8", "unfold",
     "uniform", "unsqueeze", "var", "vecdot", "where", "zeros", "zeros_like",
+]  # fmt: skip
+__all__ += [
+    "GradAssignmentError", "SavedValueError", "saved_tensor_checks_enabled",
+    "set_saved_tensor_checks",
 ]  # fmt: skip
 __all__ += ["RuleOverrideError", "override_rule"]  # rule experiments (tpx._overrides)

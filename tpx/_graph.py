@@ -144,6 +144,7 @@ class GradFn(Node):
     out_meta: tuple = ()
     saved: tuple | None = None
     versions: tuple = ()
+    checksums: tuple | None = None  # of the saved values, under tp.set_saved_tensor_checks
     freed = False
     ctx: Any = None
     scope = ""

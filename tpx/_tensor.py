@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -19,9 +20,16 @@ from p10._elementwise import scalar_tensor
 from p10._methods import TensorMethods
 from p10._tensor import VIEW_OPS, _fast_axes, execute
 from tpx import _graph, _mode
-from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGradError
+from tpx._errors import (
+    AnomalyError,
+    GradAssignmentError,
+    InplaceError,
+    MissingRuleError,
+    RequiresGradError,
+)
 from tpx._graph import AccumulateGrad, GradFn, shared, shared_meta, user_frame
-from tpx._mode import state
+from tpx._mode import NAN_CHECKS, SAVED_CHECKS, state
+from tpx._saved_checks import record_checksums
 from tpx.rules import NON_DIFFERENTIABLE, RULES
 
 P = p10.Tensor
@@ -78,7 +86,7 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
         # NOTE: wrap() inlined: one call less per op in a forward that records nothing
         t = _new(Tensor)
         t._t, t._rg, t._ver = out, False, 0
-        t.grad = t.grad_fn = t._accum = t._extra = None
+        t._grad = t.grad_fn = t._accum = t._extra = None
         return t
 
     return _named(method, slow)
@@ -184,7 +192,7 @@ def _record_fast(
     node.code, node.lineno = user_frame(1)
     t = _new(Tensor)
     t._t, t._rg, t.grad_fn, t._ver = out, True, node, 0  # a fresh output, version 0
-    t.grad = t._accum = t._extra = None
+    t._grad = t._accum = t._extra = None
     if _mode.observers:  # the general path's events, with the inputs it would pass
         inputs = (x if x.__class__ is Tensor else a,)
         if b is not None:
@@ -206,7 +214,7 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
             return _record_fast(op, self, None, a, None, forward(a), None, start)
         t = _new(Tensor)  # wrap() inlined, as in _fast_binary
         t._t, t._rg, t._ver = forward(a), False, 0
-        t.grad = t.grad_fn = t._accum = t._extra = None
+        t._grad = t.grad_fn = t._accum = t._extra = None
         return t
 
     return _named(method, slow)
@@ -275,7 +283,7 @@ class Tensor(TensorMethods):
             [3., 3.]], dtype=float32)
     """
 
-    __slots__ = ("__weakref__", "_accum", "_extra", "_rg", "_t", "_ver", "grad", "grad_fn")
+    __slots__ = ("__weakref__", "_accum", "_extra", "_grad", "_rg", "_t", "_ver", "grad_fn")
 
     @staticmethod
     def __p10_apply__(op: Any, inputs: tuple, params: dict) -> Any:
@@ -348,6 +356,29 @@ class Tensor(TensorMethods):
             )
         self._rg = bool(requires_grad)
         return self
+
+    def _set_grad(self, value: Any) -> None:
+        if value is not None:
+            _check_grad_assignment(self, value)
+        self._grad = value
+
+    grad = property(
+        attrgetter("_grad"),
+        _set_grad,
+        doc="""The gradient that backward accumulated into this leaf (None before any).
+
+        An assigned value must be a ``tpx.Tensor`` of this tensor's shape and dtype, or None,
+        as in PyTorch.
+
+        >>> import tpx as tp
+        >>> x = tp.ones(2, requires_grad=True)
+        >>> x.grad = tp.zeros(3)
+        Traceback (most recent call last):
+        ...
+        tpx._errors.GradAssignmentError: x.grad = ...: the assigned gradient has shape (3,), \
+but the tensor has shape (2,); a gradient has its tensor's shape and dtype (float32)
+        """,
+    )
 
     @property
     def is_leaf(self) -> bool:
@@ -575,6 +606,28 @@ class Tensor(TensorMethods):
         self._ver = self._t.version
 
 
+def _check_grad_assignment(t: Tensor, value: Any) -> None:
+    """Refuse ``t.grad = value`` for a value that is not a gradient of ``t`` (as PyTorch does)."""
+    where = "x.grad = ...: the assigned gradient"
+    if value.__class__ is not Tensor and not isinstance(value, Tensor):
+        raise GradAssignmentError(
+            f"{where} is a {type(value).__name__}, not a tpx.Tensor (or None); wrap it with "
+            f"tp.asarray(value, dtype=tp.{t.dtype.name}) for a tensor of shape {t.shape}"
+        )
+    if value is t:
+        raise GradAssignmentError("x.grad = x: a tensor cannot be its own gradient; assign a clone")
+    fix = f"a gradient has its tensor's shape and dtype ({t.dtype.name})"
+    if value.shape != t.shape:
+        raise GradAssignmentError(
+            f"{where} has shape {value.shape}, but the tensor has shape {t.shape}; {fix}"
+        )
+    if value.dtype != t.dtype:
+        raise GradAssignmentError(
+            f"{where} has dtype {value.dtype.name}, but the tensor has dtype {t.dtype.name}; "
+            f"{fix}: cast it with .astype(tp.{t.dtype.name})"
+        )
+
+
 def _view_of_leaf(t: Tensor) -> bool:
     """True when ``t`` shares memory (its version counter) with a leaf that requires grad."""
     vc = t._t._vc
@@ -598,7 +651,7 @@ def _snapshot_saved(node: GradFn, target: Tensor) -> None:
 def _init(t: Tensor, raw: p10.Tensor) -> None:
     t._t = raw
     t._rg = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._ver = 0
     t._accum = None
@@ -610,7 +663,7 @@ def wrap(raw: p10.Tensor) -> Tensor:
     t = object.__new__(Tensor)
     t._t = raw
     t._rg = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._ver = 0  # NOTE: only compared for tensors with a grad_fn; _record sets it for those
     t._accum = None
@@ -636,7 +689,7 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
         # past it (at p10.apply's caller, or at __p10_apply__'s caller when called directly)
         return _record(op, inputs, raw, params, out, start, skip=2)
     result = wrap(out)
-    if state.anomaly:
+    if state.anomaly & NAN_CHECKS:
         _check_finite(op, None, out)
     return result
 
@@ -710,8 +763,8 @@ def _record(
     t = _new(Tensor)  # wrap() inlined
     t._t, t._rg, t.grad_fn = out, True, node
     t._ver = out.version  # a view shares its base's counter, which may be past 0
-    t.grad = t._accum = t._extra = None
-    if state.anomaly:
+    t._grad = t._accum = t._extra = None
+    if state.anomaly & NAN_CHECKS:
         _check_finite(op, node, out)
     if _mode.observers:
         _mode.emit("on_node_recorded", node, t)
@@ -732,6 +785,8 @@ def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor) -> None:
         saved[n] = out
     node.saved = tuple(saved)
     node.versions = _versions(node.saved)
+    if state.anomaly & SAVED_CHECKS:
+        record_checksums(node)
 
 
 _ZEROS = tuple((0,) * n for n in range(8))
