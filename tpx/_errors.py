@@ -33,3 +33,7 @@ class AnomalyError(TPXError, RuntimeError):
 
 class DefinitionError(TPXError, TypeError):
     """A custom ``Function`` or rule is malformed (missing backward, wrong arity)."""
+
+
+class DeviceError(TPXError, RuntimeError):
+    """A tensor asked for a device TPX does not have (``.to("cuda")`` without a GPU backend)."""

@@ -306,7 +306,7 @@ def batch_norm(
         centred = x - mean
         var = (centred * centred).mean(axis=axes, keepdims=True)
         if running_mean is not None:
-            _update_running(running_mean, running_var, mean, var, x.size // x.shape[1], momentum)
+            _update_running(running_mean, running_var, mean, var, x.numel() // x.shape[1], momentum)
     else:
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
         centred = x - mean

@@ -213,7 +213,7 @@ class Embedding(Module):
                 f"{tp.current_scope()} (Embedding): indices must be integers, got "
                 f"{indices.dtype.name}; cast with .long()"
             )
-        if indices.size:
+        if indices.numel():
             low, high = int(indices.min()), int(indices.max())
             if low < 0 or high >= self.num_embeddings:
                 raise IndexError(

@@ -322,7 +322,7 @@ class Module:
         >>> nn.Linear(3, 2).num_parameters()
         8
         """
-        return sum(p.size for p in self.parameters())
+        return sum(p.numel() for p in self.parameters())
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
         """Call ``fn`` on every submodule, then on this one; returns self."""

@@ -1,0 +1,613 @@
+"""PyTorch-style functions of the ``tpx`` namespace: ``dim``/``keepdim``, ``cat``, ``split``...
+
+P10 follows the Array API (``axis``/``keepdims``, ``split`` into sections); TPX follows
+PyTorch where the two disagree, and still takes the Array API keywords: a call that names
+``axis=`` or ``keepdims=`` gets the Array API meaning. docs/porting-from-pytorch.md lists every
+name whose meaning differs from P10's.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import p10
+from p10 import Op
+from tpx._mode import _GradModeContext
+
+__all__ = [
+    "Size", "all", "any", "argmax", "argmin", "bmm", "cat", "chunk", "clamp", "concat",
+    "cumsum", "eq", "flip", "ge", "gt", "inference_mode", "is_tensor", "le", "log_softmax",
+    "logsumexp", "lt", "masked_fill", "max", "mean", "min", "mm", "ne", "numel", "permute",
+    "prod", "roll", "softmax", "split", "squeeze", "stack", "std", "sum", "t", "topk",
+    "transpose", "tril", "triu", "unsqueeze", "var",
+]  # fmt: skip
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+"""What ``max(x, dim)``, ``min(x, dim)`` and ``topk`` return: ``(values, indices)``."""
+
+
+class Size(tuple):
+    """The shape returned by ``Tensor.size()``: a tuple of ints, as ``torch.Size``.
+
+    >>> import tpx as tp
+    >>> s = tp.zeros(2, 3).size()
+    >>> s, s == (2, 3), s.numel(), s[1]
+    (tpx.Size([2, 3]), True, 6, 3)
+    """
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        return math.prod(self)
+
+    def __repr__(self) -> str:
+        return f"tpx.Size({list(self)})"
+
+    def __getitem__(self, key: Any) -> Any:
+        item = tuple.__getitem__(self, key)
+        return Size(item) if isinstance(key, slice) else item
+
+
+# -- argument translation ---------------------------------------------------------------------
+def _dims(dim: Any) -> Any:
+    return tuple(dim) if isinstance(dim, list) else dim
+
+
+def axis_of(fn: str, dim: Any, axis: Any) -> Any:
+    """The axis of a call that may name PyTorch's ``dim`` or the Array API's ``axis``."""
+    if axis is None:
+        return _dims(dim)
+    if dim is not None:
+        raise p10.ArgumentError(f"{fn}: pass dim or axis, not both (they mean the same)")
+    return _dims(axis)
+
+
+def _keep(keepdim: Any, keepdims: Any) -> bool:
+    return builtins.bool(keepdim if keepdims is None else keepdims)
+
+
+def dim_kwargs(fn: str, axis: Any, keepdims: Any, kwargs: dict) -> tuple[Any, Any, dict]:
+    """``dim=``/``keepdim=`` of a reduction method moved to ``axis``/``keepdims``."""
+    if "dim" in kwargs:
+        axis = axis_of(fn, kwargs.pop("dim"), axis)
+    if "keepdim" in kwargs:
+        keepdims = kwargs.pop("keepdim")
+    return axis, keepdims, kwargs
+
+
+def shape_of(size: tuple, fn: str) -> Any:
+    """``zeros(2, 3)``, ``zeros((2, 3))`` and ``zeros([2, 3])`` all name the shape (2, 3)."""
+    if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
+        return tuple(size[0])
+    return size
+
+
+def _is_tensor_like(x: Any) -> builtins.bool:
+    return isinstance(x, (p10.Tensor, np.ndarray)) or hasattr(x, "__p10_apply__")
+
+
+# -- reductions -------------------------------------------------------------------------------
+def sum(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
+        keepdims: Any = None) -> Any:  # fmt: skip
+    """Sum over ``dim`` (an int, a tuple or None for all).
+
+    >>> import tpx as tp
+    >>> tp.sum(tp.ones(2, 3), dim=1, keepdim=True).shape
+    (2, 1)
+    """
+    return p10.sum(x, axis=axis_of("sum", dim, axis), keepdims=_keep(keepdim, keepdims),
+                   dtype=dtype)  # fmt: skip
+
+
+def mean(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+         keepdims: Any = None) -> Any:  # fmt: skip
+    """Mean over ``dim``.
+
+    >>> import tpx as tp
+    >>> tp.mean(tp.ones(2, 3), 0).tolist()
+    [1.0, 1.0, 1.0]
+    """
+    return p10.mean(x, axis=axis_of("mean", dim, axis), keepdims=_keep(keepdim, keepdims))
+
+
+def prod(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+         keepdims: Any = None) -> Any:  # fmt: skip
+    """Product over ``dim``.
+
+    >>> import tpx as tp
+    >>> tp.prod(tp.full((2, 2), 2.0), dim=0).tolist()
+    [4.0, 4.0]
+    """
+    return p10.prod(x, axis=axis_of("prod", dim, axis), keepdims=_keep(keepdim, keepdims))
+
+
+def logsumexp(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+              keepdims: Any = None) -> Any:  # fmt: skip
+    """``log(sum(exp(x)))`` over ``dim``, computed stably.
+
+    >>> import tpx as tp
+    >>> round(tp.logsumexp(tp.zeros(4), 0).item(), 4)
+    1.3863
+    """
+    return p10.logsumexp(x, axis=axis_of("logsumexp", dim, axis),
+                         keepdims=_keep(keepdim, keepdims))  # fmt: skip
+
+
+def all(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+        keepdims: Any = None) -> Any:  # fmt: skip
+    """Whether every element along ``dim`` is true.
+
+    >>> import tpx as tp
+    >>> tp.all(tp.ones(2) > 0).item()
+    True
+    """
+    return p10.all(x, axis=axis_of("all", dim, axis), keepdims=_keep(keepdim, keepdims))
+
+
+def any(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+        keepdims: Any = None) -> Any:  # fmt: skip
+    """Whether some element along ``dim`` is true.
+
+    >>> import tpx as tp
+    >>> tp.any(tp.zeros(2) > 0).item()
+    False
+    """
+    return p10.any(x, axis=axis_of("any", dim, axis), keepdims=_keep(keepdim, keepdims))
+
+
+def _extreme(name: str, x: Any, dim: Any, keepdim: Any, axis: Any, keepdims: Any) -> Any:
+    values, arg = (p10.max, p10.argmax) if name == "max" else (p10.min, p10.argmin)
+    if dim is not None and _is_tensor_like(dim):  # torch.max(a, b): elementwise
+        return (p10.maximum if name == "max" else p10.minimum)(x, dim)
+    keep = _keep(keepdim, keepdims)
+    if dim is None or axis is not None or keepdims is not None:
+        return values(x, axis=axis_of(name, dim, axis), keepdims=keep)
+    if not isinstance(dim, (int, np.integer)):
+        raise p10.ArgumentError(f"{name}(x, dim): dim must be one int, got {dim!r}")
+    return values_indices(values(x, axis=dim, keepdims=keep), arg(x, axis=dim, keepdims=keep))
+
+
+def max(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+        keepdims: Any = None) -> Any:  # fmt: skip
+    """The largest element; with ``dim``, ``(values, indices)`` along it (as PyTorch); with a
+    tensor as second argument, the elementwise maximum; with ``axis=``, the values only.
+
+    >>> import tpx as tp
+    >>> x = tp.asarray([[1.0, 5.0], [7.0, 2.0]])
+    >>> tp.max(x).item(), tp.max(x, 1).indices.tolist(), tp.max(x, axis=0).tolist()
+    (7.0, [1, 0], [7.0, 5.0])
+    """
+    return _extreme("max", x, dim, keepdim, axis, keepdims)
+
+
+def min(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+        keepdims: Any = None) -> Any:  # fmt: skip
+    """The smallest element; see :func:`max` for ``dim``, tensors and ``axis=``.
+
+    >>> import tpx as tp
+    >>> tp.min(tp.asarray([[1.0, 5.0], [7.0, 2.0]]), dim=0).values.tolist()
+    [1.0, 2.0]
+    """
+    return _extreme("min", x, dim, keepdim, axis, keepdims)
+
+
+def argmax(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+           keepdims: Any = None) -> Any:  # fmt: skip
+    """Index of the largest element (of the flattened tensor when ``dim`` is None).
+
+    >>> import tpx as tp
+    >>> tp.argmax(tp.asarray([[1.0, 5.0], [7.0, 2.0]]), dim=1).tolist()
+    [1, 0]
+    """
+    return p10.argmax(x, axis=axis_of("argmax", dim, axis), keepdims=_keep(keepdim, keepdims))
+
+
+def argmin(x: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+           keepdims: Any = None) -> Any:  # fmt: skip
+    """Index of the smallest element.
+
+    >>> import tpx as tp
+    >>> tp.argmin(tp.asarray([3.0, 1.0, 2.0])).item()
+    1
+    """
+    return p10.argmin(x, axis=axis_of("argmin", dim, axis), keepdims=_keep(keepdim, keepdims))
+
+
+def _correction(unbiased: Any, correction: Any, array_api: builtins.bool) -> float:
+    if correction is not None:
+        return correction
+    if unbiased is not None:
+        return 1 if unbiased else 0
+    # NOTE: PyTorch's default is the unbiased estimate; the Array API's (axis=) is correction 0
+    return 0 if array_api else 1
+
+
+def var(x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None, axis: Any = None, keepdims: Any = None) -> Any:  # fmt: skip
+    """Variance over ``dim``; unbiased (``correction=1``) by default, as PyTorch. A call with
+    the Array API's ``axis=``/``keepdims=`` keywords gets the Array API default, 0.
+
+    >>> import tpx as tp
+    >>> x = tp.asarray([1.0, 2.0, 3.0, 4.0])
+    >>> tp.var(x).item(), tp.var(x, unbiased=False).item(), tp.var(x, axis=0).item()
+    (1.6666666269302368, 1.25, 1.25)
+    """
+    corr = _correction(unbiased, correction, axis is not None or keepdims is not None)
+    return p10.var(x, axis=axis_of("var", dim, axis), correction=corr,
+                   keepdims=_keep(keepdim, keepdims))  # fmt: skip
+
+
+def std(x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None, axis: Any = None, keepdims: Any = None) -> Any:  # fmt: skip
+    """Standard deviation over ``dim``; unbiased by default, as :func:`var`.
+
+    >>> import tpx as tp
+    >>> tp.std(tp.asarray([1.0, 3.0])).item()
+    1.4142135381698608
+    """
+    corr = _correction(unbiased, correction, axis is not None or keepdims is not None)
+    return p10.std(x, axis=axis_of("std", dim, axis), correction=corr,
+                   keepdims=_keep(keepdim, keepdims))  # fmt: skip
+
+
+def cumsum(x: Any, dim: Any = None, *, axis: Any = None, dtype: Any = None) -> Any:
+    """Cumulative sum along ``dim``.
+
+    >>> import tpx as tp
+    >>> tp.cumsum(tp.ones(3), dim=0).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    out = p10.cumsum(x, axis=axis_of("cumsum", dim, axis))
+    return out if dtype is None else p10.astype(out, dtype)
+
+
+def softmax(x: Any, dim: Any = None, *, axis: Any = None, dtype: Any = None) -> Any:
+    """Softmax along ``dim`` (the last axis when not given).
+
+    >>> import tpx as tp
+    >>> tp.softmax(tp.zeros(2, 2), dim=1).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    a = axis_of("softmax", dim, axis)
+    x = x if dtype is None else p10.astype(x, dtype)
+    return p10.softmax(x, -1 if a is None else a)
+
+
+def log_softmax(x: Any, dim: Any = None, *, axis: Any = None, dtype: Any = None) -> Any:
+    """Log-softmax along ``dim`` (the last axis when not given).
+
+    >>> import tpx as tp
+    >>> round(tp.log_softmax(tp.zeros(2), dim=0)[0].item(), 4)
+    -0.6931
+    """
+    a = axis_of("log_softmax", dim, axis)
+    x = x if dtype is None else p10.astype(x, dtype)
+    return p10.log_softmax(x, -1 if a is None else a)
+
+
+# -- joining and splitting --------------------------------------------------------------------
+def cat(tensors: Sequence[Any], dim: int = 0, *, axis: Any = None) -> Any:
+    """Join tensors along an existing ``dim`` (PyTorch's ``cat``; ``concat`` is the same).
+
+    >>> import tpx as tp
+    >>> tp.cat([tp.zeros(2, 1), tp.ones(2, 2)], dim=1).shape
+    (2, 3)
+    """
+    a = dim if axis is None else axis
+    return p10.concat(list(tensors), axis=a)
+
+
+concat = cat
+concatenate = cat
+
+
+def stack(tensors: Sequence[Any], dim: int = 0, *, axis: Any = None) -> Any:
+    """Join tensors of one shape along a new ``dim``.
+
+    >>> import tpx as tp
+    >>> tp.stack([tp.zeros(3), tp.ones(3)], dim=1).shape
+    (3, 2)
+    """
+    return p10.stack(list(tensors), axis=dim if axis is None else axis)
+
+
+def _slice_along(x: Any, dim: int, start: int, stop: int) -> Any:
+    return x[(slice(None),) * dim + (slice(start, stop),)]
+
+
+def _axis_index(x: Any, dim: int, fn: str) -> int:
+    n = x.ndim
+    if not -n <= dim < n:
+        raise p10.AxisError(f"{fn}: dim {dim} is out of range for a tensor of shape {x.shape}")
+    return dim % n
+
+
+def split(x: Any, split_size_or_sections: Any, dim: int = 0) -> tuple[Any, ...]:
+    """Split into chunks of ``split_size`` along ``dim`` (the last one smaller), or into the
+    sizes of a list, as PyTorch (P10's ``split`` takes a number of sections instead).
+
+    >>> import tpx as tp
+    >>> [t.shape for t in tp.split(tp.zeros(5, 2), 2)]
+    [(2, 2), (2, 2), (1, 2)]
+    >>> [t.shape for t in tp.split(tp.zeros(5), [1, 4])]
+    [(1,), (4,)]
+    """
+    d = _axis_index(x, dim, "split")
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        size = int(split_size_or_sections)
+        if size <= 0:
+            raise p10.ArgumentError(f"split: split_size must be positive, got {size}")
+        sizes = [builtins.min(size, n - s) for s in range(0, n, size)] or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sizes) != n:
+            raise p10.ShapeError(
+                f"split: sizes {sizes} sum to {builtins.sum(sizes)}, but dim {dim} of shape "
+                f"{x.shape} has {n} elements"
+            )
+    out, start = [], 0
+    for s in sizes:
+        out.append(_slice_along(x, d, start, start + s))
+        start += s
+    return tuple(out)
+
+
+def chunk(x: Any, chunks: int, dim: int = 0) -> tuple[Any, ...]:
+    """Split into ``chunks`` pieces of equal size along ``dim`` (the last one smaller; fewer
+    pieces when the size does not allow ``chunks``), as PyTorch.
+
+    >>> import tpx as tp
+    >>> [t.shape for t in tp.chunk(tp.zeros(5), 3)]
+    [(2,), (2,), (1,)]
+    """
+    if chunks <= 0:
+        raise p10.ArgumentError(f"chunk: chunks must be positive, got {chunks}")
+    n = x.shape[_axis_index(x, dim, "chunk")]
+    return split(x, builtins.max(1, -(-n // chunks)), dim)
+
+
+def squeeze(x: Any, dim: Any = None, *, axis: Any = None) -> Any:
+    """Remove axes of size 1 (only ``dim`` when given; a ``dim`` of another size is kept).
+
+    >>> import tpx as tp
+    >>> tp.squeeze(tp.zeros(1, 3, 1)).shape, tp.squeeze(tp.zeros(2, 3), 0).shape
+    ((3,), (2, 3))
+    """
+    a = axis_of("squeeze", dim, axis)
+    if a is None:
+        return p10.squeeze(x)
+    axes = (a,) if isinstance(a, (int, np.integer)) else tuple(a)
+    keep = tuple(i for i in axes if x.shape[_axis_index(x, i, "squeeze")] == 1)
+    return p10.squeeze(x, axis=keep) if keep else x
+
+
+def unsqueeze(x: Any, dim: Any = None, *, axis: Any = None) -> Any:
+    """A new axis of size 1 at ``dim``.
+
+    >>> import tpx as tp
+    >>> tp.unsqueeze(tp.zeros(3), 0).shape
+    (1, 3)
+    """
+    return p10.expand_dims(x, axis=axis_of("unsqueeze", dim, axis))
+
+
+def transpose(x: Any, dim0: int, dim1: int) -> Any:
+    """Swap two axes.
+
+    >>> import tpx as tp
+    >>> tp.transpose(tp.zeros(2, 3, 4), 0, 2).shape
+    (4, 3, 2)
+    """
+    return p10.swapaxes(x, dim0, dim1)
+
+
+def t(x: Any) -> Any:
+    """The transpose of a tensor of at most 2 dimensions.
+
+    >>> import tpx as tp
+    >>> tp.t(tp.zeros(2, 3)).shape
+    (3, 2)
+    """
+    if x.ndim > 2:
+        raise p10.ShapeError(f"t: expects at most 2 dimensions, got shape {x.shape}")
+    return x if x.ndim < 2 else p10.swapaxes(x, 0, 1)
+
+
+def permute(x: Any, dims: Any) -> Any:
+    """Reorder the axes.
+
+    >>> import tpx as tp
+    >>> tp.permute(tp.zeros(2, 3, 4), (2, 0, 1)).shape
+    (4, 2, 3)
+    """
+    return p10.permute_dims(x, tuple(dims))
+
+
+def flip(x: Any, dims: Any = None, *, axis: Any = None) -> Any:
+    """Reverse the order of elements along ``dims`` (an int or a tuple).
+
+    >>> import tpx as tp
+    >>> tp.flip(tp.arange(3), [0]).tolist()
+    [2, 1, 0]
+    """
+    return p10.flip(x, axis=axis_of("flip", dims, axis))
+
+
+# -- elementwise and products -----------------------------------------------------------------
+def clamp(x: Any, min: Any = None, max: Any = None) -> Any:
+    """Values clipped to ``[min, max]`` (PyTorch's name of ``clip``).
+
+    >>> import tpx as tp
+    >>> tp.clamp(tp.asarray([-2.0, 0.5, 3.0]), min=0.0, max=1.0).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    return p10.clip(x, min, max)
+
+
+def mm(a: Any, b: Any) -> Any:
+    """Matrix product of two 2-D tensors.
+
+    >>> import tpx as tp
+    >>> tp.mm(tp.ones(2, 3), tp.ones(3, 4)).shape
+    (2, 4)
+    """
+    if a.ndim != 2 or b.ndim != 2:
+        raise p10.ShapeError(f"mm: expects two 2-D tensors, got shapes {a.shape} and {b.shape}")
+    return p10.matmul(a, b)
+
+
+def bmm(a: Any, b: Any) -> Any:
+    """Batched matrix product of two 3-D tensors.
+
+    >>> import tpx as tp
+    >>> tp.bmm(tp.ones(5, 2, 3), tp.ones(5, 3, 4)).shape
+    (5, 2, 4)
+    """
+    if a.ndim != 3 or b.ndim != 3:
+        raise p10.ShapeError(f"bmm: expects two 3-D tensors, got shapes {a.shape} and {b.shape}")
+    return p10.matmul(a, b)
+
+
+eq = p10.equal
+ne = p10.not_equal
+lt = p10.less
+le = p10.less_equal
+gt = p10.greater
+ge = p10.greater_equal
+
+
+def masked_fill(x: Any, mask: Any, value: Any) -> Any:
+    """``value`` where ``mask`` is true, ``x`` elsewhere (``mask`` broadcasts against ``x``).
+
+    A composite of ``where`` (whose rule it uses): ``x`` gets the gradient where the mask is
+    false, a tensor ``value`` the sum of the rest.
+
+    >>> import tpx as tp
+    >>> x = tp.zeros(3)
+    >>> tp.masked_fill(x, x.eq(tp.asarray([0.0, 1.0, 0.0])), -1.0).tolist()
+    [-1.0, 0.0, -1.0]
+    """
+    if getattr(mask, "dtype", None) != p10.bool:
+        raise p10.DTypeError(
+            f"masked_fill: the mask must be a bool tensor, got {getattr(mask, 'dtype', mask)!r};"
+            " build it with a comparison such as x == 0"
+        )
+    if _is_tensor_like(value) and value.ndim != 0:
+        raise p10.ShapeError(f"masked_fill: value must be a scalar or 0-d, got {value.shape}")
+    if _is_tensor_like(value) and value.dtype != x.dtype:
+        value = p10.astype(value, x.dtype)
+    out = p10.where(mask, value, x)
+    return out if out.shape == x.shape else p10.broadcast_to(out, x.shape)
+
+
+def numel(x: Any) -> int:
+    """The number of elements.
+
+    >>> import tpx as tp
+    >>> tp.numel(tp.zeros(2, 3))
+    6
+    """
+    return math.prod(x.shape)
+
+
+def is_tensor(x: Any) -> builtins.bool:
+    """Whether ``x`` is a ``tpx.Tensor``.
+
+    >>> import tpx as tp
+    >>> tp.is_tensor(tp.zeros(1)), tp.is_tensor([1.0])
+    (True, False)
+    """
+    from tpx._tensor import Tensor
+
+    return isinstance(x, Tensor)
+
+
+def topk(x: Any, k: int, dim: int = -1, largest: builtins.bool = True,
+         sorted: builtins.bool = True) -> Any:  # fmt: skip
+    """The ``k`` largest (or smallest) elements along ``dim`` and their indices.
+
+    The indices come from the non-differentiable ``topk`` op; the values are gathered with
+    ``take_along_axis``, so the gradient goes to the chosen elements.
+
+    >>> import tpx as tp
+    >>> v, i = tp.topk(tp.asarray([1.0, 4.0, 2.0, 3.0]), 2)
+    >>> v.tolist(), i.tolist()
+    ([4.0, 3.0], [1, 3])
+    """
+    d = _axis_index(x, dim, "topk")
+    n = x.shape[d]
+    if not 0 <= k <= n:
+        raise p10.ArgumentError(f"topk: k={k} is out of range for dim {dim} of size {n}")
+    idx = p10.apply(Op.TOPK, x, k=int(k), axis=d, largest=builtins.bool(largest))
+    return values_indices(p10.take_along_axis(x, idx, axis=d), idx)
+
+
+def roll(x: Any, shifts: Any, dims: Any = None) -> Any:
+    """Elements shifted by ``shifts`` along ``dims``, wrapping around (flattened when
+    ``dims`` is None).
+
+    >>> import tpx as tp
+    >>> tp.roll(tp.arange(4), 1).tolist(), tp.roll(tp.arange(4).reshape(2, 2), 1, 0).tolist()
+    ([3, 0, 1, 2], [[2, 3], [0, 1]])
+    """
+    many = isinstance(shifts, (tuple, list))
+    sh = tuple(int(s) for s in shifts) if many else (int(shifts),)
+    if dims is None:
+        if len(sh) != 1:
+            raise p10.ArgumentError(f"roll: {len(sh)} shifts need as many dims, got none")
+        flat = p10.reshape(x, (-1,))
+        return p10.reshape(p10.apply(Op.ROLL, flat, shifts=sh, axes=(0,)), x.shape)
+    ax = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(ax) != len(sh):
+        raise p10.ArgumentError(f"roll: shifts {sh} and dims {ax} differ in length")
+    ax = tuple(_axis_index(x, a, "roll") for a in ax)
+    return p10.apply(Op.ROLL, x, shifts=sh, axes=ax)
+
+
+def _tri(op: Op, x: Any, diagonal: int, fn: str) -> Any:
+    if x.ndim < 2:
+        raise p10.ShapeError(f"{fn}: expects at least 2 dimensions, got shape {x.shape}")
+    return p10.apply(op, x, k=int(diagonal))
+
+
+def tril(x: Any, diagonal: int = 0) -> Any:
+    """The lower triangle of the last two axes (``diagonal`` shifts it up), zeros above.
+
+    >>> import tpx as tp
+    >>> tp.tril(tp.ones(2, 2)).tolist()
+    [[1.0, 0.0], [1.0, 1.0]]
+    """
+    return _tri(Op.TRIL, x, diagonal, "tril")
+
+
+def triu(x: Any, diagonal: int = 0) -> Any:
+    """The upper triangle of the last two axes (``diagonal`` shifts it up), zeros below.
+
+    >>> import tpx as tp
+    >>> tp.triu(tp.ones(2, 2)).tolist()
+    [[1.0, 1.0], [0.0, 1.0]]
+    """
+    return _tri(Op.TRIU, x, diagonal, "triu")
+
+
+class inference_mode(_GradModeContext):
+    """PyTorch's ``inference_mode``: here the same as ``no_grad`` (nothing is recorded); a
+    context manager and a decorator. ``inference_mode(False)`` records again.
+
+    >>> import tpx as tp
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> with tp.inference_mode():
+    ...     (x * 2).requires_grad
+    False
+    """
+
+    def __init__(self, mode: builtins.bool = True) -> None:
+        super().__init__(not mode)
