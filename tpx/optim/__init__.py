@@ -15,12 +15,16 @@ True
 """
 
 from tpx.optim import lr_scheduler
+from tpx.optim.adaptive import Adadelta, Adagrad, RMSprop
 from tpx.optim.clip_grad import clip_grad_norm_, clip_grad_value_
 from tpx.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
 from tpx.optim.optimizer import SGD, Adam, AdamW, Optimizer
 
 __all__ = [
     "SGD",
+    "Adadelta",
+    "Adagrad",
+    "RMSprop",
     "Adam",
     "AdamW",
     "CosineAnnealingLR",
