@@ -581,9 +581,10 @@ class Tensor(TorchMethods, NumpyInterop, TensorMethods):
         (True, dtype('float64'), dtype('int64'))
         """
         dtype, dev, backend = _to_args(args, kwargs)
-        out = self if dtype is None else self.astype(dtype, copy=bool(kwargs.get("copy")))
+        copy = bool(kwargs.get("copy"))
+        out = self if dtype is None else self.astype(dtype, copy=copy)
         if backend is None and (dev is None or device(dev) == self.device):
-            return out
+            return out.clone() if copy and out is self else out
         if dev is not None:  # with a backend named, that backend judges the device
             dev = str(device(dev)) if backend is not None else device_arg(dev, "to")
         if out._rg:

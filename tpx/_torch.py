@@ -21,12 +21,56 @@ from p10 import Op
 from tpx._mode import _GradModeContext
 
 __all__ = [
-    "Size", "all", "any", "argmax", "argmin", "bmm", "cat", "chunk", "clamp", "concat",
-    "cumsum", "eq", "flip", "ge", "gt", "inference_mode", "is_tensor", "le", "log_softmax",
-    "logsumexp", "lt", "masked_fill", "max", "mean", "min", "mm", "ne", "numel", "permute",
-    "prod", "roll", "softmax", "split", "squeeze", "stack", "std", "sum", "t", "topk",
-    "transpose", "tril", "triu", "unsqueeze", "var",
-]  # fmt: skip
+    "Size",
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "argsort",
+    "bmm",
+    "cat",
+    "chunk",
+    "clamp",
+    "concat",
+    "cumsum",
+    "eq",
+    "flip",
+    "gather",
+    "ge",
+    "gt",
+    "index_select",
+    "inference_mode",
+    "is_tensor",
+    "le",
+    "log_softmax",
+    "logsumexp",
+    "lt",
+    "masked_fill",
+    "max",
+    "mean",
+    "min",
+    "mm",
+    "ne",
+    "norm",
+    "numel",
+    "permute",
+    "prod",
+    "roll",
+    "softmax",
+    "sort",
+    "split",
+    "squeeze",
+    "stack",
+    "std",
+    "sum",
+    "t",
+    "topk",
+    "transpose",
+    "tril",
+    "triu",
+    "unsqueeze",
+    "var",
+]
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 """What ``max(x, dim)``, ``min(x, dim)`` and ``topk`` return: ``(values, indices)``."""
@@ -611,3 +655,67 @@ class inference_mode(_GradModeContext):
 
     def __init__(self, mode: builtins.bool = True) -> None:
         super().__init__(not mode)
+
+
+def sort(x: Any, dim: int = -1, descending: builtins.bool = False,
+         stable: builtins.bool = False) -> Any:  # fmt: skip
+    """The values along ``dim`` in order, and their indices (a stable sort: equal values keep
+    their order); the gradient goes back through the indices.
+
+    >>> import tpx as tp
+    >>> v, i = tp.sort(tp.asarray([3.0, 1.0, 2.0]), descending=True)
+    >>> v.tolist(), i.tolist()
+    ([3.0, 2.0, 1.0], [0, 2, 1])
+    """
+    d = _axis_index(x, dim, "sort")
+    return topk(x, x.shape[d], d, largest=descending)
+
+
+def argsort(x: Any, dim: int = -1, descending: builtins.bool = False,
+            stable: builtins.bool = False) -> Any:  # fmt: skip
+    """The indices that sort ``x`` along ``dim`` (stable).
+
+    >>> import tpx as tp
+    >>> tp.argsort(tp.asarray([3.0, 1.0, 2.0])).tolist()
+    [1, 2, 0]
+    """
+    d = _axis_index(x, dim, "argsort")
+    return p10.apply(Op.TOPK, x, k=x.shape[d], axis=d, largest=builtins.bool(descending))
+
+
+def gather(x: Any, dim: int, index: Any) -> Any:
+    """``out[i][j] = x[i][index[i][j]]`` along ``dim`` (``take_along_axis``).
+
+    >>> import tpx as tp
+    >>> tp.gather(tp.asarray([[1.0, 2.0], [3.0, 4.0]]), 1, tp.asarray([[1], [0]])).tolist()
+    [[2.0], [3.0]]
+    """
+    return p10.take_along_axis(x, index, axis=dim)
+
+
+def index_select(x: Any, dim: int, index: Any) -> Any:
+    """The slices of ``x`` at ``index`` (a 1-D int tensor) along ``dim``.
+
+    >>> import tpx as tp
+    >>> tp.index_select(tp.arange(6).reshape(2, 3), 1, tp.asarray([2, 0])).tolist()
+    [[2, 0], [5, 3]]
+    """
+    return p10.take(x, index, axis=dim)
+
+
+def norm(x: Any, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    """The vector norm of ``x`` over ``dim`` (all elements when None): ``p`` 2 or ``"fro"``
+    (the default), 1, or ``inf``.
+
+    >>> import tpx as tp
+    >>> tp.norm(tp.asarray([3.0, 4.0])).item(), tp.norm(tp.asarray([3.0, -4.0]), p=1).item()
+    (5.0, 7.0)
+    """
+    axis = _dims(dim)
+    if p in ("fro", 2, 2.0):
+        return p10.sqrt(p10.sum(x * x, axis=axis, keepdims=keepdim))
+    if p in (1, 1.0):
+        return p10.sum(p10.abs(x), axis=axis, keepdims=keepdim)
+    if p == math.inf:
+        return p10.max(p10.abs(x), axis=axis, keepdims=keepdim)
+    raise p10.ArgumentError(f"norm: p={p!r} is not supported; use 'fro', 2, 1 or inf")

@@ -202,6 +202,26 @@ class TorchMethods:
         """See :func:`tpx.triu`."""
         return T.triu(self, diagonal)
 
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+        """See :func:`tpx.sort`."""
+        return T.sort(self, dim, descending, stable)
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+        """See :func:`tpx.argsort`."""
+        return T.argsort(self, dim, descending, stable)
+
+    def gather(self, dim: int, index: Any) -> Any:
+        """See :func:`tpx.gather`."""
+        return T.gather(self, dim, index)
+
+    def index_select(self, dim: int, index: Any) -> Any:
+        """See :func:`tpx.index_select`."""
+        return T.index_select(self, dim, index)
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Any:
+        """See :func:`tpx.norm`."""
+        return T.norm(self, p, dim, keepdim)
+
     def masked_fill(self, mask: Any, value: Any) -> Any:
         """See :func:`tpx.masked_fill`."""
         return T.masked_fill(self, mask, value)

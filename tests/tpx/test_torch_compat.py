@@ -264,3 +264,19 @@ def test_nn_save_load_use_the_exact_path(tmp_path) -> None:
     m2 = tp.nn.Linear(2, 1)
     m2.load_state_dict(tp.nn.load(path))
     assert m2.weight.tolist() == m.weight.tolist()
+
+
+def test_sort_argsort_gather_index_select_norm() -> None:
+    x = _x([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], requires_grad=True)
+    v, i = x.sort(dim=1, descending=True)
+    assert v.tolist() == [[3.0, 2.0, 1.0], [5.0, 4.0, 0.0]] and i.tolist() == [[0, 2, 1], [1, 2, 0]]
+    assert tp.argsort(x, dim=0).tolist() == [[1, 0, 0], [0, 1, 1]]
+    assert x.gather(1, tp.asarray([[2], [0]])).tolist() == [[2.0], [0.0]]
+    assert x.index_select(1, tp.asarray([2, 2])).shape == (2, 2)
+    (v[:, 0] * tp.asarray([1.0, 10.0], dtype=tp.double)).sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0, 0.0], [0.0, 10.0, 0.0]]
+    assert tp.norm(_x([3.0, 4.0])).item() == 5.0 and _x([[3.0, -4.0]]).norm(1, dim=1).tolist() == [
+        7.0
+    ]
+    with pytest.raises(ValueError, match="p=3"):
+        tp.norm(x, p=3)
