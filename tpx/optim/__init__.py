@@ -1,6 +1,7 @@
 """``tpx.optim``: optimizers, learning-rate schedules and gradient clipping for TPX.
 
 >>> import tpx as tp, tpx.nn as nn, tpx.optim as optim
+>>> _ = tp.manual_seed(0)
 >>> model = nn.Linear(2, 1)
 >>> opt = optim.Adam(model.parameters(), lr=0.1)
 >>> x, y = tp.ones((4, 2)), tp.zeros((4, 1))
