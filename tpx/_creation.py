@@ -112,6 +112,26 @@ def randint(low: int, high: Any = None, size: Any = (), *, generator: Any = None
     return wrap(src.randint(low, high, tuple(size), **kwargs))
 
 
+def rand_like(x: Any, *, dtype: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+    """Uniform values in ``[0, 1)`` with the shape of ``x`` (and its dtype unless given).
+
+    >>> import tpx as tp
+    >>> tp.rand_like(tp.zeros(2, 3)).shape
+    (2, 3)
+    """
+    return rand(tuple(x.shape), dtype=dtype or x.dtype, requires_grad=requires_grad, **kwargs)
+
+
+def randn_like(x: Any, *, dtype: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+    """Standard normal values with the shape of ``x`` (and its dtype unless given).
+
+    >>> import tpx as tp
+    >>> tp.randn_like(tp.zeros(2, dtype=tp.float64)).dtype
+    dtype('float64')
+    """
+    return randn(tuple(x.shape), dtype=dtype or x.dtype, requires_grad=requires_grad, **kwargs)
+
+
 def randperm(n: int, *, generator: Any = None, dtype: Any = "int64", **kwargs: Any) -> Tensor:
     """A random permutation of ``0 .. n-1`` (int64), from P10's default generator or from
     ``generator``.

@@ -23,6 +23,7 @@ from tpx._mode import _GradModeContext
 __all__ = [
     "Size",
     "all",
+    "allclose",
     "any",
     "argmax",
     "argmin",
@@ -34,6 +35,7 @@ __all__ = [
     "concat",
     "cumsum",
     "eq",
+    "equal",
     "flip",
     "gather",
     "ge",
@@ -41,6 +43,7 @@ __all__ = [
     "index_select",
     "inference_mode",
     "is_tensor",
+    "isclose",
     "le",
     "log_softmax",
     "logsumexp",
@@ -719,3 +722,39 @@ def norm(x: Any, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False
     if p == math.inf:
         return p10.max(p10.abs(x), axis=axis, keepdims=keepdim)
     raise p10.ArgumentError(f"norm: p={p!r} is not supported; use 'fro', 2, 1 or inf")
+
+
+def equal(a: Any, b: Any) -> builtins.bool:
+    """Whether two tensors have the same shape and the same values (a Python bool, as
+    PyTorch's ``equal``; the elementwise comparison is ``eq`` or ``==``).
+
+    >>> import tpx as tp
+    >>> tp.equal(tp.ones(2), tp.ones(2)), tp.equal(tp.ones(2), tp.ones(3))
+    (True, False)
+    """
+    return tuple(a.shape) == tuple(b.shape) and builtins.bool(p10.all(p10.equal(a, b)))
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-8,
+            equal_nan: builtins.bool = False) -> Any:  # fmt: skip
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` (a bool tensor).
+
+    >>> import tpx as tp
+    >>> tp.isclose(tp.asarray([1.0, 2.0]), tp.asarray([1.0, 2.1])).tolist()
+    [True, False]
+    """
+    close = p10.abs(a - b) <= atol + rtol * p10.abs(b)
+    if equal_nan:
+        close = p10.logical_or(close, p10.logical_and(p10.isnan(a), p10.isnan(b)))
+    return close
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-8,
+             equal_nan: builtins.bool = False) -> builtins.bool:  # fmt: skip
+    """Whether every element of ``a`` is close to ``b`` (see :func:`isclose`).
+
+    >>> import tpx as tp
+    >>> tp.allclose(tp.ones(2), tp.ones(2) + 1e-9)
+    True
+    """
+    return builtins.bool(p10.all(isclose(a, b, rtol, atol, equal_nan)))

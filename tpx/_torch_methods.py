@@ -250,6 +250,88 @@ class TorchMethods:
         """Elementwise ``>=``."""
         return p10.greater_equal(self, other)
 
+    def contiguous(self, memory_format: Any = None) -> Any:
+        """Itself: P10 tensors need no contiguous copy before ``view``."""
+        return self
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """True (see :meth:`contiguous`)."""
+        return True
+
+    def type(self, dtype: Any = None) -> Any:
+        """This tensor converted to ``dtype``; without one, the dtype's name.
+
+        >>> import tpx as tp
+        >>> tp.ones(1).type(tp.float64).dtype, tp.ones(1).type()
+        (dtype('float64'), 'float32')
+        """
+        return self.dtype.name if dtype is None else self.astype(dtype, copy=False)
+
+    # -- in-place ops (recorded, and checked, as the operators' in-place forms) -----------------
+    def exp_(self) -> Any:
+        """In-place ``exp``; returns self."""
+        return self._assign(p10.exp(self))
+
+    def log_(self) -> Any:
+        """In-place ``log``; returns self."""
+        return self._assign(p10.log(self))
+
+    def sqrt_(self) -> Any:
+        """In-place ``sqrt``; returns self."""
+        return self._assign(p10.sqrt(self))
+
+    def abs_(self) -> Any:
+        """In-place ``abs``; returns self."""
+        return self._assign(p10.abs(self))
+
+    def neg_(self) -> Any:
+        """In-place negation; returns self."""
+        return self._assign(p10.negative(self))
+
+    def tanh_(self) -> Any:
+        """In-place ``tanh``; returns self."""
+        return self._assign(p10.tanh(self))
+
+    def sigmoid_(self) -> Any:
+        """In-place ``sigmoid``; returns self."""
+        return self._assign(p10.sigmoid(self))
+
+    def relu_(self) -> Any:
+        """In-place ``relu``; returns self."""
+        return self._assign(p10.relu(self))
+
+    def pow_(self, exponent: Any) -> Any:
+        """In-place ``pow``; returns self."""
+        return self._assign(p10.pow(self, exponent))
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Any:
+        """In-place ``clamp``; returns self."""
+        return self._assign(p10.clip(self, min, max))
+
+    clip_ = clamp_
+
+    def masked_fill_(self, mask: Any, value: Any) -> Any:
+        """In-place :meth:`masked_fill`; returns self."""
+        return self._assign(T.masked_fill(self, mask, value))
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Any:
+        """Fill with values drawn uniformly from ``[a, b)`` (an initialisation: do it under
+        ``no_grad`` for a leaf that requires grad); returns self.
+
+        >>> import tpx as tp
+        >>> x = tp.empty(3).uniform_(2.0, 3.0); bool(((x >= 2) & (x < 3)).all())
+        True
+        """
+        gen = generator if generator is not None else p10.random.default_generator
+        drawn = gen.uniform(a, b, self.shape, dtype=self.dtype, backend=self.backend)
+        return self._assign(_wrap(drawn))
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Any:
+        """Fill with values drawn from a normal distribution; returns self."""
+        gen = generator if generator is not None else p10.random.default_generator
+        drawn = gen.normal(mean, std, self.shape, dtype=self.dtype, backend=self.backend)
+        return self._assign(_wrap(drawn))
+
     def int(self) -> Any:
         """Converted to int32."""
         return self.astype("int32", copy=False)

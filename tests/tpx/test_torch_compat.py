@@ -280,3 +280,31 @@ def test_sort_argsort_gather_index_select_norm() -> None:
     ]
     with pytest.raises(ValueError, match="p=3"):
         tp.norm(x, p=3)
+
+
+def test_equal_allclose_contiguous_type_and_likes() -> None:
+    a = _x([1.0, 2.0])
+    assert tp.equal(a, a.clone()) is True and tp.equal(a, tp.ones(3)) is False
+    assert tp.allclose(a, a + 1e-9) and not tp.allclose(a, a + 1e-3)
+    assert tp.isclose(a, _x([1.0, 2.5])).tolist() == [True, False]
+    x = tp.zeros(2, 3).permute(1, 0).contiguous()
+    assert x.is_contiguous() and x.view(-1).shape == (6,)
+    assert a.type(tp.float32).dtype == np.float32 and a.type() == "float64"
+    assert tp.rand_like(a).dtype == np.float64 and tp.randn_like(a).shape == (2,)
+
+
+def test_in_place_methods_record_and_check() -> None:
+    w = _x([-1.0, 0.5, 2.0], requires_grad=True)
+    y = w * 1.0
+    y.clamp_(min=0.0).exp_()
+    y.sum().backward()
+    assert w.grad.tolist() == pytest.approx([0.0, np.exp(0.5), np.exp(2.0)])
+    with pytest.raises(InplaceError, match="leaf"):
+        w.uniform_(-1, 1)
+    with tp.no_grad():
+        w.uniform_(-1, 1, generator=tp.Generator().manual_seed(0)).normal_(0.0, 0.1)
+    assert w.requires_grad and w.is_leaf and float(w.abs().max()) < 1.0
+    m = _x([1.0, 2.0]).masked_fill_(_x([1.0, 2.0]) > 1.5, 0.0)
+    assert m.tolist() == [1.0, 0.0]
+    assert tp.nn.ReLU(inplace=True)(_x([-1.0, 1.0])).tolist() == [0.0, 1.0]
+    assert tp.nn.functional.relu(_x([-1.0]), inplace=True).tolist() == [0.0]
