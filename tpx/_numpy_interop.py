@@ -3,9 +3,10 @@
 ``ndarray + t``, ``np.float64(2) * t`` and ``np.exp(t)`` reach NumPy's ufunc protocol; the
 ufuncs TPX has ops for run as TPX ops (a tensor comes back, recorded). ``np.sum(t)`` and the
 other reductions reach ``__array_function__`` and run as TPX reductions, as NumPy calls a
-PyTorch tensor's own ``sum``. Anything else converts the tensors to arrays, as before, unless
-one of them requires grad in grad mode: then a ``TypeError`` names the function and the fix,
-instead of an array without a graph.
+PyTorch tensor's own ``sum``. Anything else converts the tensors to arrays, as before; when one
+of them requires grad in grad mode and the result holds floating values, a ``TypeError`` names
+the function and the fix instead of returning an array without a graph (a bool from
+``np.allclose`` or indices from ``np.argsort`` pass).
 """
 
 from __future__ import annotations
@@ -103,8 +104,21 @@ def _to_numpy(value: Any) -> Any:
     return value
 
 
-def _refuse_graph(what: str, values: Any) -> None:
-    if state.grad_enabled and any(t.requires_grad for t in _tensors(values)):
+def _floating(result: Any) -> bool:
+    """Whether ``result`` holds floating values (that a gradient could have flowed through)."""
+    if isinstance(result, (tuple, list)):
+        return any(_floating(r) for r in result)
+    return (
+        isinstance(result, (np.ndarray, np.generic, float))
+        and np.asarray(result).dtype.kind in "fc"
+    )
+
+
+def _refuse_graph(what: str, values: Any, result: Any) -> None:
+    """Raise when a floating result was computed from tensors that require grad (a bool from
+    ``np.allclose`` or indices from ``np.argsort`` carry no gradient, and pass)."""
+    grads = state.grad_enabled and any(t.requires_grad for t in _tensors(values))
+    if grads and _floating(result):
         raise TypeError(
             f"{what} on a tpx.Tensor that requires grad would return a NumPy array and drop "
             "the graph; use the tpx function or operator instead, or .detach() the tensor "
@@ -122,10 +136,11 @@ class NumpyInterop:
         fn = _UFUNCS.get(ufunc)
         if fn is not None and method == "__call__" and not kwargs:
             return fn(*inputs)
-        _refuse_graph(f"numpy.{ufunc.__name__}", inputs + tuple(kwargs.values()))
         args = _to_numpy(inputs)
-        kwargs = {k: _to_numpy(v) for k, v in kwargs.items()}
-        return getattr(ufunc, method)(*args, **kwargs)
+        arrays = {k: _to_numpy(v) for k, v in kwargs.items()}
+        result = getattr(ufunc, method)(*args, **arrays)
+        _refuse_graph(f"numpy.{ufunc.__name__}", inputs + tuple(kwargs.values()), result)
+        return result
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         fn = _FUNCTIONS.get(func)
@@ -134,5 +149,6 @@ class NumpyInterop:
                 return fn(*args, **kwargs)
             except _Fallback:
                 pass
-        _refuse_graph(f"numpy.{func.__name__}", args + tuple(kwargs.values()))
-        return func(*_to_numpy(args), **{k: _to_numpy(v) for k, v in kwargs.items()})
+        result = func(*_to_numpy(args), **{k: _to_numpy(v) for k, v in kwargs.items()})
+        _refuse_graph(f"numpy.{func.__name__}", args + tuple(kwargs.values()), result)
+        return result

@@ -191,7 +191,8 @@ def test_numpy_refuses_to_drop_the_graph() -> None:
     assert np.concatenate([t.detach(), t.detach()]).tolist() == [1.0, 2.0, 1.0, 2.0]
     with tp.no_grad():
         assert isinstance(np.arctan(t), np.ndarray)
-    assert np.allclose(t.detach(), [1.0, 2.0])
+    assert np.allclose(t.detach(), [1.0, 2.0]) and np.allclose(t, [1.0, 2.0])
+    assert np.argsort(t).tolist() == [0, 1] and np.array_equal(t, [1.0, 2.0])
 
 
 # -- new ops ---------------------------------------------------------------------------------
