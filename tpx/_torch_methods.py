@@ -11,6 +11,7 @@ from typing import Any
 
 import p10
 from tpx import _torch as T
+from tpx import _torch_ops as O
 
 
 class TorchMethods:
@@ -78,20 +79,20 @@ class TorchMethods:
 
     def squeeze(self, dim: Any = None, *, axis: Any = None) -> Any:
         """See :func:`tpx.squeeze` (a ``dim`` whose size is not 1 is kept, as PyTorch)."""
-        return T.squeeze(self, dim, axis=axis)
+        return O.squeeze(self, dim, axis=axis)
 
     def unsqueeze(self, dim: Any = None, *, axis: Any = None) -> Any:
         """See :func:`tpx.unsqueeze`."""
-        return T.unsqueeze(self, dim, axis=axis)
+        return O.unsqueeze(self, dim, axis=axis)
 
     def flip(self, *dims: Any, axis: Any = None) -> Any:
         """Reverse along ``dims``: ``flip(0)``, ``flip(0, 1)`` or ``flip((0, 1))``."""
         d = dims[0] if len(dims) == 1 else (dims or None)
-        return T.flip(self, d, axis=axis)
+        return O.flip(self, d, axis=axis)
 
     def t(self) -> Any:
         """See :func:`tpx.t`."""
-        return T.t(self)
+        return O.t(self)
 
     def repeat(self, *sizes: Any) -> Any:
         """Tile the tensor ``sizes`` times along each axis (PyTorch's ``repeat``, NumPy's
@@ -114,11 +115,11 @@ class TorchMethods:
 
     def split(self, split_size: Any, dim: int = 0) -> tuple:
         """See :func:`tpx.split` (chunks of ``split_size``, as PyTorch)."""
-        return T.split(self, split_size, dim)
+        return O.split(self, split_size, dim)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
         """See :func:`tpx.chunk`."""
-        return T.chunk(self, chunks, dim)
+        return O.chunk(self, chunks, dim)
 
     # -- reductions ---------------------------------------------------------------------------
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
@@ -188,43 +189,43 @@ class TorchMethods:
     # -- ops of PyTorch's -------------------------------------------------------------------
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
         """See :func:`tpx.topk`."""
-        return T.topk(self, k, dim, largest, sorted)
+        return O.topk(self, k, dim, largest, sorted)
 
     def roll(self, shifts: Any, dims: Any = None) -> Any:
         """See :func:`tpx.roll`."""
-        return T.roll(self, shifts, dims)
+        return O.roll(self, shifts, dims)
 
     def tril(self, diagonal: int = 0) -> Any:
         """See :func:`tpx.tril`."""
-        return T.tril(self, diagonal)
+        return O.tril(self, diagonal)
 
     def triu(self, diagonal: int = 0) -> Any:
         """See :func:`tpx.triu`."""
-        return T.triu(self, diagonal)
+        return O.triu(self, diagonal)
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
         """See :func:`tpx.sort`."""
-        return T.sort(self, dim, descending, stable)
+        return O.sort(self, dim, descending, stable)
 
     def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
         """See :func:`tpx.argsort`."""
-        return T.argsort(self, dim, descending, stable)
+        return O.argsort(self, dim, descending, stable)
 
     def gather(self, dim: int, index: Any) -> Any:
         """See :func:`tpx.gather`."""
-        return T.gather(self, dim, index)
+        return O.gather(self, dim, index)
 
     def index_select(self, dim: int, index: Any) -> Any:
         """See :func:`tpx.index_select`."""
-        return T.index_select(self, dim, index)
+        return O.index_select(self, dim, index)
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Any:
         """See :func:`tpx.norm`."""
-        return T.norm(self, p, dim, keepdim)
+        return O.norm(self, p, dim, keepdim)
 
     def masked_fill(self, mask: Any, value: Any) -> Any:
         """See :func:`tpx.masked_fill`."""
-        return T.masked_fill(self, mask, value)
+        return O.masked_fill(self, mask, value)
 
     def eq(self, other: Any) -> Any:
         """Elementwise ``==`` (a bool tensor)."""
@@ -312,7 +313,7 @@ class TorchMethods:
 
     def masked_fill_(self, mask: Any, value: Any) -> Any:
         """In-place :meth:`masked_fill`; returns self."""
-        return self._assign(T.masked_fill(self, mask, value))
+        return self._assign(O.masked_fill(self, mask, value))
 
     def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Any:
         """Fill with values drawn uniformly from ``[a, b)`` (an initialisation: do it under
