@@ -22,6 +22,7 @@ from tpx._mode import _GradModeContext
 
 __all__ = [
     "Size",
+    "SizeOf",
     "all",
     "any",
     "argmax",
@@ -65,6 +66,25 @@ class Size(tuple):
     def __getitem__(self, key: Any) -> Any:
         item = tuple.__getitem__(self, key)
         return Size(item) if isinstance(key, slice) else item
+
+
+class SizeOf(int):
+    """What ``Tensor.size`` gives: the number of elements (an int, as the Array API's ``size``
+    attribute), that called is PyTorch's ``size()`` method.
+
+    >>> s = SizeOf((2, 3))
+    >>> s + 0, s(), s(0)
+    (6, tpx.Size([2, 3]), 2)
+    """
+
+    # NOTE: an int subclass cannot have __slots__ with fields; the shape lives in __dict__
+    def __new__(cls, shape: tuple[int, ...]) -> SizeOf:
+        self = super().__new__(cls, math.prod(shape))
+        self.shape = tuple(shape)
+        return self
+
+    def __call__(self, dim: int | None = None) -> Any:
+        return Size(self.shape) if dim is None else self.shape[dim]
 
 
 # -- argument translation ---------------------------------------------------------------------

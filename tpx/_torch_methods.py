@@ -20,16 +20,18 @@ class TorchMethods:
     __slots__ = ()
 
     # -- shape and size -----------------------------------------------------------------------
-    def size(self, dim: int | None = None) -> Any:
-        """The shape as a :class:`~tpx._torch.Size`, or the size of ``dim``.
+    @property
+    def size(self) -> Any:
+        """PyTorch's ``size``: ``x.size()`` is the shape as a :class:`~tpx._torch.Size`,
+        ``x.size(i)`` the size of axis ``i``. Not called, ``x.size`` is the number of elements
+        (the Array API's attribute), so code written for P10 keeps working.
 
         >>> import tpx as tp
         >>> x = tp.zeros(2, 3)
-        >>> x.size(), x.size(-1)
-        (tpx.Size([2, 3]), 3)
+        >>> x.size(), x.size(-1), x.size == 6
+        (tpx.Size([2, 3]), 3, True)
         """
-        shape = self.shape
-        return T.Size(shape) if dim is None else shape[dim]
+        return T.SizeOf(self.shape)
 
     def numel(self) -> int:
         """The number of elements.

@@ -61,6 +61,7 @@ def test_size_numel_dim() -> None:
     assert x.size() == (2, 3, 4) and isinstance(x.size(), tp.Size) and x.size(-1) == 4
     assert x.numel() == 24 and x.dim() == 3 and x.size()[1:] == tp.Size((3, 4))
     assert repr(x.size()) == "tpx.Size([2, 3, 4])"
+    assert x.size == 24 and isinstance(x.size, int)  # not called: the Array API's attribute
 
 
 def test_positional_shapes() -> None:
