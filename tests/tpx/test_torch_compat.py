@@ -310,3 +310,16 @@ def test_in_place_methods_record_and_check() -> None:
     assert m.tolist() == [1.0, 0.0]
     assert tp.nn.ReLU(inplace=True)(_x([-1.0, 1.0])).tolist() == [0.0, 1.0]
     assert tp.nn.functional.relu(_x([-1.0]), inplace=True).tolist() == [0.0]
+
+
+def test_module_to_keeps_parameters_and_takes_devices() -> None:
+    m = tp.nn.Linear(2, 1)
+    w = m.weight
+    opt = tp.optim.SGD(m.parameters(), lr=0.1)
+    assert m.to("cpu") is m and m.to(tp.device("cpu"), tp.float64) is m and m.weight is w
+    assert w.dtype == np.float64 and m.cpu() is m
+    m(tp.ones(3, 2, dtype=tp.float64)).sum().backward()
+    opt.step()  # the optimizer built before .to() still updates the same parameters
+    assert w.grad.dtype == np.float64
+    with pytest.raises(tp.DeviceError):
+        m.to("cuda")
