@@ -11,7 +11,6 @@ finite results); the comparisons are skipped with the reason.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 import types
@@ -26,7 +25,6 @@ import tpx
 PROGRAMS = Path(__file__).parent / "programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("*.py"))
 TOL = 1e-10
-HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 _IMPORT = re.compile(r"^(import|from) torch\b")
 
@@ -144,7 +142,7 @@ def test_program_runs_on_tpx(name: str, tmp_path: Path) -> None:
     assert result["losses"][-1] < result["losses"][0]  # it trained
 
 
-@pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed: nothing to compare with")
 @pytest.mark.parametrize("name", NAMES)
 def test_program_matches_pytorch(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="PyTorch is not installed: nothing to compare with")
     compare(run(name, "tpx", tmp_path), run(name, "torch", tmp_path), name)
