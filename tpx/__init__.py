@@ -218,7 +218,8 @@ from tpx._torch_ops import (
     unsqueeze,
 )
 
-# PyTorch's dtype names (docs/porting-from-pytorch.md)
+# PyTorch's dtype names (docs/porting-from-pytorch.md); `float` and `int` stay out of __all__,
+# so that `from tpx import *` does not shadow the builtins
 float = float32
 double = float64
 short = int16
@@ -308,7 +309,6 @@ __all__ = [
     "finfo",
     "flatten",
     "flip",
-    "float",
     "float32",
     "float64",
     "floor",
@@ -332,7 +332,6 @@ __all__ = [
     "index_put",
     "index_select",
     "inference_mode",
-    "int",
     "int8",
     "int16",
     "int32",
