@@ -160,6 +160,7 @@ from tpx._mode import (
     scope,
     set_grad_enabled,
 )
+from tpx._overrides import RuleOverrideError, override_rule
 from tpx._tensor import Tensor
 from tpx._torch import (
     Size,
@@ -449,3 +450,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]  # fmt: skip
+__all__ += ["RuleOverrideError", "override_rule"]  # rule experiments (tpx._overrides)
