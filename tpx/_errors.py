@@ -43,3 +43,7 @@ class DefinitionError(TPXError, TypeError):
 class GradAssignmentError(TPXError, TypeError, RuntimeError):
     """``x.grad = value`` with a value that is not a tensor of ``x``'s shape and dtype (a
     ``TypeError`` for a wrong type and a ``RuntimeError`` otherwise, in PyTorch)."""
+
+
+class DeviceError(TPXError, RuntimeError):
+    """A tensor asked for a device TPX does not have (``.to("cuda")`` without a GPU backend)."""
