@@ -81,11 +81,15 @@ class Rule:
 
     ``save`` lists the input positions the rule reads from ``ctx.inputs``; ``save_output``
     says whether it reads ``ctx.output``. Nothing else is kept alive for backward.
+    ``cross`` (two inputs, as ``mul``): input ``i`` is read only for the other input's
+    gradient, so it is saved only when the other input requires grad (``x * 2`` keeps the
+    scalar, not ``x``, and a later ``x += ...`` does not invalidate the node).
     """
 
     vjp: Callable[..., tuple[Any, ...]]
     save: tuple[int, ...] = ()
     save_output: bool = False
+    cross: bool = False
 
 
 def _camel(name: str) -> str:
@@ -130,7 +134,9 @@ class GradFn(Node):
 
     ``in_meta``/``out_meta`` hold ``(shape, dtype)`` of each input and of the output;
     ``saved``/``versions`` the values the rule reads (inputs, then the output) and their
-    version counters at record time; ``code``/``lineno`` the user's source line.
+    version counters at record time; ``code``/``lineno`` the user's source line;
+    ``overrides`` which overridden rule/kernel computed it (``{"rule": "module:function",
+    "kernel": ...}``, see :func:`tpx.override_rule`), None for the built-in ones.
 
     >>> import tpx as tp
     >>> x = tp.ones((2, 3), requires_grad=True)
@@ -142,11 +148,13 @@ class GradFn(Node):
     out_meta: tuple = ()
     saved: tuple | None = None
     versions: tuple = ()
+    checksums: tuple | None = None  # of the saved values, under tp.set_saved_tensor_checks
     freed = False
     ctx: Any = None
     scope = ""
     code: Any = None
     lineno = 0
+    overrides: dict[str, str] | None = None
 
     def __init__(self, op: Any, params: dict, rule: Rule, edges: tuple, in_meta: tuple) -> None:
         self.seq = next(_seq)
