@@ -70,6 +70,7 @@ from tpx_inspect.errors import (
 )
 from tpx_inspect.export import render, to_dot, to_model_explorer, to_svg
 from tpx_inspect.format import load, save, schema_path, to_json
+from tpx_inspect.plans import capture_plan
 from tpx_inspect.records import (
     Accumulation,
     Edge,
@@ -112,6 +113,7 @@ __all__ = [
     "TraceFormatError",
     "View",
     "capture",
+    "capture_plan",
     "collapse",
     "gradcheck",
     "gradgradcheck",
