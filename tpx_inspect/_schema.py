@@ -139,9 +139,11 @@ class _Compiler:
             return self._any(s.get("oneOf") or s.get("anyOf") or [])
         kinds = _kinds(s)
         types = frozenset().union(*(_TYPES[k] for k in kinds)) if kinds else _ANY_TYPE
-        array = self._array(s, kinds)
-        parts = [p for p in (self._value(s), array, self._object(s, kinds)) if p]
-        every = array.every if kinds == {"array"} and array else _every(s, kinds, types)
+        array, obj = self._array(s, kinds), self._object(s, kinds)
+        parts = [p for p in (self._value(s), array, obj) if p]
+        every = _every(s, kinds, types)
+        if kinds in ({"array"}, {"object"}):
+            every = (array or obj).every  # type: ignore[union-attr]
         return _combine(types, kinds, parts, every)
 
     def _ref(self, name: str) -> Rule:
@@ -295,7 +297,21 @@ class _Compiler:
                     return p.at(k)
             return None
 
-        return Rule(ok, why)
+        def every(v: list) -> bool:
+            # NOTE: a list of objects (100,000 graphs) is checked field by field, as columns
+            if not set(map(type, v)) <= {dict}:
+                return False
+            if not props and other is _FREE:
+                return all(map(_free_ok, v))
+            for k in set().union(*v):
+                column = [d[k] for d in v if k in d]
+                if k in required and len(column) != len(v):
+                    return False
+                if not _all_ok(rule(k), column):
+                    return False
+            return not v or all(k in v[0] for k in required)  # a key that no object has
+
+        return Rule(ok, why, every)
 
 
 def _all_ok(rule: Rule, values: list) -> bool:
@@ -347,6 +363,8 @@ def _combine(types: frozenset, kinds: set[str], parts: list[Rule], every: Any) -
 
 def _every(s: dict[str, Any], kinds: set[str], types: frozenset) -> Callable[[list], bool] | None:
     """A C-speed check of a whole list of plain scalars (strings, integers, enums), or None."""
+    if not kinds and "enum" in s:
+        kinds, types = {"string"}, _TYPES["string"]  # an enum of strings (checked below)
     if not kinds or kinds & {"array", "object", "number", "boolean"} or "pattern" in s:
         return None
     if set(s) - {"type", "minimum", "maximum", "enum", "maxLength", "description"}:

@@ -80,7 +80,7 @@ def load_trace(path: str) -> Trace:
     ...
     tpx_inspect.cli.UsageFail: no trace at no/such/run (expected a trace .json file or a run folder)
     """
-    from tpx_inspect.server.store import trace_path
+    from tpx_inspect._util import trace_path  # NOTE: not the server's module: no FastAPI import
 
     p = trace_path(path)
     if not p.exists():
@@ -295,7 +295,11 @@ def serve(run_dirs: tuple[str, ...], host: str, port: int, open_browser: bool) -
     help="Graph whose nodes are listed.",
 )
 @click.option(
-    "--limit", type=click.IntRange(1), default=200, show_default=True, help="Most node rows shown."
+    "--limit",
+    type=click.IntRange(1),
+    default=200,
+    show_default=True,
+    help="Most graph rows and node rows shown.",
 )
 def show(trace: str, graph_id: int, limit: int) -> None:
     """Print the graphs of TRACE, then one graph's nodes in backward order.
@@ -307,7 +311,7 @@ def show(trace: str, graph_id: int, limit: int) -> None:
     t = load_trace(trace)
     graph = pick_graph(t, graph_id) if t.graphs else None
     console = _console()
-    console.print(tables.graphs_table(t))
+    console.print(tables.graphs_table(t, limit))
     if graph is not None:
         console.print(tables.nodes_table(graph, graph_id, limit))
 

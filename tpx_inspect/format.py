@@ -360,7 +360,7 @@ def _check_header(doc: Any, path: str) -> None:
     version = doc.get("version")
     if version not in SUPPORTED_VERSIONS:
         raise TraceFormatError(
-            f"{path}: trace format version {version!r} is not supported by this tpx_inspect "
+            f"{path}: trace format version {quote(version)} is not supported by this tpx_inspect "
             f"(it reads versions {', '.join(map(str, SUPPORTED_VERSIONS))}); re-capture the "
             "trace or upgrade tpx_inspect"
         )
@@ -451,7 +451,7 @@ def _load_run(r: dict, arrays: dict, store: ValueStore) -> Run:
         _arrays.check_table(key, arrays[key])
         tables[k] = arrays[key]
     _arrays.check_summaries(f"r{rid}.summaries", tables["summaries"], len(store))
-    checked: set = set()  # NOTE: 100,000 graphs of one structure share their checks
+    checked: dict = {}  # NOTE: 100,000 graphs of one structure share their checks
     graphs = tuple(_load_graph(rid, g, structures, tables, store, checked) for g in r["graphs"])
     e = r.get("error")
     err = None if e is None else ErrorInfo(e["type"], e["message"], e["traceback"])
@@ -479,25 +479,26 @@ def _load_nodes(cols: dict[str, list[Any]], sources: list[list]) -> NodeTable:
 
 
 def _load_graph(
-    rid: int, g: dict, structures: dict, tables: dict, store: ValueStore, checked: set
+    rid: int, g: dict, structures: dict, tables: dict, store: ValueStore, checked: dict
 ) -> Graph:
     gid = g["id"]
     if g["structure"] not in structures:
         raise TraceFormatError(f"graph {gid}: unknown structure {g['structure']}")
     nodes, roots = structures[g["structure"]]
-    if any(not 0 <= r < len(nodes) for r in roots):
-        raise TraceFormatError(f"structure {g['structure']}: a root is not one of its nodes")
-    parts = {}
-    for k in _TABLES:
-        lo, hi = g["rows"][k]
-        if not 0 <= lo <= hi <= len(tables[k]):
-            raise TraceFormatError(f"graph {gid}: rows {lo}:{hi} of {k!r} are out of range")
-        parts[k] = tables[k][lo:hi]
-    t = GraphTables(**parts)
-    key = (g["structure"], g["detail"], *(tuple(g["rows"][k]) for k in _TABLES))
-    if key not in checked:
+    rows = g["rows"]
+    key = (g["structure"], g["detail"], *map(tuple, map(rows.__getitem__, _TABLES)))
+    t = checked.get(key)  # NOTE: graphs with the same rows share one checked table set
+    if t is None:
+        if any(not 0 <= r < len(nodes) for r in roots):
+            raise TraceFormatError(f"structure {g['structure']}: a root is not one of its nodes")
+        parts = {}
+        for k in _TABLES:
+            lo, hi = rows[k]
+            if not 0 <= lo <= hi <= len(tables[k]):
+                raise TraceFormatError(f"graph {gid}: rows {lo}:{hi} of {k!r} are out of range")
+            parts[k] = tables[k][lo:hi]
+        t = checked[key] = GraphTables(**parts)
         _check_tables(gid, t, nodes, g["detail"])
-        checked.add(key)
     return Graph(
         gid, rid, g["step"], g["kind"], g["structure"], g["detail"], nodes, roots, t,
         g["peak_saved_bytes"], g["backward_seconds"], store,

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpx_inspect._util import TRACE_FILE, trace_path
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import Graph, Trace
 
 __all__ = ["TRACE_FILE", "RunEntry", "RunStore", "UnknownId", "trace_path", "valid_id"]
 
-TRACE_FILE = "trace.json"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -40,16 +40,6 @@ class UnknownId(KeyError):
 def valid_id(text: str) -> bool:
     """True for ids made of letters, digits, ``.``, ``_`` and ``-`` (no path separators)."""
     return bool(_ID.fullmatch(text)) and ".." not in text
-
-
-def trace_path(path: str | os.PathLike[str]) -> Path:
-    """The trace file of ``path``: itself when a file, ``path/trace.json`` for a run folder.
-
-    >>> str(trace_path("tpx-runs/mlp")).endswith("trace.json")
-    True
-    """
-    p = Path(path)
-    return p / TRACE_FILE if p.is_dir() or not p.suffix else p
 
 
 @dataclass
