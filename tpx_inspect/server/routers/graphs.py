@@ -11,7 +11,7 @@ from fastapi.responses import Response
 
 from tpx_inspect.checks import from_trace_graph, run_graph_checks
 from tpx_inspect.checks.runner import GRAPH_CHECKS
-from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
+from tpx_inspect.outputs import EXPORT_FORMATS, MEDIA_TYPES, export_bytes
 from tpx_inspect.server import models as m
 from tpx_inspect.server import views
 from tpx_inspect.server.deps import (
@@ -171,7 +171,10 @@ ExportFormat = Literal["dot", "svg", "png", "pdf", "json", "model-explorer", "ht
     response_class=Response,
     responses={
         **NOT_FOUND,
-        200: {"content": {"text/vnd.graphviz": {}, "image/svg+xml": {}, "image/png": {}}},
+        200: {
+            "content": {MEDIA_TYPES[f]: {} for f in SERVER_EXPORTS},
+            "description": "the graph in the format asked for",
+        },
         409: {"model": m.ErrorBody, "description": "Graphviz missing or too slow"},
     },
 )
