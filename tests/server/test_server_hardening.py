@@ -161,8 +161,9 @@ def test_openapi_documents_every_response_type(client):
     export = spec["paths"]["/api/runs/{run_id}/graphs/{graph_id}/export"]["get"]["responses"]
     assert set(export["200"]["content"]) == {MEDIA_TYPES[f] for f in SERVER_EXPORTS}
     for path, ops in spec["paths"].items():
-        if path.startswith("/api"):
-            assert {"403", "409", "413", "414"} <= set(ops["get"]["responses"]), path
+        for method, op in ops.items():
+            if path.startswith("/api"):
+                assert {"403", "409", "413", "414"} <= set(op["responses"]), (path, method)
 
 
 def test_self_contained_traces_are_served(tmp_path, runs_dir):

@@ -28,8 +28,9 @@ from tpx_inspect.errors import InspectError
 from tpx_inspect.server.deps import Settings
 from tpx_inspect.server.graphview import LayoutCache
 from tpx_inspect.server.guard import Guard
+from tpx_inspect.server.jobs import Cancelled, JobPool, UnknownJob
 from tpx_inspect.server.models import ErrorBody
-from tpx_inspect.server.routers import diff, graphs, runs
+from tpx_inspect.server.routers import diff, graphs, jobs, runs
 from tpx_inspect.server.store import RunStore, UnknownId
 
 __all__ = ["WEB_DIR", "create_app"]
@@ -84,9 +85,12 @@ def create_app(
     app.state.store = store if store is not None else RunStore(list(run_dirs))
     app.state.settings = settings or Settings()
     app.state.cache = LayoutCache(app.state.settings.cache_size)
+    app.state.jobs = JobPool(app.state.settings.job_workers)
     app.add_exception_handler(UnknownId, _error(404))
+    app.add_exception_handler(UnknownJob, _error(404))
     app.add_exception_handler(InspectError, _error(409))
-    for r in (runs.router, graphs.router, diff.router):
+    app.add_exception_handler(Cancelled, _error(409))
+    for r in (runs.router, graphs.router, diff.router, jobs.router):
         app.include_router(r, responses=COMMON_RESPONSES)
     if cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET"])

@@ -9,9 +9,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from tpx_inspect.checks import from_trace_graph, run_graph_checks
 from tpx_inspect.checks.runner import GRAPH_CHECKS
-from tpx_inspect.outputs import EXPORT_FORMATS, MEDIA_TYPES, export_bytes
+from tpx_inspect.outputs import EXPORT_FORMATS, MEDIA_TYPES
 from tpx_inspect.server import models as m
 from tpx_inspect.server import views
 from tpx_inspect.server.deps import (
@@ -25,6 +24,7 @@ from tpx_inspect.server.deps import (
     settings_of,
 )
 from tpx_inspect.server.graphview import State, build_view, scopes_of
+from tpx_inspect.server.routers import jobs
 from tpx_inspect.server.store import UnknownId
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["graphs"])
@@ -151,16 +151,8 @@ async def get_checks(
 ) -> m.CheckReport:
     """The graph checks on the saved values of this graph (no user code is executed; nodes
     whose values were not kept are skipped, and the report says so). Cached per graph."""
-    _, _, g = graph_for(request, run_id, graph_id)
-    names = tuple(check) or GRAPH_CHECKS
-    key = ("checks", run_id, graph_id, id(g), names)
-    cache = cache_of(request)
-    hit = cache.get(key)
-    if hit is None:
-        report = await run_in_threadpool(lambda: run_graph_checks(from_trace_graph(g), names))
-        hit = (views.check_report(run_id, graph_id, report), g)
-        cache.put(key, hit)
-    return hit[0]
+    # NOTE: a background job (bounded pool, shared by equal requests, result kept)
+    return await jobs.wait(jobs.checks_job(request, run_id, graph_id, tuple(check) or GRAPH_CHECKS))
 
 
 ExportFormat = Literal["dot", "svg", "png", "pdf", "json", "model-explorer", "html"]
@@ -183,9 +175,7 @@ async def export_graph(
 ) -> Response:
     """The graph as a file: DOT, SVG, PNG, PDF (these three need Graphviz), the trace JSON of
     this graph, Model Explorer JSON, or a self-contained HTML page."""
-    _, trace, g = graph_for(request, run_id, graph_id)
-    timeout = max(settings_of(request).layout_timeout, 10.0)
-    data, media = await run_in_threadpool(export_bytes, trace, g, format, timeout=timeout)
+    data, media = await jobs.wait(jobs.export_job(request, run_id, graph_id, format))
     ext = {"model-explorer": "me.json"}.get(format, format)
     name = f"{run_id}-graph{graph_id}.{ext}"
     return Response(
