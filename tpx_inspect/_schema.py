@@ -365,10 +365,11 @@ def _every(s: dict[str, Any], kinds: set[str], types: frozenset) -> Callable[[li
     """A C-speed check of a whole list of plain scalars (strings, integers, enums), or None."""
     if not kinds and "enum" in s:
         kinds, types = {"string"}, _TYPES["string"]  # an enum of strings (checked below)
-    if not kinds or kinds & {"array", "object", "number", "boolean"} or "pattern" in s:
+    if not kinds or kinds & {"array", "object", "number", "boolean"}:
         return None
-    if set(s) - {"type", "minimum", "maximum", "enum", "maxLength", "description"}:
+    if set(s) - {"type", "minimum", "maximum", "enum", "maxLength", "pattern", "description"}:
         return None
+    regex = re.compile(s["pattern"]) if "pattern" in s else None
     lo, hi = s.get("minimum", -math.inf), s.get("maximum", math.inf)
     limit = s.get("maxLength", MAX_STRING)
     allowed = frozenset(s["enum"]) if "enum" in s else None
@@ -386,6 +387,8 @@ def _every(s: dict[str, Any], kinds: set[str], types: frozenset) -> Callable[[li
             strs = set(v) if ts == {str} else {x for x in v if type(x) is str}
             if allowed is not None and not strs <= allowed:
                 return False
+            if regex is not None and not all(regex.search(x) for x in strs):
+                return False  # NOTE: each distinct string once: 100,000 dtypes are a few names
             return max(map(len, strs)) <= limit
         return True
 

@@ -104,3 +104,30 @@ def test_cancel_a_queued_and_a_running_job():
     again = pool.submit("slow", "demo", lambda progress: "rerun")  # a cancelled job restarts
     assert again.id != running.id and again.future.result(10) == "rerun"
     pool.shutdown()
+
+
+def test_eight_clients_asking_for_one_graphs_checks_share_one_run(runs_dir, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastapi.testclient import TestClient
+
+    from tpx_inspect.server import create_app
+    from tpx_inspect.server.routers import jobs as jobs_router
+
+    calls = []
+    real = jobs_router.run_graph_checks
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        time.sleep(0.3)  # long enough for the eight requests to overlap
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jobs_router, "run_graph_checks", counted)
+    client = TestClient(create_app([runs_dir]))
+    url = "/api/runs/scoped/graphs/1/checks"
+    with ThreadPoolExecutor(8) as ex:
+        answers = list(ex.map(lambda _: client.get(url), range(8)))
+        light = client.get("/api/runs")  # answered meanwhile: not queued behind the checks
+    assert light.status_code == 200
+    assert [a.status_code for a in answers] == [200] * 8
+    assert len({a.text for a in answers}) == 1 and len(calls) == 1
