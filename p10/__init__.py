@@ -121,6 +121,12 @@ from p10._index_ops import getitem, index_add, index_put, nonzero, take, take_al
 from p10._indexing import IndexSlot
 from p10._nn import avg_pool2d, conv2d, fold, log_softmax, max_pool2d, softmax, unfold
 from p10._ops import OP_INFO, Op
+from p10._overrides import (
+    KernelOverrideError,
+    add_kernel_override_listener,
+    kernel_overrides,
+    override_kernel,
+)
 from p10._reductions import (
     all,
     any,
@@ -190,6 +196,7 @@ __all__ = [
     "Handle",
     "IndexOutOfRangeError",
     "IndexSlot",
+    "KernelOverrideError",
     "MissingKernelError",
     "Op",
     "P10Error",
@@ -197,6 +204,7 @@ __all__ = [
     "Tensor",
     "abs",
     "add",
+    "add_kernel_override_listener",
     "all",
     "any",
     "apply",
@@ -266,6 +274,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "kernel_overrides",
     "less",
     "less_equal",
     "linspace",
@@ -298,6 +307,7 @@ __all__ = [
     "ones_like",
     "op_from_name",
     "outer",
+    "override_kernel",
     "pad",
     "permute_dims",
     "pi",

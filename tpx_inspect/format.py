@@ -36,6 +36,7 @@ from tpx_inspect.records import (
     ValueStore,
 )
 from tpx_inspect.summary import PREVIEW
+from tpx_inspect.tables import OPTIONAL_NODE_FIELDS
 
 FORMAT = "tpx_inspect.trace"
 VERSION = 1
@@ -458,12 +459,15 @@ def _load_run(r: dict, arrays: dict, store: ValueStore) -> Run:
     return Run(rid, r["name"], r["status"], r["steps"], r["policy"], graphs, err)
 
 
+_ALL_NODE_FIELDS = {*NODE_FIELDS, *OPTIONAL_NODE_FIELDS}
+
+
 def _load_nodes(cols: dict[str, list[Any]], sources: list[list]) -> NodeTable:
     n = len(cols["kind"])
-    # NOTE: columns this version does not know (a newer minor version) are dropped; known
-    # optional ones that an older trace lacks are filled with None
-    cols = {f: cols[f] if f in cols else [None] * n for f in NODE_FIELDS}
-    for f in NODE_FIELDS:
+    # NOTE: columns this version does not know (a newer minor version) are dropped; the
+    # optional ones (OPTIONAL_NODE_FIELDS) may be absent (older traces)
+    cols = {f: v for f, v in cols.items() if f in _ALL_NODE_FIELDS}
+    for f in cols:
         if not isinstance(cols[f], list) or len(cols[f]) != n:
             raise TraceFormatError(f"node column {f!r} is not a list of {n} entries")
     try:

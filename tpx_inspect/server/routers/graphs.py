@@ -149,8 +149,10 @@ async def get_checks(
     graph_id: GraphId,
     check: Annotated[list[CheckName], Query(description="checks to run (default: all)")] = [],  # noqa: B006
 ) -> m.CheckReport:
-    """The graph checks on the saved values of this graph (no user code is executed; nodes
-    whose values were not kept are skipped, and the report says so). Cached per graph."""
+    """The graph checks on the saved values of this graph (no user code is imported or run:
+    nodes whose values were not kept, and custom Function nodes, are skipped, and the report
+    says why). Live verdicts recorded with ``tpx-inspect run --check`` fill in the Function
+    nodes. Cached per graph."""
     # NOTE: a background job (bounded pool, shared by equal requests, result kept)
     return await jobs.wait(jobs.checks_job(request, run_id, graph_id, tuple(check) or GRAPH_CHECKS))
 

@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from tpx_inspect.checks import from_trace_graph, run_graph_checks
+from tpx_inspect.checks.functions import live_verdicts, merge_live
 from tpx_inspect.checks.runner import GRAPH_CHECKS
 from tpx_inspect.diff import diff_graphs
 from tpx_inspect.outputs import export_bytes
@@ -35,7 +36,7 @@ router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
 RunQ = Annotated[str, Query(pattern=RUN_ID_PATTERN, description="run id")]
 GraphQ = Annotated[int, Query(ge=0, le=10**9, description="graph id")]
-CheckName = Literal["local", "accumulation", "kernel", "order", "nonfinite"]
+CheckName = Literal[GRAPH_CHECKS]  # type: ignore[valid-type]  # the runner's list, derived
 ExportFormat = Literal["dot", "svg", "png", "pdf", "json", "model-explorer", "html"]
 NOT_FOUND = {404: {"model": m.ErrorBody}}
 JobId = Annotated[str, Path(max_length=40, description="a job id from POST /api/jobs/...")]
@@ -79,14 +80,15 @@ async def wait(job: Job) -> Any:
 
 def checks_job(request: Request, run_id: str, graph_id: int, names: tuple[str, ...]) -> Job:
     """The job running ``names`` on a graph (an answer model as its result)."""
-    _, _, g = graph_for(request, run_id, graph_id)
+    _, trace, g = graph_for(request, run_id, graph_id)
 
     def work(progress: Any) -> m.CheckReport:
         def step(name: str, k: int, total: int) -> None:
             progress(k, total, f"check {name}")
 
-        report = run_graph_checks(from_trace_graph(g), names, progress=step)
-        return views.check_report(run_id, graph_id, report)
+        report = run_graph_checks(from_trace_graph(g, meta=trace.meta), names, progress=step)
+        live = live_verdicts(trace.meta, g.id)  # verdicts of `run --check` for Function nodes
+        return views.check_report(run_id, graph_id, merge_live(report, live, g), live)
 
     # NOTE: id(g) is in the key and the job holds g: a reloaded trace is a new job
     return jobs_of(request).submit(("checks", run_id, graph_id, id(g), names), "checks", work)
