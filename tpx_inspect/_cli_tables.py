@@ -16,6 +16,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from tpx_inspect._util import paused_gc
 from tpx_inspect.diff import GraphDiff
 from tpx_inspect.records import SUMMARY_COLUMNS, Graph, Trace
 
@@ -78,12 +79,22 @@ def graphs_table(trace: Trace, limit: int = 200) -> Table:
     return table
 
 
+def _first_rows(order: tuple[int, ...], total: int, limit: int) -> list[int]:
+    """The first ``limit`` node ids: backward order, then the nodes backward did not run
+    (linear: a set rebuilt per node made ``show`` quadratic)."""
+    ids = list(order[:limit])
+    if len(ids) < limit:
+        ran = set(order)
+        ids += [i for i in range(total) if i not in ran][: limit - len(ids)]
+    return ids
+
+
 def nodes_table(graph: Graph, graph_id: int, limit: int = 200) -> Table:
     """The nodes of ``graph`` in backward order (then those backward did not run)."""
-    ran = list(graph.order)
-    done = set(ran)  # NOTE: built once: a set per node made this quadratic
-    ids = ran + [i for i in range(len(graph.nodes)) if i not in done]
-    table = Table(title=f"graph {graph_id}: nodes in backward order ({len(ids)})")
+    total = len(graph.nodes)
+    with paused_gc():  # NOTE: 100,000 order entries: no cycles, nothing for the collector
+        ids = _first_rows(graph.order, total, limit)
+    table = Table(title=f"graph {graph_id}: nodes in backward order ({total})")
     for col in ("order", "id", "op", "kind", "scope", "shape", "dtype", "grad norm",
                 "fwd ms", "bwd ms", "saved"):  # fmt: skip
         table.add_column(
@@ -101,8 +112,8 @@ def nodes_table(graph: Graph, graph_id: int, limit: int = 200) -> Table:
             n.dtype, _num(norm), _ms(st.forward_seconds), _ms(st.backward_seconds),
             _bytes(n.saved_bytes) if n.saved_bytes else "",
         )  # fmt: skip
-    if len(ids) > limit:
-        table.caption = f"{len(ids) - limit} more rows: raise --limit"
+    if total > limit:
+        table.caption = f"{total - limit} more rows: raise --limit"
     return table
 
 
