@@ -26,7 +26,9 @@ from rich.console import Console
 import tpx_inspect
 from tpx_inspect import _cli_tables as tables
 from tpx_inspect._cli_ab import ab as ab_command
+from tpx_inspect._deps import missing_message, missing_modules, optional_module_of
 from tpx_inspect.errors import InspectError
+from tpx_inspect.export.render import INSTALL_HINT, graphviz_available
 from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
 from tpx_inspect.records import Graph, Trace
 from tpx_inspect.script import ScriptError, check_script, run_captured
@@ -35,6 +37,8 @@ __all__ = ["cli", "main"]
 
 VERSION = "0.1.0"
 EXAMPLE = "\b\nExample:\n  "
+EXAMPLES_DIR = Path(tpx_inspect.__file__).parent / "examples"
+"""The examples shipped in the wheel (in a checkout, a link to the repository's examples/)."""
 
 
 class UsageFail(click.ClickException):
@@ -57,6 +61,10 @@ class Cli(click.Group):
             raise UsageFail(exc.format_message()) from None
         except click.ClickException:
             raise
+        except ModuleNotFoundError as exc:
+            if ctx.params.get("debug") or optional_module_of(exc) is None:
+                raise
+            raise UsageFail(missing_message([optional_module_of(exc)])) from None
         except (InspectError, ScriptError, ValueError, KeyError, OSError) as exc:
             if ctx.params.get("debug"):
                 raise
@@ -395,8 +403,11 @@ def export(trace: str, fmt: str | None, graph_id: int, output: str, timeout: flo
     fmt = fmt or Path(output).suffix.lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
         fail(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
+    if fmt in ("svg", "png", "pdf", "html") and not graphviz_available():
+        fail(f"{fmt} export: {INSTALL_HINT}")
     t = load_trace(trace)
-    data, _ = export_bytes(t, pick_graph(t, graph_id), fmt, timeout=timeout)
+    # NOTE: an HTML page without its picture is an error here, not a page of DOT source
+    data, _ = export_bytes(t, pick_graph(t, graph_id), fmt, timeout=timeout, require_picture=True)
     Path(output).write_bytes(data)
     click.echo(f"wrote {output} ({fmt}, {len(data)} bytes)")
 
@@ -429,6 +440,46 @@ def diff(trace_a: str, trace_b: str, graph_a: int, graph_b: int, show_all: bool,
         click.echo(model.model_dump_json(indent=1))
         return
     tables.print_diff(_console(), d, show_all)
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="Train for 2 epochs instead of 20 (seconds).")
+@click.option(
+    "--serve/--no-serve",
+    default=True,
+    show_default=True,
+    help="Serve the viewer on the run, until Ctrl-C.",
+)
+@click.option("-o", "--out", type=click.Path(file_okay=False), help="Run folder to write.")
+@click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="With --serve: port (0 picks a free one).",
+)
+@click.pass_context
+def demo(ctx: click.Context, quick: bool, serve: bool, out: str | None, open_browser: bool,
+         host: str, port: int) -> None:  # fmt: skip
+    """Train the MLP example shipped with tpx under capture, then serve the viewer on its run:
+    `tpx-inspect run <examples>/train_mlp.py --serve` with the installed copy of the example.
+    The run folder goes to ./tpx-runs/train_mlp-<time> unless -o is given.
+
+    \b
+    Example:
+      tpx-inspect demo --quick --port 0
+      tpx-inspect demo --quick --no-serve -o demo-run
+    """
+    script = EXAMPLES_DIR / "train_mlp.py"
+    if not script.is_file():
+        fail(f"the examples are missing from this install (no {script}); reinstall tpx")
+    if missing_modules(["sklearn"]):  # the digits the example trains on
+        fail(missing_message(["sklearn"], "tpx-inspect demo"))
+    click.echo(f"tpx-inspect demo: training {script}{' --quick' if quick else ''} under capture")
+    ctx.invoke(run, script=str(script), args=("--quick",) if quick else (), out=out,
+               serve=serve, open_browser=open_browser, host=host, port=port)  # fmt: skip
 
 
 def _progress_report(run_checks: Any, as_json: bool) -> Any:
