@@ -31,7 +31,7 @@ from tpx_inspect.errors import InspectError
 from tpx_inspect.export.render import INSTALL_HINT, graphviz_available
 from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
 from tpx_inspect.records import Graph, Trace
-from tpx_inspect.script import ScriptError, check_script, run_captured
+from tpx_inspect.script import ScriptError, TerminationGuard, check_script, run_captured
 
 __all__ = ["cli", "main"]
 
@@ -202,6 +202,13 @@ def _allowed(host: str, extra: tuple[str, ...]) -> tuple[str, ...] | None:
     help="Largest tensor (elements) kept under --values small.",
 )
 @click.option(
+    "--threads",
+    type=click.Choice(["all", "current"]),
+    default="all",
+    show_default=True,
+    help="Record backward passes of every thread, or of the script's main thread only.",
+)
+@click.option(
     "--check",
     "live_check",
     is_flag=True,
@@ -220,13 +227,15 @@ def _allowed(host: str, extra: tuple[str, ...]) -> tuple[str, ...] | None:
 )
 @click.pass_context
 def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None, policy: str,
-        values: str, value_limit: int, live_check: bool, serve: bool, open_browser: bool,
-        host: str, port: int) -> None:  # fmt: skip
+        values: str, value_limit: int, threads: str, live_check: bool, serve: bool,
+        open_browser: bool, host: str, port: int) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] as `python SCRIPT ARGS` would, under capture.
 
     The trace goes to a run folder (default ./tpx-runs/<script>-<time>), also when the script
-    fails; the script's exit code is passed through. Options of the script that clash with
-    these go after `--`.
+    fails, is stopped by SIGTERM, SIGHUP or Ctrl-C (the process then ends by that signal), and
+    after every kept step (a run killed outright keeps its last completed step). The script's
+    exit code is passed through, also when the trace cannot be saved (the reason goes to
+    stderr). Options of the script that clash with these go after `--`.
 
     \b
     Example:
@@ -234,24 +243,59 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
       tpx-inspect run train.py --serve --policy first:5,nonfinite -- --epochs 3
     """
     path = check_script(script)
-    cap = tpx_inspect.Capture(policy, values=values, value_limit=value_limit, name=path.stem)
     folder = _run_folder(out, path.stem)
     folder.mkdir(parents=True, exist_ok=True)
+    # NOTE: resolved before the script runs: a script that changes directory moves nothing
+    trace_file = folder.resolve() / "trace.json"
+    cap = tpx_inspect.Capture(
+        policy, values=values, value_limit=value_limit, name=path.stem, threads=threads,
+        checkpoint=str(trace_file),
+    )  # fmt: skip
     server = _start_live(cap, folder.name, host, port, open_browser) if serve else None
-    result = run_captured(cap, path, list(args))
-    if result.traceback:
-        click.echo(result.traceback, err=True, nl=False)  # as `python SCRIPT` would show it
-    trace_file = folder / "trace.json"
-    trace = _annotated(cap.trace, live_check)
-    trace.save(str(trace_file))
-    tables.print_run_summary(_console(), trace, trace_file, result)
+    with TerminationGuard() as guard:
+        result = run_captured(cap, path, list(args))
+        guard.defer()  # a second signal must not cut the save short
+        if result.traceback:
+            click.echo(result.traceback, err=True, nl=False)  # as `python SCRIPT` would show it
+        trace = _annotated(cap.trace, live_check)
+        saved = _save_run(cap, trace, trace_file)
+        tables.print_run_summary(_console(), trace, folder / "trace.json", result)
+    signum = result.signal or guard.pending
     if server is not None:
+        _serve_after_run(server, trace_file if saved else None, signum is None)
+    if signum is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        TerminationGuard.exit_by_signal(signum)
+    ctx.exit(result.exit_code)
+
+
+def _save_run(cap: Any, trace: Trace, trace_file: Path) -> bool:
+    """Save the run's trace; on failure (disk full, ...) say why on stderr and go on, so
+    that the script's own exit code is kept. A checkpoint, if any was written, stays."""
+    if cap.checkpoint_error:
+        click.echo(f"tpx-inspect: checkpoints stopped: {cap.checkpoint_error}", err=True)
+    try:
+        cap.save(str(trace_file), trace)
+        return True
+    except (OSError, ValueError) as exc:
+        kept = "" if cap.checkpoint_error else "; the last checkpoint (if any) is kept there"
+        click.echo(
+            f"tpx-inspect: could not save the trace to {trace_file}: "
+            f"{type(exc).__name__}: {exc}{kept}",
+            err=True,
+        )
+        return False
+
+
+def _serve_after_run(server: _Live, trace_file: Path | None, wait: bool) -> None:
+    if trace_file is not None:
         server.entry.finish(trace_file)
+    if wait:
         click.echo(f"tpx-inspect: serving {server.url}#run={server.entry.id} until Ctrl-C")
         sys.stdout.flush()
         _wait_forever()
-        server.thread.stop()
-    ctx.exit(result.exit_code)
+    server.thread.stop()
 
 
 def _annotated(trace: Trace, live_check: bool) -> Trace:
