@@ -12,11 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from tpx_inspect._util import paused_gc
 from tpx_inspect.diff import GraphDiff
-from tpx_inspect.records import Graph, Trace
+from tpx_inspect.records import SUMMARY_COLUMNS, Graph, Trace
+
+_NAN, _INF = SUMMARY_COLUMNS.index("nan"), SUMMARY_COLUMNS.index("inf")
 
 __all__ = ["graphs_table", "nodes_table", "print_diff", "print_run_summary"]
 
@@ -46,19 +50,26 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def _nonfinite(g: Graph) -> int:
-    return sum(
-        (s.output is not None and not s.output.finite) or (s.grad is not None and not s.grad.finite)
-        for s in g.stats
-    )
+    """Nodes whose output or gradient holds NaN/Inf, read from the summary table at once."""
+    t = g.tables
+    if not len(t.summaries):
+        return 0
+    bad_row = (t.summaries[:, [_NAN, _INF]] > 0).any(axis=1)
+    rows = t.nodes[:, :2].astype(np.int64)  # output and gradient summary rows, -1 for none
+    return int((bad_row[np.maximum(rows, 0)] & (rows >= 0)).any(axis=1).sum())
 
 
-def graphs_table(trace: Trace) -> Table:
-    """One row per graph: id, capture, step, kind, nodes, non-finite nodes, memory, time."""
-    table = Table(title="graphs")
+def graphs_table(trace: Trace, limit: int = 200) -> Table:
+    """One row per graph: id, capture, step, kind, nodes, non-finite nodes, memory, time
+    (the first ``limit`` graphs; a trace may hold 100,000)."""
+    graphs = trace.graphs
+    table = Table(title=f"graphs ({len(graphs)})")
     for col in ("graph", "capture", "step", "kind", "detail", "nodes", "non-finite",
                 "peak saved", "backward ms"):  # fmt: skip
         table.add_column(col, justify="right" if col not in ("kind", "detail") else "left")
-    for i, g in enumerate(trace.graphs):
+    if len(graphs) > limit:
+        table.caption = f"{len(graphs)} graphs, the first {limit} shown: raise --limit"
+    for i, g in enumerate(graphs[:limit]):
         bad = _nonfinite(g)
         table.add_row(
             str(i), str(g.run), str(g.step), g.kind, g.detail, str(len(g.nodes)),
@@ -68,12 +79,22 @@ def graphs_table(trace: Trace) -> Table:
     return table
 
 
+def _first_rows(order: tuple[int, ...], total: int, limit: int) -> list[int]:
+    """The first ``limit`` node ids: backward order, then the nodes backward did not run
+    (linear: a set rebuilt per node made ``show`` quadratic)."""
+    ids = list(order[:limit])
+    if len(ids) < limit:
+        ran = set(order)
+        ids += [i for i in range(total) if i not in ran][: limit - len(ids)]
+    return ids
+
+
 def nodes_table(graph: Graph, graph_id: int, limit: int = 200) -> Table:
     """The nodes of ``graph`` in backward order (then those backward did not run)."""
-    ran = list(graph.order)
-    rest = [i for i in range(len(graph.nodes)) if i not in set(ran)]
-    ids = ran + rest
-    table = Table(title=f"graph {graph_id}: nodes in backward order ({len(ids)})")
+    total = len(graph.nodes)
+    with paused_gc():  # NOTE: 100,000 order entries: no cycles, nothing for the collector
+        ids = _first_rows(graph.order, total, limit)
+    table = Table(title=f"graph {graph_id}: nodes in backward order ({total})")
     for col in ("order", "id", "op", "kind", "scope", "shape", "dtype", "grad norm",
                 "fwd ms", "bwd ms", "saved"):  # fmt: skip
         table.add_column(
@@ -91,8 +112,8 @@ def nodes_table(graph: Graph, graph_id: int, limit: int = 200) -> Table:
             n.dtype, _num(norm), _ms(st.forward_seconds), _ms(st.backward_seconds),
             _bytes(n.saved_bytes) if n.saved_bytes else "",
         )  # fmt: skip
-    if len(ids) > limit:
-        table.caption = f"{len(ids) - limit} more rows: raise --limit"
+    if total > limit:
+        table.caption = f"{total - limit} more rows: raise --limit"
     return table
 
 

@@ -1,4 +1,4 @@
-"""Small helpers shared by capture and the trace format."""
+"""Small helpers shared by capture, the trace format, the CLI and the server."""
 
 from __future__ import annotations
 
@@ -8,6 +8,20 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+
+TRACE_FILE = "trace.json"
+"""The trace file of a run folder (its sidecar is ``trace.npz``)."""
+
+
+def trace_path(path: str | os.PathLike[str]) -> Path:
+    """The trace file of ``path``: itself when a file, ``path/trace.json`` for a run folder.
+
+    >>> str(trace_path("tpx-runs/mlp")).endswith("trace.json")
+    True
+    """
+    p = Path(path)
+    return p / TRACE_FILE if p.is_dir() or not p.suffix else p
 
 
 @contextmanager

@@ -89,7 +89,7 @@ def load_trace(path: str) -> Trace:
     ...
     tpx_inspect.cli.UsageFail: no trace at no/such/run (expected a trace .json file or a run folder)
     """
-    from tpx_inspect.server.store import trace_path
+    from tpx_inspect._util import trace_path  # NOTE: not the server's module: no FastAPI import
 
     p = trace_path(path)
     if not p.exists():
@@ -141,22 +141,40 @@ def _run_folder(out: str | None, name: str) -> Path:
     return folder
 
 
-def _host_warning(host: str) -> None:
+def _host_warning(host: str, allowed: Any = ()) -> None:
     from tpx_inspect.server.serve import LOCAL_HOSTS
 
     if host not in LOCAL_HOSTS:
+        names = "any name" if allowed is None else ", ".join(allowed)
         click.echo(
             f"Warning: serving on {host}: anyone who can reach this machine can read these "
-            "traces. Use --host 127.0.0.1 to keep them local.",
+            f"traces. Requests must name the server as {names} (the Host header is checked "
+            "against DNS rebinding; --allow-host NAME adds a name, e.g. a reverse proxy's). "
+            "Use --host 127.0.0.1 to keep them local.",
             err=True,
         )
 
 
-def _bind(host: str, port: int) -> Any:
+ALLOW_HOST = click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests whose Host header is NAME (a reverse proxy); '*': any.",
+)
+
+
+def _bind(host: str, port: int, allowed: Any = ()) -> Any:
     from tpx_inspect.server.serve import bind
 
-    _host_warning(host)
+    _host_warning(host, allowed)
     return bind(host, port)
+
+
+def _allowed(host: str, extra: tuple[str, ...]) -> tuple[str, ...] | None:
+    from tpx_inspect.server.guard import hosts_for
+
+    return hosts_for(host, extra)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -306,10 +324,11 @@ def _start_live(cap: Any, name: str, host: str, port: int, open_browser: bool) -
     from tpx_inspect.server import RunStore, create_app
     from tpx_inspect.server.serve import ServerThread
 
-    sock = _bind(host, port)
+    allowed = _allowed(host, ())  # NOTE: the Host check of `serve`, for the bound address
+    sock = _bind(host, port, allowed)
     store = RunStore([])
     entry = store.add_live(name, cap)
-    thread = ServerThread(create_app(store=store), sock).start()
+    thread = ServerThread(create_app(store=store, allowed_hosts=allowed), sock).start()
     url = f"{thread.url}#run={entry.id}"
     click.echo(f"tpx-inspect: serving {url} while the script runs")
     sys.stdout.flush()
@@ -337,7 +356,9 @@ def _wait_forever() -> None:
     help="Port (0 picks a free one).",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open a browser on the viewer.")
-def serve(run_dirs: tuple[str, ...], host: str, port: int, open_browser: bool) -> None:
+@ALLOW_HOST
+def serve(run_dirs: tuple[str, ...], host: str, port: int, open_browser: bool,
+          allow_hosts: tuple[str, ...]) -> None:  # fmt: skip
     """Serve the viewer and the API on RUN_DIRs (run folders or folders of them).
 
     \b
@@ -353,8 +374,9 @@ def serve(run_dirs: tuple[str, ...], host: str, port: int, open_browser: bool) -
     if missing:
         hint = "; record one first: tpx-inspect run SCRIPT" if not run_dirs else ""
         fail(f"no such run folder: {missing[0]}{hint}")
-    app = create_app(dirs)
-    sock = _bind(host, port)
+    allowed = _allowed(host, allow_hosts)
+    app = create_app(dirs, allowed_hosts=allowed)
+    sock = _bind(host, port, allowed)
     click.echo(f"serving {url_of(sock)} ({len(app.state.store.ids())} runs); Ctrl-C stops")
     sys.stdout.flush()
     if open_browser:
@@ -373,7 +395,11 @@ def serve(run_dirs: tuple[str, ...], host: str, port: int, open_browser: bool) -
     help="Graph whose nodes are listed.",
 )
 @click.option(
-    "--limit", type=click.IntRange(1), default=200, show_default=True, help="Most node rows shown."
+    "--limit",
+    type=click.IntRange(1),
+    default=200,
+    show_default=True,
+    help="Most graph rows and node rows shown.",
 )
 def show(trace: str, graph_id: int, limit: int) -> None:
     """Print the graphs of TRACE, then one graph's nodes in backward order.
@@ -385,7 +411,7 @@ def show(trace: str, graph_id: int, limit: int) -> None:
     t = load_trace(trace)
     graph = pick_graph(t, graph_id) if t.graphs else None
     console = _console()
-    console.print(tables.graphs_table(t))
+    console.print(tables.graphs_table(t, limit))
     if graph is not None:
         console.print(tables.nodes_table(graph, graph_id, limit))
 

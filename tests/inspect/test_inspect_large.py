@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from _inspect_graphs import chain_capture
 
 import tpx_inspect
+from tpx_inspect._cli_tables import graphs_table, nodes_table
 
 
 @pytest.mark.slow
@@ -14,8 +17,14 @@ def test_a_hundred_thousand_node_chain(tmp_path):
     g = trace.graphs[0]
     assert len(g.nodes) == 100_000 and g.order[0] == 99_999 and g.order[-1] == 0
     path, _ = tpx_inspect.save(trace, str(tmp_path / "chain.json"))
+    t0 = time.perf_counter()
     back = tpx_inspect.load(path)
+    load_s = time.perf_counter() - t0
     b = back.graphs[0]
+    t0 = time.perf_counter()  # `show`'s tables: linear in nodes (a set per node made them
+    table = nodes_table(b, 0)  # quadratic: 99k nodes took over 300 s, 100x a load)
+    graphs_table(back)
+    assert time.perf_counter() - t0 < load_s and table.row_count == 200
     assert len(b.nodes) == 100_000 and b.node(99_998).inputs[0].src == 99_997
     assert b.grad(0).shape == (4,)
     dot = tpx_inspect.to_dot(b)

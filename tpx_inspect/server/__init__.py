@@ -21,7 +21,15 @@ bodies are ``{"detail": "..."}``; non-finite floats are the strings ``"nan"``, `
 ``GET /runs/{run}/graphs/{g}/checks``          graph checks on the saved values (no user code)
 ``GET /runs/{run}/graphs/{g}/export``          dot, svg, png, pdf, json, model-explorer, html
 ``GET /diff``                                  graph ``run_a/graph_a`` vs ``run_b/graph_b``
+``POST /jobs/checks|diff|export``              the same three as background jobs (202)
+``GET /jobs/{job}``, ``.../result``            a job's progress, its result; ``DELETE`` cancels
 =============================================  ==================================================
+
+Checks, diffs and exports run on a bounded pool of worker threads (``Settings.job_workers``),
+one run per distinct request, results kept. Every endpoint answers ``HEAD``; a URL past 64 KiB
+gets 414, a body past 1 MiB 413. ``tpx-inspect serve`` checks the ``Host`` header against the
+address it binds (a DNS-rebinding page gets 403; ``--allow-host NAME`` adds a name) and
+refuses runs that resolve outside the served folders.
 
 The viewer (``web/``) is served at ``/``.
 

@@ -27,7 +27,10 @@ import tpx_inspect
 from tpx_inspect.errors import InspectError
 from tpx_inspect.server.deps import Settings
 from tpx_inspect.server.graphview import LayoutCache
-from tpx_inspect.server.routers import diff, graphs, runs
+from tpx_inspect.server.guard import Guard
+from tpx_inspect.server.jobs import Cancelled, JobPool, UnknownJob
+from tpx_inspect.server.models import ErrorBody
+from tpx_inspect.server.routers import diff, graphs, jobs, runs
 from tpx_inspect.server.store import RunStore, UnknownId
 
 __all__ = ["WEB_DIR", "create_app"]
@@ -41,6 +44,15 @@ PLACEHOLDER = """<!DOCTYPE html>
 <a href="/api/runs">/api/runs</a>; its documentation at <a href="/docs">/docs</a>.</p>
 </body></html>
 """
+
+
+COMMON_RESPONSES: dict[int | str, dict] = {
+    403: {"model": ErrorBody, "description": "the Host header names another server"},
+    409: {"model": ErrorBody, "description": "the run's trace is unreadable"},
+    413: {"model": ErrorBody, "description": "the request body is too large"},
+    414: {"model": ErrorBody, "description": "the URL is too long"},
+}
+"""Answers any endpoint may give, documented in the OpenAPI schema of every route."""
 
 
 def _error(status: int):
@@ -58,24 +70,31 @@ def create_app(
     settings: Settings | None = None,
     web_dir: str | os.PathLike[str] | None = None,
     cors_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] | None = None,
 ) -> FastAPI:
     """The tpx-inspect app over ``run_dirs`` (run folders, or folders of run folders).
 
     ``store`` replaces the store built from ``run_dirs`` (``run --serve`` passes one holding
     its live capture); ``settings`` sets the layout binary and timeout; ``web_dir`` the
-    viewer's folder; ``cors_origins`` turns CORS on for those origins only.
+    viewer's folder; ``cors_origins`` turns CORS on for those origins only;
+    ``allowed_hosts`` the names a request's ``Host`` may give (None: any; ``tpx-inspect
+    serve`` passes those of the address it binds, see :func:`~tpx_inspect.server.guard.hosts_for`).
     """
     app = FastAPI(title="tpx-inspect", version=tpx_inspect.__dict__.get("__version__", "0.1.0"),
                   description="Browse, check and export captured TPX autograd graphs.")  # fmt: skip
     app.state.store = store if store is not None else RunStore(list(run_dirs))
     app.state.settings = settings or Settings()
     app.state.cache = LayoutCache(app.state.settings.cache_size)
+    app.state.jobs = JobPool(app.state.settings.job_workers)
     app.add_exception_handler(UnknownId, _error(404))
+    app.add_exception_handler(UnknownJob, _error(404))
     app.add_exception_handler(InspectError, _error(409))
-    for r in (runs.router, graphs.router, diff.router):
-        app.include_router(r)
+    app.add_exception_handler(Cancelled, _error(409))
+    for r in (runs.router, graphs.router, diff.router, jobs.router):
+        app.include_router(r, responses=COMMON_RESPONSES)
     if cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET"])
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts)  # NOTE: added last: outermost
     _mount_web(app, Path(web_dir) if web_dir is not None else WEB_DIR)
     return app
 

@@ -40,7 +40,7 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="items per page (at most
 @dataclass(frozen=True)
 class Settings:
     """Server settings: the ``dot`` binary (None: fallback layout only), its timeout in
-    seconds, and the size of the view cache.
+    seconds, the size of the view cache, and how many heavy jobs run at once.
 
     >>> Settings().layout_timeout
     1.5
@@ -49,6 +49,7 @@ class Settings:
     dot: str | None = "dot"
     layout_timeout: float = 1.5
     cache_size: int = 64
+    job_workers: int = 2  # checks, diffs and exports running at once (background jobs)
 
 
 def store_of(request: Request) -> RunStore:

@@ -10,13 +10,22 @@ True
 from __future__ import annotations
 
 import errno
+import json
 import socket
 import threading
 from typing import Any
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from tpx_inspect.server.guard import MAX_URL
 
 __all__ = ["LOCAL_HOSTS", "PortInUse", "ServerThread", "bind", "serve_forever", "url_of"]
+
+MAX_HEAD = 1024 * 1024
+"""Largest request head (request line and headers) read before answering (bytes): URLs up to
+this size reach the app, which answers 414 past ``guard.MAX_URL``, instead of a reset."""
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -51,8 +60,30 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
+class _Protocol(H11Protocol):
+    """uvicorn's h11 protocol, answering a request head past ``MAX_HEAD`` with 414 (a long
+    request line) or 431 (long headers) and a JSON body instead of a bare 400."""
+
+    def send_400_response(self, msg: str) -> None:
+        pending = self.conn.trailing_data[0]
+        if len(pending) < MAX_HEAD:
+            super().send_400_response(msg)
+            return
+        end = pending.find(b"\r\n")
+        status = 414 if end < 0 or end > MAX_URL else 431
+        body = json.dumps({"detail": f"the request head is larger than {MAX_HEAD} bytes"})
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+        for event in (h11.Response(status_code=status, headers=headers),
+                      h11.Data(data=body.encode()), h11.EndOfMessage()):  # fmt: skip
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
+
+
 def _server(app: Any) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off", http=_Protocol,
+        h11_max_incomplete_event_size=MAX_HEAD,
+    )  # fmt: skip
     return uvicorn.Server(config)
 
 

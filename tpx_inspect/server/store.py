@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tpx_inspect._util import TRACE_FILE, trace_path
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import Graph, Trace
 
 __all__ = ["TRACE_FILE", "RunEntry", "RunStore", "UnknownId", "trace_path", "valid_id"]
 
-TRACE_FILE = "trace.json"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -42,16 +42,6 @@ def valid_id(text: str) -> bool:
     return bool(_ID.fullmatch(text)) and ".." not in text
 
 
-def trace_path(path: str | os.PathLike[str]) -> Path:
-    """The trace file of ``path``: itself when a file, ``path/trace.json`` for a run folder.
-
-    >>> str(trace_path("tpx-runs/mlp")).endswith("trace.json")
-    True
-    """
-    p = Path(path)
-    return p / TRACE_FILE if p.is_dir() or not p.suffix else p
-
-
 @dataclass
 class RunEntry:
     """One run: a trace file on disk, or a live capture (then ``capture.trace`` is read)."""
@@ -59,6 +49,7 @@ class RunEntry:
     id: str
     path: Path | None = None
     capture: Any = None
+    root: Path | None = None  # the served folder it was found in (None: given itself)
     _cache: tuple[Any, Trace | None, str | None] = field(default=(None, None, None), repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -76,7 +67,7 @@ class RunEntry:
             stamp = _stamp(self.path)
             cached_stamp, trace, error = self._cache
             if stamp != cached_stamp:
-                trace, error = _load(self.path)
+                trace, error = _load(self.path, self.root)
                 self._cache = (stamp, trace, error)
         if trace is None:
             raise TraceFormatError(error or f"{self.path}: unreadable trace")
@@ -91,19 +82,32 @@ class RunEntry:
 def _stamp(path: Path) -> Any:
     try:
         st = path.stat()
-        side = path.with_suffix(".npz").stat()
     except OSError:
         return None
+    try:  # NOTE: a self-contained trace (arrays inline) has no sidecar
+        side = path.with_suffix(".npz").stat()
+    except OSError:
+        return (st.st_mtime_ns, st.st_size)
     return (st.st_mtime_ns, st.st_size, side.st_mtime_ns, side.st_size)
 
 
-def _load(path: Path) -> tuple[Trace | None, str | None]:
+def inside(path: Path, root: Path) -> bool:
+    """True when ``path`` resolves (links followed) to ``root`` or below it."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, top]) == top
+
+
+def _load(path: Path, root: Path | None = None) -> tuple[Trace | None, str | None]:
+    if root is not None and not inside(path, root):
+        return None, f"{path}: refused: it resolves outside the served folder {root}"
     try:
         return Trace.load(str(path)), None
     except TraceFormatError as exc:
         return None, str(exc)
     except OSError as exc:
         return None, f"{path}: {exc.strerror or exc}"
+    except Exception as exc:  # NOTE: one run's bug must not break the others' listing
+        return None, f"{path}: unreadable ({type(exc).__name__})"
 
 
 class RunStore:
@@ -138,24 +142,25 @@ class RunStore:
     def rescan(self) -> None:
         """Pick up run folders written since the last scan."""
         known = {e.path.resolve() for e in self._runs.values() if e.path is not None}
-        for path in self._trace_files():
+        for path, root in self._trace_files():
             if path.resolve() in known:
                 continue
             name = path.parent.name if path.name == TRACE_FILE else path.stem
             with self._lock:
                 rid = self._free_id(name)
-                self._runs[rid] = RunEntry(rid, path=path)
+                self._runs[rid] = RunEntry(rid, path=path, root=root)
 
-    def _trace_files(self) -> list[Path]:
-        found = []
+    def _trace_files(self) -> list[tuple[Path, Path | None]]:
+        """Trace files with the served folder they must resolve into (None: given itself)."""
+        found: list[tuple[Path, Path | None]] = []
         for root in self.roots:
             if root.is_file():
-                found.append(root)
+                found.append((root, None))
             elif (root / TRACE_FILE).is_file():
-                found.append(root / TRACE_FILE)
+                found.append((root / TRACE_FILE, root))
             elif root.is_dir():
                 found += sorted(
-                    p / TRACE_FILE for p in root.iterdir() if (p / TRACE_FILE).is_file()
+                    (p / TRACE_FILE, root) for p in root.iterdir() if (p / TRACE_FILE).is_file()
                 )
         return found
 

@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from tpx_inspect.diff import diff_graphs
 from tpx_inspect.server import models as m
 from tpx_inspect.server import views
-from tpx_inspect.server.deps import RUN_ID_PATTERN, Limit, Offset, graph_for
+from tpx_inspect.server.deps import RUN_ID_PATTERN, Limit, Offset
+from tpx_inspect.server.routers import jobs
 
 router = APIRouter(prefix="/api", tags=["diff"])
 
@@ -18,7 +18,7 @@ GraphQ = Annotated[int, Query(ge=0, le=10**9, description="graph id")]
 
 
 @router.get("/diff", response_model=m.GraphDiff, responses={404: {"model": m.ErrorBody}})
-def diff(
+async def diff(
     request: Request,
     run_a: RunQ,
     graph_a: GraphQ,
@@ -30,7 +30,5 @@ def diff(
 ) -> m.GraphDiff:
     """Graph A against graph B: structure changes, forward-value and gradient differences
     (max |a - b| when values are stored, else the difference of norms), saved bytes."""
-    _, _, a = graph_for(request, run_a, graph_a)
-    _, _, b = graph_for(request, run_b, graph_b)
-    d = diff_graphs(a, b)
+    d = await jobs.wait(jobs.diff_job(request, run_a, graph_a, run_b, graph_b))
     return views.diff_model(f"{run_a}/{graph_a}", f"{run_b}/{graph_b}", d, offset, limit, changed)

@@ -3,16 +3,14 @@ detail, the backward order, check results and exports."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from tpx_inspect.checks import from_trace_graph, run_graph_checks
-from tpx_inspect.checks.functions import live_verdicts, merge_live
 from tpx_inspect.checks.runner import GRAPH_CHECKS
-from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
+from tpx_inspect.outputs import EXPORT_FORMATS, MEDIA_TYPES
 from tpx_inspect.server import models as m
 from tpx_inspect.server import views
 from tpx_inspect.server.deps import (
@@ -26,6 +24,7 @@ from tpx_inspect.server.deps import (
     settings_of,
 )
 from tpx_inspect.server.graphview import State, build_view, scopes_of
+from tpx_inspect.server.routers import jobs
 from tpx_inspect.server.store import UnknownId
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["graphs"])
@@ -154,22 +153,8 @@ async def get_checks(
     nodes whose values were not kept, and custom Function nodes, are skipped, and the report
     says why). Live verdicts recorded with ``tpx-inspect run --check`` fill in the Function
     nodes. Cached per graph."""
-    _, trace, g = graph_for(request, run_id, graph_id)
-    names = tuple(check) or GRAPH_CHECKS
-    key = ("checks", run_id, graph_id, id(g), names)
-    cache = cache_of(request)
-    hit = cache.get(key)
-    if hit is None:
-        report, live = await run_in_threadpool(lambda: _checks(trace, g, names))
-        hit = (views.check_report(run_id, graph_id, report, live), g)
-        cache.put(key, hit)
-    return hit[0]
-
-
-def _checks(trace: Any, g: Any, names: tuple[str, ...]) -> tuple[Any, list]:
-    report = run_graph_checks(from_trace_graph(g, meta=trace.meta), names)
-    live = live_verdicts(trace.meta, g.id)
-    return merge_live(report, live, g), live
+    # NOTE: a background job (bounded pool, shared by equal requests, result kept)
+    return await jobs.wait(jobs.checks_job(request, run_id, graph_id, tuple(check) or GRAPH_CHECKS))
 
 
 ExportFormat = Literal["dot", "svg", "png", "pdf", "json", "model-explorer", "html"]
@@ -180,7 +165,10 @@ ExportFormat = Literal["dot", "svg", "png", "pdf", "json", "model-explorer", "ht
     response_class=Response,
     responses={
         **NOT_FOUND,
-        200: {"content": {"text/vnd.graphviz": {}, "image/svg+xml": {}, "image/png": {}}},
+        200: {
+            "content": {MEDIA_TYPES[f]: {} for f in SERVER_EXPORTS},
+            "description": "the graph in the format asked for",
+        },
         409: {"model": m.ErrorBody, "description": "Graphviz missing or too slow"},
     },
 )
@@ -189,9 +177,7 @@ async def export_graph(
 ) -> Response:
     """The graph as a file: DOT, SVG, PNG, PDF (these three need Graphviz), the trace JSON of
     this graph, Model Explorer JSON, or a self-contained HTML page."""
-    _, trace, g = graph_for(request, run_id, graph_id)
-    timeout = max(settings_of(request).layout_timeout, 10.0)
-    data, media = await run_in_threadpool(export_bytes, trace, g, format, timeout=timeout)
+    data, media = await jobs.wait(jobs.export_job(request, run_id, graph_id, format))
     ext = {"model-explorer": "me.json"}.get(format, format)
     name = f"{run_id}-graph{graph_id}.{ext}"
     return Response(
