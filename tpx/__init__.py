@@ -165,6 +165,7 @@ from tpx._errors import (
 )
 from tpx._function import Function, FunctionCtx, register_rule
 from tpx._graph import AccumulateGrad, GradFn, Node, Rule, RuleContext
+from tpx._materialize import materialize
 from tpx._mode import (
     add_observer,
     current_scope,
@@ -193,7 +194,8 @@ __all__ = [
     "grad", "greater", "greater_equal", "iinfo", "index_add", "index_put", "int8", "int16",
     "int32", "int64", "is_grad_enabled", "isdtype", "isfinite", "isinf", "isnan", "less",
     "less_equal", "linspace", "log", "log1p", "log_softmax", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "logsumexp", "manual_seed", "matmul", "matrix_transpose", "max",
+    "logical_or", "logical_xor", "logsumexp", "manual_seed", "materialize", "matmul",
+    "matrix_transpose", "max",
     "max_pool2d", "maximum", "mean", "min", "minimum", "multiply", "negative", "no_grad",
     "nonzero", "normal", "not_equal", "ones", "ones_like", "outer", "pad", "permute_dims",
     "positive", "pow", "prod", "rand", "randint", "randn", "reachable", "reciprocal",

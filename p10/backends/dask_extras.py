@@ -44,11 +44,30 @@ def configure(lib: Any) -> None:
     import dask.array as da
 
     lib.from_numpy = lambda arr: da.from_array(np.asarray(arr), chunks=CHUNKS)
-    lib.to_numpy = lambda a: np.asarray(a.compute())
+    lib.to_numpy = lambda a: _compute([a])[0]
     lib.cpu = True
+    lib.persist = _persist
+    lib.compute = _compute
     # NOTE: a Dask "view" is a new graph, and setitem rebinds the graph of one array object:
     # writes never reach other tensors, so no two tensors share memory.
     lib.may_share = lambda a, b: False
+
+
+# NOTE: optimize_graph=False: low-level fusion names a fused task after one of its parts, so a
+# graph that reads the same data (a dataset chunk) as the previous step's but fuses it into a
+# different chain sends the scheduler one key with two definitions ("Detected different run_spec
+# for key"). Unfused keys are the tokens of their own inputs: the same data, the same key and
+# task. Dask's expression-level optimizations still run; the task counts stay within a few %.
+def _persist(arrays: list[Any]) -> list[Any]:
+    import dask
+
+    return list(dask.persist(*arrays, optimize_graph=False))
+
+
+def _compute(arrays: list[Any]) -> list[np.ndarray]:
+    import dask
+
+    return [np.asarray(a) for a in dask.compute(*arrays, optimize_graph=False)]
 
 
 def _index_add(lib: Any) -> Kernel:
@@ -93,13 +112,13 @@ def from_dask(array: Any, /, *, backend: str = "dask") -> Any:
 
 
 def persist(*tensors: Any) -> None:
-    """Compute the Dask tensors' values now and keep them (in memory or on the cluster), so
-    later graphs start from them instead of from their whole history."""
-    import dask
+    """Compute the Dask tensors' values now, in one pass, and keep them (in memory or on the
+    cluster), so later graphs start from them instead of from their whole history. The same as
+    :func:`p10.materialize`, also for ``tpx`` tensors (``tpx.materialize`` also takes modules,
+    optimizers and gradients)."""
+    from p10._lazy import materialize
 
-    for t in tensors:
-        inner = getattr(t, "_t", t)  # a tpx.Tensor holds its P10 tensor in ._t
-        (inner._data,) = dask.persist(inner._data)
+    materialize(*[getattr(t, "_t", t) for t in tensors])  # a tpx.Tensor holds a P10 tensor
 
 
 def connect(address: str | None = None, **cluster_options: Any) -> Any:
