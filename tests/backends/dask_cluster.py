@@ -1,48 +1,19 @@
-"""A real 2-worker Dask cluster for tests, and a scheduler plugin that counts what runs on it.
+"""A real 2-worker Dask cluster for tests, with a counter of what runs on it.
 
 The scheduler of a ``LocalCluster`` lives in this process (the workers are processes of their
-own), so the plugin's counts are read directly, without a round trip.
+own), so the counter's numbers are read directly, without a round trip.
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from distributed import Client, LocalCluster, wait
-from distributed.diagnostics.plugin import SchedulerPlugin
 
-
-class TaskCounter(SchedulerPlugin):
-    """Counts graphs sent to the scheduler (one per ``compute``/``persist``), the tasks each
-    sent that were not in memory already, and how often each task ran."""
-
-    name = "tpx-task-counter"
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.graphs: list[int] = []
-        self.runs: collections.Counter = collections.Counter()
-
-    def update_graph(self, scheduler: Any, *, keys: Any, tasks: Any, **kwargs: Any) -> None:
-        self.graphs.append(sum(1 for k in tasks if scheduler.tasks[k].state != "memory"))
-
-    def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
-        if start == "processing" and finish == "memory":
-            self.runs[key] += 1
-
-    @property
-    def executed(self) -> int:
-        return sum(self.runs.values())
-
-    @property
-    def most_runs(self) -> int:
-        return max(self.runs.values(), default=0)
+from p10.backends.dask_diagnostics import TaskCounter, count_tasks
 
 
 def start(memory_limit: str = "384MB") -> tuple[LocalCluster, Client, TaskCounter]:
@@ -53,12 +24,10 @@ def start(memory_limit: str = "384MB") -> tuple[LocalCluster, Client, TaskCounte
         processes=True,
         host="127.0.0.1",
         memory_limit=memory_limit,
-        dashboard_address=None,
+        dashboard_address=":0",
     )
     client = Client(cluster)
-    counter = TaskCounter()
-    cluster.scheduler.add_plugin(counter)
-    return cluster, client, counter
+    return cluster, client, count_tasks(client)
 
 
 def settle(*tensors: Any) -> None:

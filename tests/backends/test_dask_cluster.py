@@ -89,7 +89,7 @@ def _train(x: Any, y: Any, steps: int, cluster: Any = None) -> tuple[list, np.nd
 def test_a_step_sends_one_graph_and_runs_each_task_once(cluster: Any) -> None:
     x, y = _data(1, FEATURES), _data(2, 1)
     with dask_cluster.scheduler_warnings() as warnings:
-        losses, weight, (graphs, executed, most_runs) = _train(x, y, 3, cluster)
+        losses, weight, (graphs, executed, most_runs) = _train(x, y, 2, cluster)
     assert len(graphs) == 1, f"graphs sent in one step: {graphs}"
     assert most_runs == 1, "a task ran twice in one step"
     assert executed == graphs[0], f"{executed} tasks ran for a graph of {graphs[0]}"
@@ -97,7 +97,7 @@ def test_a_step_sends_one_graph_and_runs_each_task_once(cluster: Any) -> None:
     # the same steps on NumPy give the same numbers
     xs, ys = p10.fetch(x._t, y._t)
     with p10.use_backend("numpy"):
-        expect, expect_weight, _ = _train(tp.asarray(xs), tp.asarray(ys), 3)
+        expect, expect_weight, _ = _train(tp.asarray(xs), tp.asarray(ys), 2)
     np.testing.assert_allclose(losses, expect, rtol=1e-5)
     np.testing.assert_allclose(weight, expect_weight, rtol=1e-4, atol=1e-6)
     # NOTE: the steps read the same dataset chunks: fused tasks named after them were sent
@@ -123,3 +123,50 @@ def test_leaf_gradients_stay_lazy_with_the_input_chunks(cluster: Any) -> None:
     xs = x.numpy().astype(np.float64)
     expect = xs.T @ ((1 - np.tanh(xs.sum(axis=1, keepdims=True)) ** 2) * xs[:, :1])
     np.testing.assert_allclose(w.grad.numpy(), expect, rtol=1e-4, atol=1e-4)
+
+
+def _captured_step(x: Any, y: Any) -> tuple[Any, Any]:
+    import tpx_inspect
+
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    with tpx_inspect.capture("all", timing=False) as cap:
+        loss = _step(model, opt, x, y)
+    return cap.trace.graphs[0], loss
+
+
+@pytest.mark.slow
+def test_capture_makes_at_most_two_computes_per_step(cluster: Any) -> None:
+    x, y = _data(8, FEATURES), _data(9, 1)
+    cluster.reset()
+    graph, loss = _captured_step(x, y)
+    dask_cluster.settle(loss)
+    assert 1 <= len(cluster.graphs) <= 2, f"graphs sent in a captured step: {cluster.graphs}"
+    assert len(graph.nodes) > 8
+    # the summaries are those of the same step captured on NumPy
+    xs, ys = p10.fetch(x._t, y._t)
+    with p10.use_backend("numpy"):
+        expect, _ = _captured_step(tp.asarray(xs), tp.asarray(ys))
+    np.testing.assert_allclose(
+        graph.tables.summaries, expect.tables.summaries, rtol=1e-4, atol=1e-6, equal_nan=True
+    )
+    np.testing.assert_allclose(
+        graph.tables.previews, expect.tables.previews, rtol=1e-5, atol=1e-6, equal_nan=True
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_lazy_summaries_equal_numpy_ones(dtype: str) -> None:
+    from tpx_inspect import _lazy
+    from tpx_inspect.summary import stats_row
+
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(6000) * 3).astype(dtype)
+    if dtype == "float32":
+        a[[5, 70, 900]] = [np.nan, np.inf, -np.inf]
+        a[[1, 2]] = 0.0
+    t = p10.asarray(a, backend="dask")
+    (got,) = _lazy.summarize_lazy([t], lambda v: False, lambda *f: f).values()
+    row, head = stats_row(a)
+    np.testing.assert_allclose(got[0], row, rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(got[1], head)
