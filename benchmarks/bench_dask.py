@@ -132,9 +132,7 @@ def main() -> dict[str, Any]:
     print(f"BLAS: {_blas()}")
     rows_list = [int(r) for r in _env("BENCH_DASK_ROWS", "4096,16384,65536").split(",")]
     steps = int(_env("BENCH_DASK_STEPS", "2"))
-    client = dask_extras.connect(
-        n_workers=2, threads_per_worker=1, memory_limit="1GB"
-    )
+    client = dask_extras.connect(n_workers=2, threads_per_worker=1, memory_limit="1GB")
     results = []
     try:
         print(f"(a) MLP {FEATURES} -> {HIDDEN} -> 1 step, chunks of {CHUNK} rows, 2 workers")
