@@ -86,12 +86,15 @@ def train(client: Any, rows: int, chunk_rows: int, steps: int, lr: float) -> dic
                 f"step {step}: loss {losses[-1]:.5f}, {seconds[-1]:.1f} s, "
                 f"client peak {client_peaks[-1]:.0f} MB"
             )
+        # NOTE: the last update may still run on the workers; reading the weights waits for it
+        weights = p10.fetch(*[p._t for p in model.parameters()])
     return {
         "losses": losses,
         "seconds": seconds,
         "client_before_mb": client_before,
         "client_peaks_mb": client_peaks,
         "worker_peaks_mb": worker_peaks(client),
+        "weights": weights,
     }
 
 

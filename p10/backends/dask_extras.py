@@ -153,13 +153,15 @@ def _refuse_in_spawned_child() -> None:
     import multiprocessing
     import sys
 
-    main = sys.modules.get("__main__")
-    if multiprocessing.parent_process() is not None and main.__name__ == "__mp_main__":
+    # NOTE: the flag that multiprocessing itself checks: set while a new process imports the
+    # parent's main script, before it runs its target
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
         from p10._errors import BackendError
 
+        script = getattr(sys.modules.get("__mp_main__"), "__file__", "the main script")
         raise BackendError(
-            f"dask_extras.connect() ran while a new process imported {main.__file__} (a Dask "
-            "worker starting up imports the main script); start the cluster under "
+            f"dask_extras.connect() ran while a new process imported {script} (a Dask worker "
+            "starting up imports the main script); start the cluster under "
             'if __name__ == "__main__": in that script, not at its top level'
         )
 

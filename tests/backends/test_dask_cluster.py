@@ -170,3 +170,60 @@ def test_lazy_summaries_equal_numpy_ones(dtype: str) -> None:
     row, head = stats_row(a)
     np.testing.assert_allclose(got[0], row, rtol=1e-6, equal_nan=True)
     np.testing.assert_allclose(got[1], head)
+
+
+@pytest.mark.slow
+def test_connect_at_a_scripts_top_level_says_to_add_the_main_guard(tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from p10.backends import dask_extras\n"
+        "client = dask_extras.connect(n_workers=1, threads_per_worker=1)\n"
+        "dask_extras.close(client)\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode != 0
+    assert 'start the cluster under if __name__ == "__main__":' in done.stderr
+
+
+def test_materialize_and_fetch_keep_values_and_reject_other_objects() -> None:
+    a = p10.asarray(np.arange(6.0).reshape(2, 3), backend="dask")
+    b = a * 2 + 1
+    graph_before = b._data.__dask_graph__()
+    p10.materialize(a, b)
+    assert isinstance(b._data, da.Array) and b._data.__dask_graph__() is not graph_before
+    np.testing.assert_array_equal(p10.fetch(b)[0], np.arange(6.0).reshape(2, 3) * 2 + 1)
+    with pytest.raises(TypeError, match="materialize: cannot compute a int"):
+        tp.materialize(tp.ones(2), 3)
+    with pytest.raises(TypeError, match="argument 0 is a list"):
+        p10.fetch([1.0])
+
+
+@pytest.mark.slow
+def test_the_example_trains_on_the_cluster(tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    example = os.path.join(root, "examples", "train_on_dask.py")
+    args = ["--data-gb", "0.01", "--worker-memory", "384MB", "--steps", "3", "--chunk-mb", "2"]
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run(
+        [sys.executable, example, *args], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    losses = [
+        float(line.split()[3].rstrip(","))
+        for line in done.stdout.splitlines()
+        if line.startswith("step ")
+    ]
+    assert len(losses) == 3 and losses[2] < losses[0]
+    assert "peak memory: client" in done.stdout
