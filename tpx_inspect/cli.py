@@ -174,6 +174,13 @@ def _bind(host: str, port: int) -> Any:
     show_default=True,
     help="Largest tensor (elements) kept under --values small.",
 )
+@click.option(
+    "--check",
+    "live_check",
+    is_flag=True,
+    help="After the run, check every node's rule here, where custom tp.Function classes are "
+    "importable, and save the verdicts in the trace (the server shows them).",
+)
 @click.option("--serve", is_flag=True, help="Serve the viewer on this run while it records.")
 @click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
@@ -186,8 +193,8 @@ def _bind(host: str, port: int) -> Any:
 )
 @click.pass_context
 def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None, policy: str,
-        values: str, value_limit: int, serve: bool, open_browser: bool, host: str,
-        port: int) -> None:  # fmt: skip
+        values: str, value_limit: int, live_check: bool, serve: bool, open_browser: bool,
+        host: str, port: int) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] as `python SCRIPT ARGS` would, under capture.
 
     The trace goes to a run folder (default ./tpx-runs/<script>-<time>), also when the script
@@ -208,8 +215,9 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
     if result.traceback:
         click.echo(result.traceback, err=True, nl=False)  # as `python SCRIPT` would show it
     trace_file = folder / "trace.json"
-    cap.save(str(trace_file))
-    tables.print_run_summary(_console(), cap.trace, trace_file, result)
+    trace = _annotated(cap.trace, live_check)
+    trace.save(str(trace_file))
+    tables.print_run_summary(_console(), trace, trace_file, result)
     if server is not None:
         server.entry.finish(trace_file)
         click.echo(f"tpx-inspect: serving {server.url}#run={server.entry.id} until Ctrl-C")
@@ -217,6 +225,23 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
         _wait_forever()
         server.thread.stop()
     ctx.exit(result.exit_code)
+
+
+def _annotated(trace: Trace, live_check: bool) -> Trace:
+    """``trace`` with its custom Functions' import paths and, with ``--check``, the live local
+    check's verdict for every node (the classes are importable only in this process)."""
+    from tpx_inspect.checks.functions import annotate_functions, record_live_checks
+
+    annotate_functions(trace)
+    if live_check:
+        entries = record_live_checks(trace)
+        counts: dict[str, int] = {}
+        for e in entries:
+            for _, status, _ in e["verdicts"]:
+                counts[status] = counts.get(status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no nodes"
+        click.echo(f"live local check (saved in the trace): {summary}")
+    return trace
 
 
 class _Live:
@@ -393,7 +418,10 @@ def _progress_report(run_checks: Any, as_json: bool) -> Any:
         return run_checks(progress)
 
 
-def _finish_report(ctx: click.Context, report: Any, as_json: bool) -> None:
+def _finish_report(ctx: click.Context, report: Any, as_json: bool, strict: bool = False) -> None:
+    import dataclasses
+
+    report = dataclasses.replace(report, strict=strict)
     if as_json:
         click.echo(report.to_json())
     else:
@@ -401,15 +429,33 @@ def _finish_report(ctx: click.Context, report: Any, as_json: bool) -> None:
     ctx.exit(report.exit_code)
 
 
+def _quiet_stdout(as_json: bool) -> Any:
+    """With --json, the target's own prints (also at import time) go to stderr, so that
+    stdout is the report alone."""
+    return contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+
+
+STRICT_HELP = "Exit 1 when a check was SKIPPED or PARTIAL too (default: only on FAIL)."
+
+
 @cli.command()
 @click.argument("target")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
+@click.option(
+    "--trust-code",
+    is_flag=True,
+    help="For a saved trace: import the custom tp.Function classes it names (runs their "
+    "modules' code) to check those nodes too.",
+)
 @click.pass_context
-def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool) -> None:
+def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool, strict: bool,
+              trust_code: bool) -> None:  # fmt: skip
     """Check the gradients of TARGET: file.py::function, package.module:function, or a saved
     trace (.json / run folder, checked from its saved values). Inputs come from a companion
-    `<function>_inputs([generator])`. Exit 0: all passed, 1: a check failed.
+    `<function>_inputs([generator])`. Each check says PASS, FAIL, SKIPPED or PARTIAL (with
+    reasons). Exit 0: nothing failed, 1: a check failed (with --strict: or was skipped).
 
     \b
     Example:
@@ -417,24 +463,29 @@ def gradcheck(ctx: click.Context, target: str, seed: int, as_json: bool) -> None
     """
     from tpx_inspect.checks import load_target, run_all_checks, run_trace_checks
 
-    if ("::" not in target and ":" not in target) or Path(target).exists():
-        t = load_trace(target)
-        report = _progress_report(lambda p: run_trace_checks(t), as_json)
-    else:
-        fn, inputs = load_target(target, seed=seed)
-        report = _progress_report(lambda p: run_all_checks(fn, inputs, seed=seed, progress=p),
-                                  as_json)  # fmt: skip
-    _finish_report(ctx, report, as_json)
+    with _quiet_stdout(as_json):
+        if ("::" not in target and ":" not in target) or Path(target).exists():
+            t = load_trace(target)
+            report = _progress_report(lambda p: run_trace_checks(t, trust_code=trust_code), as_json)
+        else:
+            fn, inputs = load_target(target, seed=seed)
+            report = _progress_report(
+                lambda p: run_all_checks(fn, inputs, seed=seed, progress=p), as_json
+            )
+    _finish_report(ctx, report, as_json, strict)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--strict", is_flag=True, help=STRICT_HELP)
 @click.pass_context
-def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool) -> None:
+def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool,
+          strict: bool) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] under capture and every graph check on what it recorded.
-    Exit 0: all passed, 1: a check failed (or the script failed).
+    Each check says PASS, FAIL, SKIPPED or PARTIAL (with reasons). Exit 0: nothing failed,
+    1: a check failed or the script failed (with --strict: or a check was skipped).
 
     \b
     Example:
@@ -443,12 +494,10 @@ def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool)
     from tpx_inspect.checks import run_script_checks
 
     path = check_script(script)
-    # NOTE: with --json the script's own prints go to stderr, so stdout is the report alone
-    out = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-    with out:
+    with _quiet_stdout(as_json):
         report = _progress_report(lambda p: run_script_checks(str(path), list(args),
                                                               progress=p), as_json)  # fmt: skip
-    _finish_report(ctx, report, as_json)
+    _finish_report(ctx, report, as_json, strict)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ shows the message) and anywhere else.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ def assert_gradients(
     >>> x = tp.asarray([1.0], dtype=tp.float64, requires_grad=True)
     >>> assert_gradients(lambda t: t.exp(), [x], fast_mode=True)
     """
+    __tracebackhide__ = True  # NOTE: pytest shows the caller's line, not this helper's
     options = {"eps": eps, "atol": atol, "rtol": rtol, "fast_mode": fast_mode, "seed": seed}
     gradcheck(fn, inputs, **options)
     if second_order:
@@ -50,12 +52,16 @@ def assert_checks_pass(
     seed: int = 0,
 ) -> None:
     """Assert that every check of :func:`~tpx_inspect.checks.run_all_checks` passes on
-    ``fn(*inputs)``; the error lists each failure with its category and node.
+    ``fn(*inputs)``; the error lists each failure with its category and node (nodes that
+    no line of the caller's code recorded, e.g. ``fn=tp.sin``, are located at the call).
 
     >>> import tpx as tp
     >>> assert_checks_pass(lambda t: t.sigmoid().sum(), [tp.ones(3, requires_grad=True)])
     """
-    report = run_all_checks(fn, inputs, checks=checks, seed=seed)
+    __tracebackhide__ = True  # NOTE: pytest shows the caller's line, not this helper's
+    caller = sys._getframe(1)
+    where = f"{caller.f_code.co_filename}:{caller.f_lineno} in {caller.f_code.co_name}"
+    report = run_all_checks(fn, inputs, checks=checks, seed=seed, where=where)
     if not report.passed:
         lines = [f"[{f.category}] {f.where}: {f.message}" for f in report.failures]
         raise AssertionError("tpx_inspect checks failed:\n" + "\n".join(lines))

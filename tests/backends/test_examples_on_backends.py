@@ -58,10 +58,30 @@ def output_of(example: str, backend: str) -> tuple[str, int]:
     return re.sub(r"wall time [0-9.]+ ?s", "", out.getvalue()), len(calls)
 
 
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def assert_same_printout(got: str, want: str, rtol: float = 1e-4, atol: float = 1e-8) -> None:
+    """The same words, and numbers equal within tolerances: BLAS kernels of different CPUs
+    (and backends) differ in the last bits, so printed floats are never compared as text.
+    A finite-difference relative error (roundoff, 1e-11 on one CPU and 9e-11 on another) is
+    within ``atol``; a wrong gradient's (1e-1) is not."""
+    assert NUMBER.split(got) == NUMBER.split(want), f"{got!r} != {want!r}"
+    for a, b in zip(NUMBER.findall(got), NUMBER.findall(want)):
+        assert abs(float(a) - float(b)) <= atol + rtol * abs(float(b)), f"{a} != {b} in {got!r}"
+
+
+def test_printout_comparison_has_tolerance_and_can_fail() -> None:
+    assert_same_printout("error 1.06e-11, loss 0.50000", "error 8.90e-11, loss 0.50001")
+    for other in ("error 3.28e-01, loss 0.5", "error 1e-11, loss 0.7", "failed 1e-11, loss 0.5"):
+        with pytest.raises(AssertionError):
+            assert_same_printout(other, "error 1e-11, loss 0.5")
+
+
 @pytest.mark.parametrize(("example", "name"), SELECTED)
 def test_example_prints_the_same_on_backend(example: str, name: str) -> None:
     load(name)
     got, calls = output_of(example, name)
     want, _ = output_of(example, "numpy")
     assert calls > 0, f"{example} ran no kernel of {name}"
-    assert got == want
+    assert_same_printout(got, want)

@@ -84,7 +84,7 @@ def test_report_json_is_deterministic_and_complete():
     text = report.to_json()
     assert text == report.to_json()
     data = json.loads(text)
-    assert data["passed"] is False and data["exit_code"] == 1
+    assert data["status"] == "fail" and data["failed"] is True and data["exit_code"] == 1
     (finding,) = data["checks"][0]["findings"]
     assert finding["op"] == "sin" and finding["category"] == "rule"
     assert isinstance(finding["details"]["numerical"], float)

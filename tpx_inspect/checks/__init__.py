@@ -7,7 +7,7 @@
   spec), ``order`` and ``nonfinite``; on a function also ``tracing`` (grad mode on vs off).
 - Drivers: :func:`run_all_checks`, :func:`run_graph_checks`, :func:`run_script_checks`,
   :func:`run_trace_checks`, :func:`load_target`; results are a :class:`Report` (``to_json``,
-  ``render``, ``exit_code`` 0 when all pass, 1 when one fails).
+  ``render``, ``status`` PASS/FAIL/SKIPPED/PARTIAL, ``exit_code`` 1 when one fails).
 
 >>> import tpx as tp
 >>> from tpx_inspect.checks import run_all_checks
@@ -30,7 +30,15 @@ from tpx_inspect.checks.nonfinite import nonfinite_check
 from tpx_inspect.checks.offline import from_trace_graph
 from tpx_inspect.checks.order import order_check
 from tpx_inspect.checks.record import GraphRecord, NodeRecord, Recording, record
-from tpx_inspect.checks.report import CATEGORIES, CheckResult, Finding, Report
+from tpx_inspect.checks.report import (
+    CATEGORIES,
+    STATUSES,
+    CheckResult,
+    Finding,
+    Report,
+    Skip,
+    Status,
+)
 from tpx_inspect.checks.runner import (
     FUNCTION_CHECKS,
     GRAPH_CHECKS,
@@ -44,10 +52,10 @@ from tpx_inspect.checks.targets import TargetError, load_target
 from tpx_inspect.checks.tracing import tracing_check
 
 __all__ = [
-    "CATEGORIES", "FUNCTION_CHECKS", "GRAPH_CHECKS", "CheckResult", "Finding", "GradcheckError",
-    "GradcheckResult", "GraphRecord", "LocalOptions", "Mismatch", "NodeRecord", "Recording",
-    "Report", "TargetError", "accumulation_check", "capture_call", "from_trace_graph",
-    "gradcheck", "gradgradcheck", "kernel_check", "load_target", "local_check",
+    "CATEGORIES", "FUNCTION_CHECKS", "GRAPH_CHECKS", "STATUSES", "CheckResult", "Finding",
+    "GradcheckError", "GradcheckResult", "GraphRecord", "LocalOptions", "Mismatch", "NodeRecord",
+    "Recording", "Report", "Skip", "Status", "TargetError", "accumulation_check", "capture_call",
+    "from_trace_graph", "gradcheck", "gradgradcheck", "kernel_check", "load_target", "local_check",
     "nonfinite_check", "order_check", "record", "run_all_checks", "run_graph_checks",
     "run_script_checks", "run_trace_checks", "tracing_check",
 ]  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect.checks.record import BackwardRecord, Contribution, GraphRecord
-from tpx_inspect.checks.report import CheckResult, Finding, finding_at
+from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -67,8 +67,8 @@ def _finding(graph, target, parts, k, expected, got) -> Finding:
 def accumulation_check(graph: GraphRecord) -> CheckResult:
     """Check every accumulated gradient of every backward against the sum of its parts.
 
-    ``checked`` counts the gradients with several consumers (fan-out); single-consumer
-    gradients are checked too but not counted.
+    ``checked`` counts every accumulated gradient (fan-out or not); a graph without a
+    recorded backward is SKIPPED.
 
     >>> import tpx as tp
     >>> from tpx_inspect.checks.record import record
@@ -76,8 +76,8 @@ def accumulation_check(graph: GraphRecord) -> CheckResult:
     ...     x = tp.asarray([1.0, 2.0], requires_grad=True)
     ...     (x * x + x).sum().backward()
     >>> r = accumulation_check(rec.graph())
-    >>> r.passed, r.checked
-    (True, 1)
+    >>> r.status.label, r.checked
+    ('PASS', 3)
     """
     start = time.perf_counter()
     findings, checked = [], 0
@@ -89,10 +89,15 @@ def accumulation_check(graph: GraphRecord) -> CheckResult:
         for ex in bw.executions:
             runs.setdefault(ex.node, ex)
         for target, parts in by_target.items():
-            checked += len(parts) > 1
+            checked += 1
             found = _check_target(graph, bw, target, parts, runs)
             if found is not None:
                 findings.append(found)
+    skips = () if graph.backwards else (Skip(NO_BACKWARD),)
     return CheckResult(
-        "accumulation", checked, tuple(findings), seconds=time.perf_counter() - start
-    )
+        "accumulation", checked, tuple(findings), seconds=time.perf_counter() - start,
+        skips=skips,
+    )  # fmt: skip
+
+
+NO_BACKWARD = "no backward pass was recorded in this graph"

@@ -17,7 +17,7 @@ import numpy as np
 import p10
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
 from tpx_inspect.checks.replay import Replay, why_not_replayable
-from tpx_inspect.checks.report import CheckResult, Finding, finding_at
+from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 from tpx_inspect.checks.tracing import tap_kernels
 
 SPEC = "numpy"
@@ -117,27 +117,34 @@ def kernel_check(graph: GraphRecord, include_spec: bool = False) -> CheckResult:
     >>> with record() as rec:
     ...     (tp.asarray([1.0, 2.0], requires_grad=True).exp()).sum().backward()
     >>> r = kernel_check(rec.graph(), include_spec=True)
-    >>> r.passed, r.checked
-    (True, 2)
+    >>> r.status.label, r.checked
+    ('PASS', 2)
+    >>> kernel_check(rec.graph()).summary()
+    'SKIPPED: NumPy is the spec backend: nothing to compare'
     """
     start = time.perf_counter()
     findings: list[Finding] = []
-    checked = skipped = 0
-    notes = []
+    checked, skips, notes = 0, [], []
     for node in graph.nodes:
         if node.is_leaf:
             continue
-        reason = why_not_replayable(node)
-        if reason is None and node.backend == SPEC and not include_spec:
-            reason = "ran on the spec backend"
+        on_spec = node.backend == SPEC and not include_spec
+        reason = ON_SPEC if on_spec else why_not_replayable(node)
         if reason is not None:
-            skipped += 1
+            skips.append(Skip(reason, node.id))
             continue
-        checked += 1
         try:
             findings += _check_node(graph, node)
         except Exception as e:  # a kernel the spec lacks, a rule that cannot replay
+            skips.append(Skip(f"replay on the spec failed: {type(e).__name__}", node.id))
             notes.append(f"{node.where()}: replay failed: {e}")
-    return CheckResult(
-        "kernel", checked, tuple(findings), skipped, time.perf_counter() - start, tuple(notes)
-    )
+            continue
+        checked += 1
+    skipped = len(skips)
+    if checked == 0 and skips and all(s.reason == ON_SPEC for s in skips):
+        skips = [Skip(ON_SPEC)]  # NOTE: one reason for the whole graph, not one per node
+    return CheckResult("kernel", checked, tuple(findings), skipped,
+                       time.perf_counter() - start, tuple(notes), tuple(skips))  # fmt: skip
+
+
+ON_SPEC = "NumPy is the spec backend: nothing to compare"

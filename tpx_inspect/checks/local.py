@@ -19,7 +19,7 @@ import numpy as np
 
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
 from tpx_inspect.checks.replay import Replay, why_not_replayable
-from tpx_inspect.checks.report import CheckResult, Finding, finding_at
+from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 _EPS64 = float(np.finfo(np.float64).eps)
 
@@ -284,30 +284,36 @@ def local_check(graph: GraphRecord, opts: LocalOptions | None = None) -> CheckRe
     """
     opts = opts or LocalOptions()
     start = time.perf_counter()
-    findings, checked, skipped, notes = [], 0, 0, []
+    findings, checked, skips, notes = [], 0, [], []
     for nid in backward_order(graph):
         node = graph.node(nid)
         if node.is_leaf:
             continue
         reason = why_not_replayable(node) or _nonfinite(node)
         if reason is not None:
-            skipped += 1
-            notes.append(f"{node.where()}: skipped, {reason}")
+            skips.append(Skip(reason, nid))
             continue
         ex = graph.execution(nid)
         try:
             finding, note = _check_one(node, ex, opts)
         except Exception as e:  # NOTE: a node that cannot be replayed is skipped, not failed
-            skipped += 1
+            skips.append(Skip(f"replay failed: {type(e).__name__}", nid))
             notes.append(f"{node.where()}: skipped, {e}")
+            continue
+        if note == _KINK:
+            skips.append(Skip(_KINK, nid))
             continue
         checked += 1
         if finding is not None:
             findings.append(finding)
         if note is not None:
-            notes.append(note)
+            notes.append(f"{node.where()}: {note}")
     seconds = time.perf_counter() - start
-    return CheckResult("local", checked, tuple(findings), skipped, seconds, tuple(notes))
+    return CheckResult("local", checked, tuple(findings), len(skips), seconds, tuple(notes),
+                       tuple(skips))  # fmt: skip
+
+
+_KINK = "not differentiable at the recorded point (a kink: relu at 0, ties)"
 
 
 def _check_one(node: NodeRecord, ex: Any, opts: LocalOptions) -> tuple:
@@ -318,9 +324,9 @@ def _check_one(node: NodeRecord, ex: Any, opts: LocalOptions) -> tuple:
     if bad:
         return _finding(node, bad[0], _locate(node, bad[0], incoming, recorded, opts)), None
     if any(c.inconclusive for c in comparisons):
-        return None, f"{node.where()}: not differentiable at the recorded point; skipped"
+        return None, _KINK
     if any(c.cotangent.endswith("(kink elements masked)") for c in comparisons):
-        return None, f"{node.where()}: at a kink (relu at 0, ties); checked on smooth elements"
+        return None, "at a kink (relu at 0, ties); checked on smooth elements"
     return None, None
 
 

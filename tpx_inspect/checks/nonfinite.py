@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
-from tpx_inspect.checks.report import CheckResult, Finding, finding_at
+from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 
 def _finite(x: Any) -> bool:
@@ -111,5 +111,10 @@ def nonfinite_check(graph: GraphRecord) -> CheckResult:
     """
     start = time.perf_counter()
     findings = forward_findings(graph) + backward_findings(graph)
-    checked = len(graph.nodes) + sum(len(bw.executions) for bw in graph.backwards)
-    return CheckResult("nonfinite", checked, tuple(findings), seconds=time.perf_counter() - start)
+    skips = tuple(Skip(NO_VALUES, n.id) for n in graph.nodes if n.output is None)
+    checked = len(graph.nodes) - len(skips) + sum(len(bw.executions) for bw in graph.backwards)
+    return CheckResult("nonfinite", checked, tuple(findings), len(skips),
+                       time.perf_counter() - start, skips=skips)  # fmt: skip
+
+
+NO_VALUES = "its output value was not recorded (capture with values='all')"

@@ -8,12 +8,14 @@ report says so.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 import p10
 from p10 import IndexSlot
+from tpx_inspect.checks.functions import unavailable_reason
 from tpx_inspect.checks.record import (
     BackwardRecord,
     Contribution,
@@ -62,16 +64,25 @@ def _op(name: str | None) -> Any:
         return p10.CustomOp(name, None)
 
 
-def _node(graph: Any, i: int) -> NodeRecord:
+def _node(graph: Any, i: int, functions: Mapping[str, Any], meta: Mapping[str, Any]) -> NodeRecord:
     n = graph.node(i)
     values = graph.node_values(i)
     leaf = n.kind in ("leaf", "param")
     inputs = None if any(v is None for v in values.inputs) else tuple(values.inputs)
+    op = None if leaf else _op(n.op)
+    function, unavailable = None, None
+    if isinstance(op, p10.CustomOp) and op not in p10.get_backend("numpy").kernels:
+        found = functions.get(op.value)
+        if isinstance(found, type):
+            function = found
+        else:
+            unavailable = found if isinstance(found, str) else unavailable_reason(op.value, meta)
     return NodeRecord(
-        id=n.id, name=n.name, op=None if leaf else _op(n.op),
+        id=n.id, name=n.name, op=op,
         params=params_from_json(n.params), edges=tuple(e.src for e in n.inputs),
         inputs=() if leaf else inputs, output=values.output, scope=n.scope,
         source=str(n.source) if n.source is not None else "<unknown>",
+        function=function, unavailable=unavailable,
     )  # fmt: skip
 
 
@@ -95,8 +106,14 @@ def _backward(graph: Any) -> BackwardRecord:
     )  # fmt: skip
 
 
-def from_trace_graph(graph: Any) -> GraphRecord:
+def from_trace_graph(
+    graph: Any, functions: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None
+) -> GraphRecord:
     """A :class:`GraphRecord` from one graph of a saved trace (``tpx_inspect.records.Graph``).
+
+    Nodes of a custom ``tp.Function`` are replayed with the class ``functions`` maps their op
+    name to (the CLI's ``--trust-code`` import, or the live classes while recording); without
+    one they are skipped with the reason (``meta`` is the trace's, naming the import path).
 
     >>> import tpx as tp, tpx_inspect
     >>> with tpx_inspect.capture(values="all", timing=False) as cap:
@@ -106,6 +123,7 @@ def from_trace_graph(graph: Any) -> GraphRecord:
     >>> [n.name for n in g.nodes], g.backwards[0].order
     (['AccumulateGrad', 'SinBackward', 'MulBackward', 'SumBackward'], (3, 2, 1, 0))
     """
-    nodes = tuple(_node(graph, i) for i in range(len(graph.nodes)))
+    functions, meta = functions or {}, meta or {}
+    nodes = tuple(_node(graph, i, functions, meta) for i in range(len(graph.nodes)))
     backwards = (_backward(graph),) if graph.kind == "backward" and graph.order else ()
     return GraphRecord(nodes, backwards)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 
+from tpx_inspect.checks.accumulation import NO_BACKWARD
 from tpx_inspect.checks.record import BackwardRecord, GraphRecord
-from tpx_inspect.checks.report import CheckResult, Finding, finding_at
+from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 
 def _reachable(graph: GraphRecord, roots: tuple[int, ...]) -> set[int]:
@@ -94,4 +95,6 @@ def order_check(graph: GraphRecord) -> CheckResult:
         checked += len(bw.executions)
         findings += _order_findings(graph, bw, k)
         findings += _missing_findings(graph, bw, k)
-    return CheckResult("order", checked, tuple(findings), seconds=time.perf_counter() - start)
+    skips = () if graph.backwards else (Skip(NO_BACKWARD),)
+    return CheckResult("order", checked, tuple(findings), seconds=time.perf_counter() - start,
+                       skips=skips)  # fmt: skip

@@ -46,6 +46,8 @@ class NodeRecord:
     rule: Any = None
     function: Any = None
     hooked: bool = False
+    unavailable: str | None = None
+    """Why this node cannot be replayed here (a Function class that was not imported)."""
 
     @property
     def is_leaf(self) -> bool:

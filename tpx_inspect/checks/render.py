@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "partial": "yellow"}
+
 
 def summary_table(report: Any) -> Table:
     """One row per check: status, items checked and skipped, failures, time.
@@ -20,7 +22,7 @@ def summary_table(report: Any) -> Table:
     for col in ("check", "status", "checked", "skipped", "failures", "seconds"):
         table.add_column(col, justify="right" if col not in ("check", "status") else "left")
     for r in report.results:
-        status = "[green]PASS[/green]" if r.passed else "[bold red]FAIL[/bold red]"
+        status = f"[{_STYLE[r.status.value]}]{r.status.label}[/]"
         table.add_row(
             r.check, status, str(r.checked), str(r.skipped), str(len(r.errors)),
             f"{r.seconds:.3f}",
@@ -53,6 +55,8 @@ def render_report(report: Any, console: Console | None = None, notes: int = 3) -
     for r in report.results:
         if r.findings:
             console.print(findings_table(r))
+        if r.status.value in ("skipped", "partial"):
+            console.print(f"[yellow]{r.check}: {escape(r.summary())}[/yellow]")
         for note in r.notes[:notes]:
             console.print(f"[dim]{r.check}: {escape(note)}[/dim]")
         if len(r.notes) > notes:
@@ -62,5 +66,7 @@ def render_report(report: Any, console: Console | None = None, notes: int = 3) -
         console.print(
             f"[bold red]first failure:[/bold red] {first.category} at {escape(first.where)}"
         )
-    else:
-        console.print("[green]all checks passed[/green]")
+    style = _STYLE[report.status.value]
+    console.print(f"[{style}]{escape(report.headline())}[/]")
+    if report.status.value in ("skipped", "partial") and not report.strict:
+        console.print("[dim]exit code 0: nothing failed; --strict makes skipped checks fail[/dim]")

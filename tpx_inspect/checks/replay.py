@@ -42,6 +42,8 @@ def why_not_replayable(node: NodeRecord) -> str | None:
     """
     if node.is_leaf:
         return "a leaf has no forward"
+    if node.unavailable is not None:
+        return node.unavailable
     if node.inputs is None or node.output is None:
         return "its input/output values were not recorded"
     custom = isinstance(node.op, p10.CustomOp) and node.function is None

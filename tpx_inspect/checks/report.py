@@ -1,7 +1,12 @@
 """The results of the checks: findings, one result per check, a report with JSON and rich output.
 
-Exit-code semantics for the CLI: ``Report.exit_code`` is 0 when every check passed and 1 when
-one failed (usage errors, 2, are the CLI's own).
+Every result has one :class:`Status`, derived here and nowhere else: PASS (something was
+checked and nothing failed), FAIL, SKIPPED (nothing could be checked; the reasons say why) or
+PARTIAL (some items checked, some skipped, the reasons grouped). The CLI tables, ``--json``,
+the server's API and the viewer all show these statuses and :meth:`CheckResult.summary` lines.
+
+Exit-code semantics for the CLI: ``Report.exit_code`` is 1 when a check failed, else 0; with
+``strict`` a SKIPPED or PARTIAL check exits 1 too (usage errors, 2, are the CLI's own).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -24,6 +30,57 @@ CATEGORIES = (
     "nonfinite-backward",
 )
 """Every category a finding can have, one per kind of bug the checks name."""
+
+
+class Status(StrEnum):
+    """The verdict of one check, or of a whole report.
+
+    >>> Status.PARTIAL.value, Status.PARTIAL.label
+    ('partial', 'PARTIAL')
+    """
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIPPED = "skipped"
+    PARTIAL = "partial"
+
+    @property
+    def label(self) -> str:
+        """The upper-case word every surface prints."""
+        return self.value.upper()
+
+
+STATUSES = tuple(s.value for s in Status)
+"""Every status name, for the server's schema and the viewer."""
+
+
+@dataclass(frozen=True)
+class Skip:
+    """An item a check could not check: the node (None for the whole graph) and why.
+
+    Reasons name no node, so that equal reasons group: "3 skipped: <reason>".
+
+    >>> Skip("its input/output values were not recorded", node=4).node
+    4
+    """
+
+    reason: str
+    node: int | None = None
+
+
+def group_skips(skips: tuple[Skip, ...]) -> list[tuple[str, list[int | None]]]:
+    """``(reason, nodes)`` per distinct reason, in first-seen order.
+
+    >>> group_skips((Skip("a", 1), Skip("b", 2), Skip("a", 3)))
+    [('a', [1, 3]), ('b', [2])]
+    """
+    groups: dict[str, list[int | None]] = {}
+    for s in skips:
+        groups.setdefault(s.reason, []).append(s.node)
+    return list(groups.items())
+
+
+NOTHING_TO_CHECK = "nothing to check in this graph"
 
 
 @dataclass(frozen=True)
@@ -71,10 +128,16 @@ class Finding:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What one check did: how many items it checked or skipped, and what it found.
+    """What one check did: how many items it checked or skipped (``skips`` says which and
+    why), and what it found.
 
-    >>> CheckResult("order", checked=5).passed
-    True
+    >>> CheckResult("order", checked=5).status.label
+    'PASS'
+    >>> r = CheckResult("local", 2, skipped=1, skips=(Skip("no values", 3),))
+    >>> r.status.label, r.summary()
+    ('PARTIAL', 'PARTIAL: 2 checked, 1 skipped (1: no values)')
+    >>> CheckResult("kernel").summary()
+    'SKIPPED: nothing to check in this graph'
     """
 
     check: str
@@ -83,11 +146,44 @@ class CheckResult:
     skipped: int = 0
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
+    skips: tuple[Skip, ...] = ()
 
     @property
     def passed(self) -> bool:
-        """True when no finding is an error."""
+        """True when no finding is an error (the check did not fail; see :attr:`status` for
+        whether it checked anything)."""
         return not any(f.is_error for f in self.findings)
+
+    @property
+    def status(self) -> Status:
+        """FAIL on an error finding; else SKIPPED when nothing was checked, PARTIAL when
+        something was skipped, PASS otherwise."""
+        if not self.passed:
+            return Status.FAIL
+        if self.checked == 0:
+            return Status.SKIPPED
+        return Status.PARTIAL if self.skipped or self.skips else Status.PASS
+
+    def reasons(self) -> list[tuple[str, list[int | None]]]:
+        """Why items were skipped: ``(reason, nodes)`` grouped by reason; a check that
+        checked nothing and gave no reason says :data:`NOTHING_TO_CHECK`."""
+        groups = group_skips(self.skips)
+        if not groups and self.checked == 0 and self.passed:
+            groups = [(NOTHING_TO_CHECK, [])]
+        return groups
+
+    def summary(self) -> str:
+        """One line, the same in every surface: status, counts and grouped reasons."""
+        status = self.status
+        if status is Status.SKIPPED:
+            return f"SKIPPED: {'; '.join(r for r, _ in self.reasons())}"
+        text = f"{status.label}: {self.checked} checked"
+        if self.errors:
+            text += f", {len(self.errors)} failed"
+        if self.skipped or self.skips:
+            why = "; ".join(f"{len(nodes)}: {r}" for r, nodes in self.reasons())
+            text += f", {self.skipped or len(self.skips)} skipped" + (f" ({why})" if why else "")
+        return text
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -95,36 +191,79 @@ class CheckResult:
         return tuple(f for f in self.findings if f.is_error)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
+        """A JSON-ready dict: ``status``, ``summary``, counts, grouped skip ``reasons``."""
         return {
-            "check": self.check, "passed": self.passed, "checked": self.checked,
-            "skipped": self.skipped, "seconds": round(self.seconds, 6), "notes": list(self.notes),
+            "check": self.check, "status": self.status.value, "summary": self.summary(),
+            "checked": self.checked, "skipped": self.skipped,
+            "reasons": [{"reason": r, "count": len(n), "nodes": [i for i in n if i is not None]}
+                        for r, n in self.reasons()],
+            "seconds": round(self.seconds, 6), "notes": list(self.notes),
             "findings": [f.to_dict() for f in self.findings],
         }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Report:
-    """The results of several checks; ``exit_code`` is 0 when all passed, 1 otherwise.
+    """The results of several checks; ``exit_code`` is 1 when one failed, else 0.
 
     >>> r = Report((CheckResult("order", 3), CheckResult("rule", 2, (Finding("rule", "bad"),))))
-    >>> r.passed, r.exit_code, r.first_failure.message
-    (False, 1, 'bad')
-    >>> import json; json.loads(r.to_json())["passed"]
-    False
+    >>> r.passed, r.exit_code, r.first_failure.message, r.status.label
+    (False, 1, 'bad', 'FAIL')
+    >>> import json; json.loads(r.to_json())["status"]
+    'fail'
+    >>> skipped = Report((CheckResult("order", 3), CheckResult("kernel")))
+    >>> skipped.status.label, skipped.exit_code, skipped.exit_code_for(strict=True)
+    ('PARTIAL', 0, 1)
     """
 
     results: tuple[CheckResult, ...]
+    strict: bool = False
 
     @property
     def passed(self) -> bool:
-        """True when every check passed."""
+        """True when no check failed (see :attr:`status` for whether all checked something)."""
         return all(r.passed for r in self.results)
 
     @property
+    def status(self) -> Status:
+        """FAIL when a check failed; PASS when all passed; SKIPPED when none checked
+        anything; PARTIAL otherwise."""
+        statuses = {r.status for r in self.results}
+        if Status.FAIL in statuses:
+            return Status.FAIL
+        if statuses <= {Status.PASS}:
+            return Status.PASS
+        return Status.SKIPPED if statuses == {Status.SKIPPED} else Status.PARTIAL
+
+    def exit_code_for(self, strict: bool) -> int:
+        """1 when a check failed, or (``strict``) when one was SKIPPED or PARTIAL; else 0."""
+        if not self.passed:
+            return 1
+        return 1 if strict and self.status is not Status.PASS else 0
+
+    @property
     def exit_code(self) -> int:
-        """0 when every check passed, 1 when one failed."""
-        return 0 if self.passed else 1
+        """:meth:`exit_code_for` with this report's ``strict``."""
+        return self.exit_code_for(self.strict)
+
+    def headline(self) -> str:
+        """One line for a status bar: the overall status and which checks made it so.
+
+        >>> Report((CheckResult("order", 3), CheckResult("kernel"))).headline()
+        'checks: PARTIAL: 1 pass, 1 skipped (kernel: nothing to check in this graph)'
+        """
+        by = {s: [r for r in self.results if r.status is s] for s in Status}
+        parts = [f"{len(by[Status.PASS])} pass"] if by[Status.PASS] else []
+        if by[Status.FAIL]:
+            nodes = {f.node for r in by[Status.FAIL] for f in r.errors if f.node is not None}
+            names = ", ".join(r.check for r in by[Status.FAIL])
+            parts.insert(0, f"{names} failed on {len(nodes)} node(s)")
+        for s in (Status.PARTIAL, Status.SKIPPED):
+            if by[s]:
+                why = "; ".join(f"{r.check}: {', '.join(w for w, _ in r.reasons())}"
+                                for r in by[s])  # fmt: skip
+                parts.append(f"{len(by[s])} {s.value} ({why})")
+        return f"checks: {self.status.label}: " + ", ".join(parts)
 
     @property
     def failures(self) -> tuple[Finding, ...]:
@@ -147,10 +286,13 @@ class Report:
         raise KeyError(f"no result for check {check!r}; have {[r.check for r in self.results]}")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: ``passed``, ``exit_code`` and each check's result."""
+        """A JSON-ready dict: ``status``, ``failed``, ``exit_code``, ``headline`` and each
+        check's result."""
         return {
-            "passed": self.passed,
+            "status": self.status.value,
+            "failed": not self.passed,
             "exit_code": self.exit_code,
+            "headline": self.headline(),
             "checks": [r.to_dict() for r in self.results],
         }
 

@@ -7,6 +7,8 @@ script.py``: each returns a :class:`~tpx_inspect.checks.report.Report` whose ``e
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -14,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+import p10
 import tpx
 from tpx_inspect.checks.accumulation import accumulation_check
 from tpx_inspect.checks.gradcheck import gradcheck
@@ -22,7 +25,7 @@ from tpx_inspect.checks.local import LocalOptions, local_check
 from tpx_inspect.checks.nonfinite import nonfinite_check
 from tpx_inspect.checks.order import order_check
 from tpx_inspect.checks.record import GraphRecord, record
-from tpx_inspect.checks.report import CheckResult, Finding, Report
+from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
 from tpx_inspect.checks.tracing import tracing_check
 
 GRAPH_CHECKS = ("local", "accumulation", "kernel", "order", "nonfinite")
@@ -87,11 +90,15 @@ def _float_outputs(out: Any) -> list[Any]:
     return [o for o in outs if isinstance(o, tpx.Tensor) and o.requires_grad]
 
 
-def capture_call(fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0) -> GraphRecord:
+def capture_call(
+    fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0, where: str | None = None
+) -> GraphRecord:
     """Run ``fn(*inputs)`` and a backward from its outputs under :func:`record`.
 
     Scalar outputs are seeded with 1, others with a standard normal cotangent drawn from
-    ``seed``; leaves are fresh copies, so the caller's tensors keep their ``.grad``.
+    ``seed``; leaves are fresh copies, so the caller's tensors keep their ``.grad``. Nodes that
+    ``fn`` records without a frame of user code (``fn`` is ``tp.sin`` itself) are attributed
+    to ``where`` (default: where ``fn`` is defined), never to this module.
 
     >>> import tpx as tp
     >>> g = capture_call(lambda t: t.tanh(), [tp.ones(3, requires_grad=True)])
@@ -108,21 +115,90 @@ def capture_call(fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0
                 for o in outs
             ]
             tpx.backward(outs, grads)
-    return rec.graph()
+    return _user_sources(rec.graph(), where or location_of(fn))
 
 
-def _gradcheck_result(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> CheckResult:
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def location_of(fn: Any) -> str:
+    """``file:line in name`` where ``fn`` is defined, or ``<unknown>`` (a builtin).
+
+    >>> location_of(location_of).endswith("in location_of")
+    True
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return "<unknown>"
+    return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
+
+
+def _user_sources(graph: GraphRecord, where: str) -> GraphRecord:
+    """``graph`` with node sources inside tpx_inspect replaced by ``where``."""
+    nodes = tuple(
+        dataclasses.replace(n, source=where) if n.source.startswith(_HERE) else n
+        for n in graph.nodes
+    )
+    return dataclasses.replace(graph, nodes=nodes)
+
+
+def _gradcheck_result(
+    fn: Callable[..., Any], inputs: Sequence[Any], seed: int, where: str
+) -> CheckResult:
     start = time.perf_counter()
     args = [_float64(x) for x in inputs]
+    seeded = _reseeded(fn, seed)
+    if not repeatable(seeded, args):
+        return CheckResult("gradcheck", 0, (), 0, time.perf_counter() - start,
+                           skips=(Skip(NOT_REPEATABLE),))  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        result = gradcheck(fn, args, fast_mode=True, seed=seed, raise_exception=False)
+        result = gradcheck(seeded, args, fast_mode=True, seed=seed, raise_exception=False)
     findings = tuple(
-        Finding("gradcheck", m.message(), details={"output": m.output, "input": m.input})
+        Finding(
+            "gradcheck", m.message(), source=where, details={"output": m.output, "input": m.input}
+        )
         for m in result.mismatches
     )
     note = ("inputs upcast to float64; fast mode (random projections)",)
     return CheckResult("gradcheck", result.checked, findings, 0, time.perf_counter() - start, note)
+
+
+NOT_REPEATABLE = (
+    "the function gives different values on two calls with the same inputs and p10's default "
+    "generator reseeded (a random op with its own generator?): nothing to compare"
+)
+
+
+def _reseeded(fn: Callable[..., Any], seed: int) -> Callable[..., Any]:
+    """``fn`` with p10's default generator reseeded before every call, so that random ops
+    (dropout) draw the same values at every finite-difference step."""
+
+    def call(*args: Any) -> Any:
+        p10.manual_seed(seed)
+        return fn(*args)
+
+    return call
+
+
+def repeatable(fn: Callable[..., Any], args: Sequence[Any]) -> bool:
+    """Whether two calls of ``fn(*args)`` (grad mode off) give bitwise equal outputs.
+
+    >>> import tpx as tp
+    >>> repeatable(lambda t: t * 2, [tp.ones(2)])
+    True
+    """
+    with tpx.no_grad():
+        first, second = _values(fn(*args)), _values(fn(*args))
+    return len(first) == len(second) and all(
+        a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+        for a, b in zip(first, second)
+    )
+
+
+def _values(out: Any) -> list[np.ndarray]:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [np.array(o.numpy()) for o in outs if isinstance(o, tpx.Tensor)]
 
 
 def _float64(x: Any) -> Any:
@@ -139,9 +215,11 @@ def run_all_checks(
     seed: int = 0,
     local_options: LocalOptions | None = None,
     progress: Progress | None = None,
+    where: str | None = None,
 ) -> Report:
     """Every check on ``fn(*inputs)``: whole-function gradcheck (float64, fast mode), the
-    graph checks on one recorded forward and backward, and tracing on vs off.
+    graph checks on one recorded forward and backward, and tracing on vs off. ``where``
+    (default: where ``fn`` is defined) locates findings that no user frame recorded.
 
     >>> import tpx as tp
     >>> x = tp.asarray([[0.5, -1.0], [2.0, 0.3]], requires_grad=True)
@@ -150,15 +228,16 @@ def run_all_checks(
     (True, 0, 7)
     """
     _validate(checks, FUNCTION_CHECKS)
+    where = where or location_of(fn)
     results: list[CheckResult] = []
     total = len(checks)
     if "gradcheck" in checks:
         if progress is not None:
             progress("gradcheck", 0, total)
-        results.append(_gradcheck_result(fn, inputs, seed))
+        results.append(_gradcheck_result(fn, inputs, seed, where))
     graph_checks = [c for c in checks if c in GRAPH_CHECKS]
     if graph_checks:
-        graph = capture_call(fn, inputs, seed=seed)
+        graph = capture_call(fn, inputs, seed=seed, where=where)
         offset = len(results)
 
         def shifted(name: str, k: int, _: int) -> None:
@@ -171,8 +250,18 @@ def run_all_checks(
     if "tracing" in checks:
         if progress is not None:
             progress("tracing", len(results), total)
-        results.append(tracing_check(fn, [_fresh(x) for x in inputs], seed)[0])
+        traced = tracing_check(fn, [_fresh(x) for x in inputs], seed)[0]
+        results.append(_relocated(traced, where))
     return Report(tuple(results))
+
+
+def _relocated(result: CheckResult, where: str) -> CheckResult:
+    """``result`` with finding sources inside tpx_inspect replaced by ``where``."""
+    findings = tuple(
+        dataclasses.replace(f, source=where) if f.source.startswith(_HERE) else f
+        for f in result.findings
+    )
+    return dataclasses.replace(result, findings=findings)
 
 
 def run_script_checks(
@@ -206,11 +295,20 @@ def run_script_checks(
     return Report((CheckResult("script", 1, (failed,)), *report.results))
 
 
-def run_trace_checks(trace: Any, checks: Sequence[str] = GRAPH_CHECKS, **options: Any) -> Report:
+def run_trace_checks(
+    trace: Any,
+    checks: Sequence[str] = GRAPH_CHECKS,
+    *,
+    trust_code: bool = False,
+    **options: Any,
+) -> Report:
     """The graph checks on every graph of a saved trace (a path or a ``Trace``).
 
-    Results of several graphs are merged check by check; each finding names its graph in
-    ``details['graph']``.
+    Custom ``tp.Function`` nodes are checked with their classes only when ``trust_code``
+    imports them (from the import paths the trace records: this runs user code); otherwise
+    they take the verdicts recorded live by ``tpx-inspect run --check``, or are skipped with
+    the reason. Results of several graphs are merged check by check; each finding names its
+    graph in ``details['graph']``.
 
     >>> import tpx as tp, tpx_inspect
     >>> with tpx_inspect.capture(values="all", timing=False) as cap:
@@ -218,14 +316,17 @@ def run_trace_checks(trace: Any, checks: Sequence[str] = GRAPH_CHECKS, **options
     >>> run_trace_checks(cap.trace).result("local").checked
     2
     """
+    from tpx_inspect.checks.functions import import_functions, live_verdicts, merge_live
     from tpx_inspect.checks.offline import from_trace_graph
     from tpx_inspect.records import Trace
 
     if not isinstance(trace, Trace):
         trace = Trace.load(str(trace))
-    reports = [
-        (g.id, run_graph_checks(from_trace_graph(g), checks, **options)) for g in trace.graphs
-    ]
+    functions = import_functions(trace.meta) if trust_code else {}
+    reports = []
+    for g in trace.graphs:
+        report = run_graph_checks(from_trace_graph(g, functions, trace.meta), checks, **options)
+        reports.append((g.id, merge_live(report, live_verdicts(trace.meta, g.id), g)))
     return _merge(reports, checks)
 
 
@@ -241,5 +342,15 @@ def _merge(reports: list[tuple[int, Report]], checks: Sequence[str]) -> Report:
         merged.append(CheckResult(
             name, sum(p.checked for _, p in parts), findings, sum(p.skipped for _, p in parts),
             sum(p.seconds for _, p in parts), tuple(n for _, p in parts for n in p.notes),
+            _merged_skips(parts),
         ))  # fmt: skip
     return Report(tuple(merged))
+
+
+def _merged_skips(parts: list[tuple[int, CheckResult]]) -> tuple[Skip, ...]:
+    """The skips of every graph; a whole-graph skip that not every graph shares is dropped
+    when another graph checked something (it would otherwise read as the whole trace's)."""
+    skips = tuple(s for _, p in parts for s in p.skips)
+    if sum(p.checked for _, p in parts) == 0:
+        return tuple(dict.fromkeys(skips))
+    return tuple(s for s in skips if s.node is not None)

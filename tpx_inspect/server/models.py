@@ -15,6 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tpx_inspect.checks.report import STATUSES
+
+CheckStatus = Literal[STATUSES]  # type: ignore[valid-type]
+"""PASS/FAIL/SKIPPED/PARTIAL, lower case: the one status model of ``tpx_inspect.checks``."""
+
 Number = float | Literal["nan", "inf", "-inf"] | None
 
 
@@ -234,22 +239,48 @@ class Finding(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class SkipReason(BaseModel):
+    """Why a check skipped items: one reason, how many, and the node ids (none: whole graph)."""
+
+    reason: str
+    count: int
+    nodes: list[int]
+
+
 class CheckInfo(BaseModel):
-    """The outcome of one check."""
+    """The outcome of one check: its status, the same one-line summary as the CLI's, the
+    grouped reasons of what it skipped and its findings."""
 
     name: str
-    status: str
+    status: CheckStatus
     summary: str
+    checked: int = 0
+    skipped: int = 0
+    reasons: list[SkipReason] = Field(default_factory=list)
     findings: list[Finding]
 
 
+class NodeVerdict(BaseModel):
+    """A node's verdict from a check run live when the trace was recorded (``tpx-inspect run
+    --check``): the user's code was importable then, so custom Functions were checked."""
+
+    node: int
+    check: str
+    status: CheckStatus
+    message: str
+
+
 class CheckReport(BaseModel):
-    """The checks run on a saved graph (from its saved values; no user code runs)."""
+    """The checks run on a saved graph (from its saved values; no user code runs). ``ok``:
+    no check failed; ``status`` and ``headline`` say whether all of them checked something."""
 
     run: str
     graph: int
     ok: bool
+    status: CheckStatus = "pass"
+    headline: str = ""
     checks: list[CheckInfo]
+    live: list[NodeVerdict] = Field(default_factory=list)
 
 
 class NodeChange(BaseModel):

@@ -201,13 +201,16 @@ def diff_model(a: str, b: str, d: DiffRecord, offset: int, limit: int, only_chan
     )  # fmt: skip
 
 
-def check_report(run_id: str, graph_id: int, report: Any) -> m.CheckReport:
-    """The :class:`CheckReport` model of a ``tpx_inspect.checks.Report``."""
+def check_report(run_id: str, graph_id: int, report: Any, live: Any = ()) -> m.CheckReport:
+    """The :class:`CheckReport` model of a ``tpx_inspect.checks.Report``: statuses, summaries
+    and reasons come from the report itself, as the CLI's do."""
     checks = [
         m.CheckInfo(
-            name=r.check, status="pass" if r.passed else "fail",
-            summary=f"{r.checked} checked, {len(r.findings)} findings, {r.skipped} skipped"
-            + "".join(f"; {n}" for n in r.notes),
+            name=r.check, status=r.status.value, summary=r.summary(), checked=r.checked,
+            skipped=r.skipped,
+            reasons=[m.SkipReason(reason=why, count=len(nodes),
+                                  nodes=[n for n in nodes if n is not None])
+                     for why, nodes in r.reasons()],
             findings=[
                 m.Finding(check=f.category, node=f.node, message=f.message,
                           details=_jsonable(dict(f.details)))
@@ -216,4 +219,8 @@ def check_report(run_id: str, graph_id: int, report: Any) -> m.CheckReport:
         )
         for r in report.results
     ]  # fmt: skip
-    return m.CheckReport(run=run_id, graph=graph_id, ok=report.passed, checks=checks)
+    verdicts = [m.NodeVerdict(node=n, check="local", status=st, message=msg)
+                for n, st, msg in live]  # fmt: skip
+    return m.CheckReport(run=run_id, graph=graph_id, ok=report.passed,
+                         status=report.status.value, headline=report.headline(),
+                         checks=checks, live=verdicts)  # fmt: skip

@@ -18,6 +18,7 @@ export function themeColors() {
     selected: get("--selected"),
     hit: get("--hit"),
     fail: get("--fail"),
+    skipped: get("--skipped"),
     ok: get("--ok"),
     active: get("--active"),
     accum: get("--accum"),

@@ -13,7 +13,7 @@ export class GraphView {
     this.cam = { x: 0, y: 0, k: 1 };
     this.selected = null;
     this.hits = new Set();
-    this.marked = new Map(); // node id -> "fail" | "ok" | "active" | "accum"
+    this.marked = new Map(); // node id -> "fail" | "skipped" | "ok" | "active" | "accum"
     this.fill = null; // node id -> css colour (colour-by mode)
     this.byId = new Map();
     this.grid = new Map();
@@ -192,7 +192,10 @@ export class GraphView {
         roundRect(ctx, x - pad, y - pad, n.w + 2 * pad, n.h + 2 * pad, 7);
         ctx.lineWidth = 3 / Math.min(cam.k, 1);
         ctx.strokeStyle = colors[mark];
+        // Skipped nodes get a dashed ring: not checked is not the same as passed.
+        if (mark === "skipped") ctx.setLineDash([6 / Math.min(cam.k, 1), 4 / Math.min(cam.k, 1)]);
         ctx.stroke();
+        ctx.setLineDash([]);
       }
       if (!showLabel) continue;
       ctx.fillStyle = custom ? textOn(custom) : colors.text;

@@ -12,7 +12,7 @@ const api = window.TPX_EMBED ? embedded(window.TPX_EMBED) : http;
 
 const state = {
   run: null, graph: null, expanded: new Set(), scopes: [], view: null, nodes: [], byNode: new Map(),
-  order: [], selected: null, hits: [], hit: -1, findings: new Map(), checked: false,
+  order: [], selected: null, hits: [], hit: -1, findings: new Map(), skips: new Map(), report: null, checked: false,
   diff: null, compare: null, play: { index: -1, timer: null }, colour: "kind", graphs: [], stub: "",
   boxByNode: new Map(), boxByScope: new Map(),
   // Load generations: a pick made while an earlier one is still loading wins; stale replies are
@@ -71,7 +71,10 @@ async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
   $("graph").value = String(graph);
   if (!keepExpanded) state.expanded = new Set();
   state.findings = new Map();
+  state.skips = new Map();
+  state.report = null;
   state.checked = false;
+  showVerdict(null);
   state.diff = null;
   stopPlay();
   delete document.body.dataset.loaded;
@@ -179,7 +182,7 @@ async function select(nodeId) {
 }
 
 function panelContext() {
-  return { select, toggle, findings: state.findings, checked: state.checked, diff: state.diff };
+  return { select, toggle, findings: state.findings, skips: state.skips, report: state.report, checked: state.checked, diff: state.diff };
 }
 
 async function toggle(scope) {
@@ -273,6 +276,11 @@ function applyColour() {
 // -- marks: checks, playback, comparison ----------------------------------------------------------
 function applyMarks() {
   main.marked = new Map();
+  // Skipped first, so that a box holding both a skipped and a failing node rings as failing.
+  for (const id of state.skips.keys()) {
+    const box = boxOf(id);
+    if (box && !state.findings.has(id)) main.marked.set(box.id, "skipped");
+  }
   for (const id of state.findings.keys()) {
     const box = boxOf(id);
     if (box) main.marked.set(box.id, "fail");
@@ -320,25 +328,54 @@ function stopPlay() {
   $("play").textContent = "Play backward";
 }
 
+// Statuses, summaries and the headline come from the server, which derives them from the same
+// report the CLI prints: the viewer adds no verdict of its own.
+function noteNode(map, id, entry) {
+  if (id === null || id === undefined) return;
+  if (!map.has(id)) map.set(id, []);
+  map.get(id).push(entry);
+}
+
+function collectVerdicts(report) {
+  state.findings = new Map();
+  state.skips = new Map();
+  for (const c of report.checks) {
+    for (const f of c.findings) noteNode(state.findings, f.node, { ...f, check: c.name });
+    for (const r of c.reasons) for (const id of r.nodes) noteNode(state.skips, id, { check: c.name, reason: r.reason });
+  }
+  // Verdicts of the live check made while the run was recorded (custom Functions included).
+  for (const v of report.live || []) {
+    if (v.status === "fail") noteNode(state.findings, v.node, { check: `${v.check} (live)`, message: v.message, node: v.node });
+    else if (v.status === "skipped") noteNode(state.skips, v.node, { check: `${v.check} (live)`, reason: v.message });
+  }
+}
+
+// The verdict stays in the status bar until the graph changes (other messages come and go).
+function showVerdict(report) {
+  const el = $("check-status");
+  el.hidden = !report;
+  el.textContent = report ? report.headline : "";
+  el.title = el.textContent;
+  el.className = report ? { pass: "ok", fail: "fail", skipped: "skipped", partial: "skipped" }[report.status] : "";
+  if (!report) delete document.body.dataset.checked;
+}
+
 async function runChecks() {
   status("running checks on the saved values…");
   const report = await api.checks(state.run, state.graph);
-  state.findings = new Map();
-  for (const c of report.checks) for (const f of c.findings) {
-    if (f.node === null) continue;
-    if (!state.findings.has(f.node)) state.findings.set(f.node, []);
-    state.findings.get(f.node).push({ ...f, check: c.name });
-  }
+  state.report = report;
+  collectVerdicts(report);
   state.checked = true;
   applyMarks();
   applyColour();
-  const failing = report.checks.filter((c) => c.status !== "pass" && c.status !== "ok" && c.status !== "skip" && c.status !== "skipped");
-  status(report.ok ? `checks: all ${report.checks.length} pass` : `checks: ${failing.map((c) => c.name).join(", ")} failed on ${state.findings.size} node(s)`);
-  document.body.dataset.checked = report.ok ? "ok" : "fail";
+  status(report.headline);
+  showVerdict(report);
+  document.body.dataset.checked = report.status;
   if (state.findings.size) {
     const rank = (id) => { const i = state.order.indexOf(id); return i < 0 ? Infinity : i; };
     const first = [...state.findings.keys()].sort((a, b) => rank(a) - rank(b))[0];
     await select(first);
+    status(report.headline); // again: the selection's layout message replaced it
   }
 }
 
@@ -582,5 +619,5 @@ window.addEventListener("hashchange", async () => {
   }
 });
 
-window.tpxViewer = { state, main, select, toggle, runChecks, step };
+window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf };
 start().catch((err) => status(`error: ${err}`));

@@ -58,13 +58,38 @@ function replace(panel, ...children) {
   panel.replaceChildren(...children.filter((c) => c !== null && c !== undefined));
 }
 
+// One line per check for this node, with the status words the CLI prints: FAIL and SKIPPED
+// lines name the check and say why; checks that skipped the whole graph say so too.
+function checkLines(id, ctx) {
+  const lines = [];
+  const failed = new Set(), skipped = new Set();
+  for (const f of ctx.findings.get(id) || []) {
+    failed.add(f.check);
+    lines.push(h("li", { class: "fail" }, `FAIL ${f.check}: ${f.message}`));
+  }
+  for (const s of ctx.skips.get(id) || []) {
+    if (failed.has(s.check)) continue;
+    skipped.add(s.check);
+    lines.push(h("li", { class: "skipped" }, `SKIPPED ${s.check}: ${s.reason}`));
+  }
+  if (!ctx.report) return lines;
+  const passed = [];
+  for (const c of ctx.report.checks) {
+    if (failed.has(c.name) || skipped.has(c.name)) continue;
+    if (c.status === "skipped") lines.push(h("li", { class: "skipped" }, `SKIPPED ${c.name}: ${c.reasons.map((r) => r.reason).join("; ")}`));
+    else passed.push(c.name);
+  }
+  if (passed.length) lines.push(h("li", { class: "ok" }, `PASS ${passed.join(", ")}`));
+  return lines;
+}
+
 export function renderNode(panel, detail, ctx) {
   const n = detail.node;
   const link = (id) => h("a", { class: "jump", tabindex: "0", onclick: () => ctx.select(id), onkeydown: (e) => e.key === "Enter" && ctx.select(id) }, `#${id}`);
   const inputs = n.inputs.map((e, i) =>
     h("tr", {}, h("td", {}, i), h("td", {}, e.src === null ? "const" : link(e.src)), h("td", { class: "mono" }, `${shape(e.shape)} ${e.dtype}`)));
   const saved = detail.saved.map((s) => h("tr", {}, h("td", {}, s.slot < 0 ? "output" : `input ${s.slot}`), h("td", { class: "mono" }, `${shape(s.shape)} ${s.dtype}`), h("td", {}, bytes(s.bytes))));
-  const checks = (ctx.findings.get(n.id) || []).map((f) => h("li", { class: "fail" }, `${f.check}: ${f.message}`));
+  const checks = checkLines(n.id, ctx);
   const diff = ctx.diff && ctx.diff.get(n.id);
   replace(
     panel,
@@ -91,7 +116,7 @@ export function renderNode(panel, detail, ctx) {
     ...summaryTable("gradient (incoming)", detail.grad, detail.values?.grad),
     ...detail.grads_out.flatMap((g, i) => (g ? summaryTable(`gradient to input ${i}`, g, detail.values?.[`grad_out.${i}`]) : [])),
     h("h3", {}, "checks"),
-    checks.length ? h("ul", {}, checks) : h("p", { class: ctx.checked ? "ok" : "muted" }, ctx.checked ? "all checks pass" : "not run (press X)"),
+    ctx.checked ? h("ul", { id: "node-checks" }, checks) : h("p", { class: "muted" }, "not run (press X)"),
     diff ? h("h3", {}, "compared") : null,
     diff ? kv([["status", diff.status], ["changes", diff.changes.join("; ") || "—"], ["max |Δ output|", fmt(diff.output_diff)], ["max |Δ grad|", fmt(diff.grad_diff)], ["saved bytes", `${bytes(diff.saved_bytes_a)} → ${bytes(diff.saved_bytes_b)}`]]) : null,
   );

@@ -3,13 +3,14 @@ detail, the backward order, check results and exports."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from tpx_inspect.checks import from_trace_graph, run_graph_checks
+from tpx_inspect.checks.functions import live_verdicts, merge_live
 from tpx_inspect.checks.runner import GRAPH_CHECKS
 from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
 from tpx_inspect.server import models as m
@@ -149,18 +150,26 @@ async def get_checks(
     graph_id: GraphId,
     check: Annotated[list[CheckName], Query(description="checks to run (default: all)")] = [],  # noqa: B006
 ) -> m.CheckReport:
-    """The graph checks on the saved values of this graph (no user code is executed; nodes
-    whose values were not kept are skipped, and the report says so). Cached per graph."""
-    _, _, g = graph_for(request, run_id, graph_id)
+    """The graph checks on the saved values of this graph (no user code is imported or run:
+    nodes whose values were not kept, and custom Function nodes, are skipped, and the report
+    says why). Live verdicts recorded with ``tpx-inspect run --check`` fill in the Function
+    nodes. Cached per graph."""
+    _, trace, g = graph_for(request, run_id, graph_id)
     names = tuple(check) or GRAPH_CHECKS
     key = ("checks", run_id, graph_id, id(g), names)
     cache = cache_of(request)
     hit = cache.get(key)
     if hit is None:
-        report = await run_in_threadpool(lambda: run_graph_checks(from_trace_graph(g), names))
-        hit = (views.check_report(run_id, graph_id, report), g)
+        report, live = await run_in_threadpool(lambda: _checks(trace, g, names))
+        hit = (views.check_report(run_id, graph_id, report, live), g)
         cache.put(key, hit)
     return hit[0]
+
+
+def _checks(trace: Any, g: Any, names: tuple[str, ...]) -> tuple[Any, list]:
+    report = run_graph_checks(from_trace_graph(g, meta=trace.meta), names)
+    live = live_verdicts(trace.meta, g.id)
+    return merge_live(report, live, g), live
 
 
 ExportFormat = Literal["dot", "svg", "png", "pdf", "json", "model-explorer", "html"]
