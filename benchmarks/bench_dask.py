@@ -18,9 +18,12 @@ Sizes: ``BENCH_DASK_ROWS`` (comma list, default ``4096,16384,65536``), ``BENCH_D
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -104,16 +107,25 @@ def bench_steps(client: Any, rows: int, steps: int) -> dict[str, Any]:
 
 
 def bench_out_of_core() -> dict[str, Any]:
-    """(b) the example at the configured size."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    import train_on_dask
-
+    """(b) the example at the configured size, in a process of its own: its peak memory is
+    then the example's alone."""
+    out = Path(tempfile.mkdtemp()) / "train_on_dask.json"
     argv = [
+        sys.executable, str(ROOT / "examples" / "train_on_dask.py"), "--json", str(out),
         "--data-gb", _env("BENCH_DASK_DATA_GB", "0.5"),
         "--worker-memory", _env("BENCH_DASK_WORKER_MEMORY", "512MB"),
         "--steps", _env("BENCH_DASK_STEPS", "2"),
     ]  # fmt: skip
-    return train_on_dask.main(argv)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(argv, check=True, env=env, stderr=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def dask_extras_limit_gb(limit: str) -> float:
+    """The two workers' memory limit in GB (``"512MB"`` -> 1.024)."""
+    from dask.utils import parse_bytes
+
+    return 2 * parse_bytes(limit) / 1e9
 
 
 def _blas() -> str:
@@ -148,8 +160,15 @@ def main() -> dict[str, Any]:
             )
     finally:
         dask_extras.close(client)
-    print("(b) examples/train_on_dask.py")
+    print("(b) examples/train_on_dask.py", flush=True)
     ooc = bench_out_of_core()
+    limit = dask_extras_limit_gb(ooc["worker_memory"])
+    print(
+        f"data {ooc['data_gb']:.3g} GB = {ooc['data_gb'] / limit:.2f}x the workers' 2 x "
+        f"{ooc['worker_memory']}; client peak {ooc['client_peak_mb']:.0f} MB "
+        f"(before training {ooc['client_before_mb']:.0f} MB); workers' peaks "
+        f"{', '.join(f'{m:.0f}' for m in ooc['worker_peaks_mb'])} MB"
+    )
     return {"steps": results, "out_of_core": ooc}
 
 

@@ -20,7 +20,7 @@ start"); :func:`p10.backends.dask_extras.connect` says so when it is called from
 from __future__ import annotations
 
 import argparse
-import resource
+import json
 import time
 from typing import Any
 
@@ -54,13 +54,23 @@ def build_model(seed: int = 0) -> nn.Module:
 
 
 def rss_mb() -> float:
-    """Peak resident memory of the calling process, in MB (Linux reports KB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Resident memory of this process now, in MB."""
+    import psutil
+
+    return psutil.Process().memory_info().rss / 1e6
 
 
-def worker_peaks(client: Any) -> list[float]:
-    """Peak resident memory of each worker process, in MB."""
-    return sorted(client.run(rss_mb).values())
+def peak_mb(monitor: Any, since: float) -> float:
+    """Peak resident memory of a Dask server's process since ``since`` (a ``time.time()``), in
+    MB, from the samples its system monitor takes twice a second."""
+    q = monitor.quantities
+    samples = [m for t, m in zip(q["time"], q["memory"]) if t >= since]
+    return max(samples, default=0.0) / 1e6
+
+
+def worker_peaks(client: Any, since: float) -> list[float]:
+    """Peak resident memory of each worker process since ``since``, in MB."""
+    return sorted(client.run(lambda dask_worker: peak_mb(dask_worker.monitor, since)).values())
 
 
 def train(client: Any, rows: int, chunk_rows: int, steps: int, lr: float) -> dict[str, Any]:
@@ -70,8 +80,8 @@ def train(client: Any, rows: int, chunk_rows: int, steps: int, lr: float) -> dic
         model = build_model()
         opt = optim.Adam(model.parameters(), lr=lr)
         tp.materialize(model)
-        client_before = rss_mb()
-        losses, seconds, client_peaks = [], [], []
+        client_before, began = rss_mb(), time.time()
+        losses, seconds, client_now = [], [], []
         for step in range(steps):
             start = time.perf_counter()
             opt.zero_grad()
@@ -81,10 +91,10 @@ def train(client: Any, rows: int, chunk_rows: int, steps: int, lr: float) -> dic
             tp.materialize(loss, model, opt)  # one pass over the step's graph
             losses.append(loss.item())
             seconds.append(time.perf_counter() - start)
-            client_peaks.append(rss_mb())
+            client_now.append(rss_mb())
             print(
                 f"step {step}: loss {losses[-1]:.5f}, {seconds[-1]:.1f} s, "
-                f"client peak {client_peaks[-1]:.0f} MB"
+                f"client {client_now[-1]:.0f} MB"
             )
         # NOTE: the last update may still run on the workers; reading the weights waits for it
         weights = p10.fetch(*[p._t for p in model.parameters()])
@@ -92,8 +102,10 @@ def train(client: Any, rows: int, chunk_rows: int, steps: int, lr: float) -> dic
         "losses": losses,
         "seconds": seconds,
         "client_before_mb": client_before,
-        "client_peaks_mb": client_peaks,
-        "worker_peaks_mb": worker_peaks(client),
+        "client_after_step_mb": client_now,
+        # NOTE: the client's process also runs the local cluster's scheduler
+        "client_peak_mb": peak_mb(client.cluster.scheduler.monitor, began),
+        "worker_peaks_mb": worker_peaks(client, began),
         "weights": weights,
     }
 
@@ -111,6 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--quick", action="store_true", help="256 MB of data, 2 steps")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     if args.quick:
         args.data_gb, args.steps = 0.256, 2
@@ -132,11 +145,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         dask_extras.close(client)
     print(
-        f"peak memory: client {max(out['client_peaks_mb']):.0f} MB "
+        f"peak memory: client {out['client_peak_mb']:.0f} MB "
         f"(before training {out['client_before_mb']:.0f} MB), "
         f"workers {', '.join(f'{m:.0f}' for m in out['worker_peaks_mb'])} MB"
     )
-    return {**out, "rows": rows, "data_gb": args.data_gb, "worker_memory": args.worker_memory}
+    out.pop("weights")
+    out.update(rows=rows, data_gb=args.data_gb, worker_memory=args.worker_memory)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return out
 
 
 if __name__ == "__main__":
