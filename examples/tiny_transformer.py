@@ -32,14 +32,16 @@ TEXT = Path(__file__).resolve().parent / "data" / "tiny_corpus.txt"
 class CharTransformer(nn.Module):
     """Token and position embeddings, pre-norm causal transformer blocks, a linear head."""
 
-    def __init__(self, vocab: int, context: int, dim: int, heads: int, layers: int) -> None:
+    def __init__(
+        self, vocab: int, context: int, dim: int, heads: int, layers: int, gelu: str = "tanh"
+    ) -> None:
         super().__init__()
         self.context = context
         self.tok_emb = nn.Embedding(vocab, dim)
         self.pos_emb = nn.Embedding(context, dim)
         self.blocks = nn.ModuleList(
             [
-                nn.TransformerBlock(dim, heads, causal=True, gelu_approximate="tanh")
+                nn.TransformerBlock(dim, heads, causal=True, gelu_approximate=gelu)
                 for _ in range(layers)
             ]
         )
@@ -71,11 +73,18 @@ def unigram_entropy(ids: np.ndarray) -> float:
 
 
 def build_model(
-    vocab: int, context: int = 32, dim: int = 64, heads: int = 4, layers: int = 2, seed: int = 0
+    vocab: int,
+    context: int = 32,
+    dim: int = 64,
+    heads: int = 4,
+    layers: int = 2,
+    seed: int = 0,
+    gelu: str = "tanh",
 ) -> CharTransformer:
-    """The model, initialised after ``p10.manual_seed(seed)``."""
+    """The model, initialised after ``p10.manual_seed(seed)``; ``gelu`` is the GELU of the
+    MLPs: ``"tanh"`` (GPT-2's approximation) or ``"none"`` (the exact erf form)."""
     p10.manual_seed(seed)
-    return CharTransformer(vocab, context, dim, heads, layers)
+    return CharTransformer(vocab, context, dim, heads, layers, gelu)
 
 
 def sample_batch(
@@ -114,13 +123,15 @@ def generate(model: CharTransformer, vocab: list[str], prompt: str, n: int, seed
     return "".join(vocab[i] for i in ids)
 
 
-def train(steps: int, batch: int = 32, context: int = 32, seed: int = 0) -> dict[str, Any]:
+def train(
+    steps: int, batch: int = 32, context: int = 32, seed: int = 0, gelu: str = "tanh"
+) -> dict[str, Any]:
     """Train with AdamW, cosine schedule and gradient clipping; returns losses and timing."""
     start = time.perf_counter()
     ids, vocab = load_text()
     split = int(len(ids) * 0.9)
     train_ids, held_out = ids[:split], ids[split:]
-    model = build_model(len(vocab), context, seed=seed)
+    model = build_model(len(vocab), context, seed=seed, gelu=gelu)
     opt = optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     sched = optim.CosineAnnealingLR(opt, T_max=steps, eta_min=3e-4)
     rng = np.random.default_rng(seed)
@@ -151,8 +162,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="40 steps (for CI)")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gelu", choices=("tanh", "none"), default="tanh", help="GELU form")
     args = parser.parse_args(argv)
-    r = train(40 if args.quick else args.steps, seed=args.seed)
+    r = train(40 if args.quick else args.steps, seed=args.seed, gelu=args.gelu)
     bits = 1 / math.log(2)
     print(
         f"unigram entropy {r['unigram_entropy']:.3f} nats/char ({r['unigram_entropy'] * bits:.2f}"

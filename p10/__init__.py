@@ -122,6 +122,12 @@ from p10._indexing import IndexSlot
 from p10._lazy import fetch, materialize
 from p10._nn import avg_pool2d, conv2d, fold, log_softmax, max_pool2d, softmax, unfold
 from p10._ops import OP_INFO, Op
+from p10._overrides import (
+    KernelOverrideError,
+    add_kernel_override_listener,
+    kernel_overrides,
+    override_kernel,
+)
 from p10._reductions import (
     all,
     any,
@@ -191,6 +197,7 @@ __all__ = [
     "Handle",
     "IndexOutOfRangeError",
     "IndexSlot",
+    "KernelOverrideError",
     "MissingKernelError",
     "Op",
     "P10Error",
@@ -198,6 +205,7 @@ __all__ = [
     "Tensor",
     "abs",
     "add",
+    "add_kernel_override_listener",
     "all",
     "any",
     "apply",
@@ -268,6 +276,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "kernel_overrides",
     "less",
     "less_equal",
     "linspace",
@@ -301,6 +310,7 @@ __all__ = [
     "ones_like",
     "op_from_name",
     "outer",
+    "override_kernel",
     "pad",
     "permute_dims",
     "pi",

@@ -176,6 +176,7 @@ from tpx._mode import (
     scope,
     set_grad_enabled,
 )
+from tpx._overrides import RuleOverrideError, override_rule
 from tpx._tensor import Tensor
 
 __version__ = "0.1.0"
@@ -205,3 +206,4 @@ __all__ = [
     "take_along_axis", "tan", "tanh", "tensor", "tensordot", "tile", "uint8", "unfold",
     "uniform", "unsqueeze", "var", "vecdot", "where", "zeros", "zeros_like",
 ]  # fmt: skip
+__all__ += ["RuleOverrideError", "override_rule"]  # rule experiments (tpx._overrides)

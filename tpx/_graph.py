@@ -130,7 +130,9 @@ class GradFn(Node):
 
     ``in_meta``/``out_meta`` hold ``(shape, dtype)`` of each input and of the output;
     ``saved``/``versions`` the values the rule reads (inputs, then the output) and their
-    version counters at record time; ``code``/``lineno`` the user's source line.
+    version counters at record time; ``code``/``lineno`` the user's source line;
+    ``overrides`` which overridden rule/kernel computed it (``{"rule": "module:function",
+    "kernel": ...}``, see :func:`tpx.override_rule`), None for the built-in ones.
 
     >>> import tpx as tp
     >>> x = tp.ones((2, 3), requires_grad=True)
@@ -147,6 +149,7 @@ class GradFn(Node):
     scope = ""
     code: Any = None
     lineno = 0
+    overrides: dict[str, str] | None = None
 
     def __init__(self, op: Any, params: dict, rule: Rule, edges: tuple, in_meta: tuple) -> None:
         self.seq = next(_seq)

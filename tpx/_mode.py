@@ -16,6 +16,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _State(threading.local):
     grad_enabled: bool = True
     anomaly: bool = False
+    # rule/kernel overrides of this thread (tpx._overrides.Overrides), None when none
+    overrides: Any = None
+    rule_overrides: dict | None = None
 
     def __init__(self) -> None:
         self.scopes: list[str] = []

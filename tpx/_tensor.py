@@ -115,6 +115,9 @@ def _record_fast(
     the callers). ``x``/``y`` are the TPX tensors or Python scalars, ``a``/``b`` their values
     (``y``/``b`` are None for a unary op). It records the same node as ``_record``."""
     rule = RULES.get(op)
+    overrides = state.overrides
+    if overrides is not None:
+        rule = overrides.rule(op, rule)
     if rule is None:
         inputs, raw = ((x,), (a,)) if b is None else ((x, y), (a, b))
         return _record(op, inputs, raw, params or {}, out, start, skip=2)
@@ -157,6 +160,8 @@ def _record_fast(
     node.rule = rule
     node.edges = (e0,) if b is None else (e0, e1)
     node.in_meta, node.out_meta = meta
+    if overrides is not None:
+        node.overrides = overrides.mark(op, a._backend)
     save = rule.save
     if save or rule.save_output:
         if b is None:
@@ -665,6 +670,9 @@ def _record(
     """Record the node of ``op`` (called with ``skip`` TPX frames between the caller and the
     user's code, see :func:`~tpx._graph.user_frame`) and return the output tensor."""
     rule = RULES.get(op)
+    overrides = state.overrides
+    if overrides is not None:
+        rule = overrides.rule(op, rule)
     if rule is None:
         if op in NON_DIFFERENTIABLE:
             return wrap(out)
@@ -691,6 +699,8 @@ def _record(
     node.op, node.params, node.rule = op, params, rule
     node.edges = edges
     node.in_meta, node.out_meta = meta
+    if overrides is not None:
+        node.overrides = overrides.mark(op, out._backend)
     if rule.save or rule.save_output:
         _save(node, rule, raw, out)
     scope = state.scope

@@ -272,6 +272,9 @@ class GraphBuilder:
                 row = self._op(n, index, i in roots, pending.get(n))
             for f, v in zip(NODE_FIELDS, row):
                 cols[f].append(v)
+        overrides = [getattr(n, "overrides", None) for n in raw]
+        if any(overrides):  # an optional column: only traces of override experiments have it
+            cols["overrides"] = [None if o is None else dict(o) for o in overrides]
         return NodeTable(cols)
 
     def _leaf(self, n: Any) -> tuple:
@@ -343,7 +346,9 @@ def _node_key(n: Any, index: dict, labels: dict) -> tuple:
         return (None, _leaf_label(var, labels), var.shape, var.dtype)
     edges = tuple(None if e is None else index[e] for e in n.edges)
     params = repr(n.params) if n.params else ""
-    return (n.op, n.scope, n.code, n.lineno, params, edges, n.in_meta, n.out_meta)
+    key = (n.op, n.scope, n.code, n.lineno, params, edges, n.in_meta, n.out_meta)
+    overrides = n.overrides
+    return key if overrides is None else (*key, tuple(sorted(overrides.items())))
 
 
 _DTYPES: dict[int, tuple[Any, str]] = {}

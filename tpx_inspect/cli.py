@@ -25,6 +25,7 @@ from rich.console import Console
 
 import tpx_inspect
 from tpx_inspect import _cli_tables as tables
+from tpx_inspect._cli_ab import ab as ab_command
 from tpx_inspect.errors import InspectError
 from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
 from tpx_inspect.records import Graph, Trace
@@ -498,6 +499,9 @@ def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool,
         report = _progress_report(lambda p: run_script_checks(str(path), list(args),
                                                               progress=p), as_json)  # fmt: skip
     _finish_report(ctx, report, as_json, strict)
+
+
+cli.add_command(ab_command)
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ from tpx_inspect.records import (
     ValueStore,
 )
 from tpx_inspect.summary import PREVIEW
+from tpx_inspect.tables import OPTIONAL_NODE_FIELDS
 
 FORMAT = "tpx_inspect.trace"
 VERSION = 1
@@ -389,11 +390,14 @@ def _load_run(r: dict, arrays: dict, store: ValueStore) -> Run:
     return Run(rid, r["name"], r["status"], r["steps"], r["policy"], graphs, err)
 
 
+_ALL_NODE_FIELDS = {*NODE_FIELDS, *OPTIONAL_NODE_FIELDS}
+
+
 def _load_nodes(cols: dict[str, list[Any]], sources: list[list]) -> NodeTable:
-    if not isinstance(cols, dict) or set(cols) != set(NODE_FIELDS):
+    if not isinstance(cols, dict) or not set(NODE_FIELDS) <= set(cols) <= _ALL_NODE_FIELDS:
         raise TraceFormatError(f"a structure's nodes must have the columns {list(NODE_FIELDS)}")
     n = len(cols["kind"])
-    for f in NODE_FIELDS:
+    for f in cols:
         if not isinstance(cols[f], list) or len(cols[f]) != n:
             raise TraceFormatError(f"node column {f!r} is not a list of {n} entries")
     try:

@@ -56,7 +56,8 @@ class Node:
     """The static record of one node: what was computed, from what, where.
 
     ``name`` is the PyTorch-style node name (``MulBackward``, ``AccumulateGrad``); ``label``
-    is a parameter's name (``fc1.weight``) or ''.
+    is a parameter's name (``fc1.weight``) or ''; ``overrides`` names the overridden rule and
+    kernel that computed the node (``{"rule": "module:function", "kernel": ...}``), or None.
     """
 
     id: int
@@ -71,6 +72,7 @@ class Node:
     shape: tuple[int, ...]
     dtype: str
     saved: tuple[Saved, ...] = ()
+    overrides: dict[str, str] | None = None
 
     @property
     def saved_bytes(self) -> int:

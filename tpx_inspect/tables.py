@@ -21,6 +21,11 @@ NODE_FIELDS = (
 )  # fmt: skip
 """The columns of a structure's node table, as the trace JSON stores them."""
 
+OPTIONAL_NODE_FIELDS = ("overrides",)
+"""Columns a structure's node table may add (older traces lack them): ``overrides`` holds,
+per node, None or ``{"rule": "module:function", "kernel": ...}`` naming the overridden rule
+and kernel that computed it (see ``tpx.override_rule``); written only when a node has one."""
+
 
 class NodeTable(Sequence[Node]):
     """The nodes of one structure, kept as JSON-ready columns and built into :class:`Node`
@@ -53,6 +58,8 @@ class NodeTable(Sequence[Node]):
             cols["shape"].append(list(n.shape))
             cols["dtype"].append(n.dtype)
             cols["saved"].append([[v.slot, list(v.shape), v.dtype, v.bytes] for v in n.saved])
+        if any(n.overrides for n in nodes):
+            cols["overrides"] = [n.overrides for n in nodes]
         table = cls(cols)
         table._cache = list(nodes)
         return table
@@ -76,6 +83,7 @@ class NodeTable(Sequence[Node]):
             c["scope"][i], None if src is None else Source(src[0], src[1], src[2]),
             tuple([Edge(e[0], tuple(e[1]), e[2]) for e in c["inputs"][i]]), tuple(c["shape"][i]),
             c["dtype"][i], tuple([Saved(v[0], tuple(v[1]), v[2], v[3]) for v in c["saved"][i]]),
+            c["overrides"][i] if "overrides" in c else None,
         )  # fmt: skip
 
     def input_counts(self) -> list[int]:

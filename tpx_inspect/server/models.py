@@ -147,6 +147,9 @@ class NodeInfo(BaseModel):
     forward_seconds: float = 0.0
     backward_seconds: float | None = None
     nonfinite: bool = False
+    overrides: dict[str, str] | None = Field(
+        default=None, description="The overridden rule/kernel that computed it, if any."
+    )
 
 
 class NodeList(BaseModel):

@@ -145,7 +145,7 @@ def node_info(g: Graph, i: int) -> m.NodeInfo:
         saved_bytes=n.saved_bytes, order=st.order,
         grad_norm=None if st.grad is None else m.number(st.grad.norm),
         forward_seconds=st.forward_seconds, backward_seconds=st.backward_seconds,
-        nonfinite=_nonfinite(st.output) or _nonfinite(st.grad),
+        nonfinite=_nonfinite(st.output) or _nonfinite(st.grad), overrides=n.overrides,
     )  # fmt: skip
 
 

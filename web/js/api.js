@@ -47,8 +47,8 @@ export const http = {
   node: (run, graph, id) => get(`${graphPath(run, graph)}/nodes/${enc(id)}`),
   backward: (run, graph) => getAll(`${graphPath(run, graph)}/backward`, "nodes"),
   checks: (run, graph) => get(`${graphPath(run, graph)}/checks`),
-  diff: (a, b) =>
-    getAll(`/api/diff?run_a=${enc(a.run)}&graph_a=${enc(a.graph)}&run_b=${enc(b.run)}&graph_b=${enc(b.graph)}`, "nodes"),
+  diff: (a, b, changed = true) =>
+    getAll(`/api/diff?run_a=${enc(a.run)}&graph_a=${enc(a.graph)}&run_b=${enc(b.run)}&graph_b=${enc(b.graph)}&changed=${changed}`, "nodes"),
   exportUrl: (run, graph, format) => `${graphPath(run, graph)}/export?format=${enc(format)}`,
   feed: (run, since) => get(`/api/runs/${enc(run)}/feed?since=${since}&wait=10`),
 };

@@ -5,7 +5,7 @@ import { http, embedded } from "./api.js";
 import { colourBy, legendGradient, resetThemeCache } from "./colors.js";
 import { canvasPNG, download, toSVG, toStandaloneHTML } from "./exporters.js";
 import { GraphView } from "./graph-view.js";
-import { fmt, renderBox, renderMessage, renderNode } from "./panel.js";
+import { bytes, fmt, renderBox, renderMessage, renderNode } from "./panel.js";
 
 const $ = (id) => document.getElementById(id);
 const api = window.TPX_EMBED ? embedded(window.TPX_EMBED) : http;
@@ -383,7 +383,11 @@ async function showCompare(spec) {
   state.compare = spec;
   const mode = $("compare-mode").value;
   const diff = await api.diff({ run: state.run, graph: state.graph }, spec);
+  // every matched node (not only those that differ) for the memory lane
+  const all = await api.diff({ run: state.run, graph: state.graph }, spec, false);
   state.diff = new Map(diff.nodes.map((n) => [n.id, n]));
+  drawMemoryLane(all.nodes, diff);
+  updateURL();
   status(`compared with ${spec.run}/${spec.graph}: ${diff.changed} changed, ${diff.added} added, ${diff.removed} removed · max |Δ output| ${fmt(diff.max_output_diff)} · max |Δ grad| ${fmt(diff.max_grad_diff)}`);
   $("stage-b").hidden = mode !== "side";
   $("main").classList.toggle("compare", mode === "side");
@@ -409,13 +413,71 @@ async function showCompare(spec) {
   document.body.dataset.compared = mode;
 }
 
+// A deep link "compare=run/graph" (as tpx-inspect ab -o prints it): overlay mode, the node
+// named by the link (the first divergence) selected.
+async function openCompare(spec, node) {
+  const cut = spec.lastIndexOf("/");
+  const target = { run: spec.slice(0, cut), graph: Number(spec.slice(cut + 1)) };
+  $("compare-mode").value = "overlay";
+  $("compare").value = `${target.run}\u0000${target.graph}`;
+  await showCompare(target);
+  if (node !== null) await select(node);
+}
+
+// Saved bytes still held at each position of the backward order (each node releases its own
+// when it runs), for this graph and the compared one, as two lines.
+function drawMemoryLane(nodes, diff) {
+  const lane = $("memory-lane");
+  const byId = new Map(nodes.filter((n) => n.id !== null).map((n) => [n.id, n]));
+  const order = state.order.filter((id) => byId.has(id));
+  let a = nodes.reduce((s, n) => s + (n.saved_bytes_a || 0), 0);
+  let b = nodes.reduce((s, n) => s + (n.saved_bytes_b || 0), 0);
+  const top = Math.max(a, b, 1);
+  const pa = [a], pb = [b];
+  for (const id of order) {
+    a -= byId.get(id).saved_bytes_a || 0;
+    b -= byId.get(id).saved_bytes_b || 0;
+    pa.push(a);
+    pb.push(b);
+  }
+  const w = 240, hgt = 28, n = Math.max(pa.length - 1, 1);
+  const line = (pts) => pts.map((v, i) => `${((i / n) * w).toFixed(1)},${(hgt - (v / top) * hgt).toFixed(1)}`).join(" ");
+  const svg = `<svg width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}" role="img" aria-label="saved bytes over the backward order">` +
+    `<polyline class="lane-a" fill="none" stroke="currentColor" points="${line(pa)}"/>` +
+    `<polyline class="lane-b" fill="none" stroke="#d9480f" stroke-dasharray="3 2" points="${line(pb)}"/></svg>`;
+  // NOTE: per-node bytes; the peaks count a buffer that several nodes save once
+  const peaks = `peak this ${bytes(diff.peak_saved_bytes_a)} · compared ${bytes(diff.peak_saved_bytes_b)}`;
+  lane.innerHTML = `${overridesHere()}saved bytes over backward (${peaks}) ${svg}`;
+  lane.dataset.totalA = String(pa[0]);
+  lane.dataset.totalB = String(pb[0]);
+  lane.dataset.peakA = String(diff.peak_saved_bytes_a);
+  lane.dataset.peakB = String(diff.peak_saved_bytes_b);
+  lane.hidden = false;
+}
+
+// The overrides (tp.override_rule / p10.override_kernel) that computed nodes of this graph.
+function overridesHere() {
+  const counts = new Map();
+  for (const n of state.nodes) {
+    for (const [kind, fn] of Object.entries(n.overrides || {})) {
+      const key = `${kind} of ${n.op}: ${fn}`;
+      counts.set(key, (counts.get(key) || 0) + 1);
+    }
+  }
+  if (!counts.size) return "";
+  const items = [...counts].map(([k, c]) => `${k} (${c} node${c > 1 ? "s" : ""})`);
+  return `<span class="overrides">overrides here: ${items.join("; ").replace(/&/g, "&amp;").replace(/</g, "&lt;")}</span> · `;
+}
+
 function clearCompare() {
+  $("memory-lane").hidden = true;
   state.compare = null;
   state.diff = null;
   $("stage-b").hidden = true;
   $("main").classList.remove("compare");
   main.resize();
   applyColour();
+  updateURL();
 }
 
 // -- export ----------------------------------------------------------------------------------------
@@ -442,6 +504,7 @@ function updateURL() {
   if (state.selected !== null) p.set("node", state.selected);
   if (state.expanded.size) p.set("expand", [...state.expanded].join(","));
   if (state.stub) p.set("stub", state.stub);
+  if (state.compare) p.set("compare", `${state.compare.run}/${state.compare.graph}`);
   history.replaceState(null, "", "#" + p.toString());
 }
 
@@ -453,6 +516,7 @@ function readURL() {
     node: p.has("node") ? Number(p.get("node")) : null,
     expand: p.get("expand") ? p.get("expand").split(",") : [],
     stub: p.get("stub") || "",
+    compare: p.get("compare"), // "run/graph": open in compare mode (tpx-inspect ab -o)
   };
 }
 
@@ -586,7 +650,8 @@ async function start() {
   } else {
     await selectRun(run);
   }
-  fillCompare(runs).catch((err) => status(`error: ${err}`));
+  await fillCompare(runs).catch((err) => status(`error: ${err}`));
+  if (link.compare) await openCompare(link.compare, link.node);
   const live = runs.find((r) => r.id === run)?.live;
   if (live) follow(run);
 }

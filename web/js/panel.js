@@ -25,7 +25,7 @@ export const fmt = (v) => {
   return JSON.stringify(v);
 };
 
-const bytes = (n) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(2)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+export const bytes = (n) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(2)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
 const seconds = (s) => (s === null || s === undefined ? "—" : s < 1e-3 ? `${(s * 1e6).toFixed(1)} µs` : `${(s * 1e3).toFixed(2)} ms`);
 const shape = (s) => `(${s.join(", ")}${s.length === 1 ? "," : ""})`;
 
@@ -104,6 +104,7 @@ export function renderNode(panel, detail, ctx) {
       ["forward time", seconds(n.forward_seconds)],
       ["backward time", seconds(n.backward_seconds)],
       ["released at step", detail.released === null ? "—" : String(detail.released)],
+      ...(n.overrides ? [["overridden", h("span", { class: "mono" }, Object.entries(n.overrides).map(([k, v]) => `${k} ${v}`).join(", "))]] : []),
       ["consumers", h("span", {}, detail.consumers.flatMap((c, i) => (i ? [", ", link(c)] : [link(c)])))],
     ]),
     h("h3", {}, "params"),
