@@ -143,7 +143,8 @@ def connect(address: str | None = None, **cluster_options: Any) -> Any:
     if address is not None:
         return Client(address)
     _refuse_in_spawned_child()
-    cluster_options.setdefault("host", "127.0.0.1")
+    if cluster_options.get("processes", True):  # threads in this process talk in-process
+        cluster_options.setdefault("host", "127.0.0.1")
     if not has_dashboard():
         cluster_options.setdefault("dashboard_address", ":0")  # a free port, no clash
     return Client(LocalCluster(**cluster_options))
