@@ -47,11 +47,13 @@ class CharTransformer(nn.Module):
         )
         self.ln_f = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab)
+        # NOTE: made once here, not per call: tp.compile replays no tensor made inside a step
+        self.register_buffer("positions", tp.arange(context), persistent=False)
 
     def forward(self, idx: tp.Tensor) -> tp.Tensor:
         length = idx.shape[1]
         self.check_shape(idx, f"(N, L) with L <= {self.context}", length <= self.context)
-        x = self.tok_emb(idx) + self.pos_emb(tp.arange(length))
+        x = self.tok_emb(idx) + self.pos_emb(self.positions[:length])
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
@@ -124,9 +126,15 @@ def generate(model: CharTransformer, vocab: list[str], prompt: str, n: int, seed
 
 
 def train(
-    steps: int, batch: int = 32, context: int = 32, seed: int = 0, gelu: str = "tanh"
+    steps: int,
+    batch: int = 32,
+    context: int = 32,
+    seed: int = 0,
+    gelu: str = "tanh",
+    compile: bool = False,
 ) -> dict[str, Any]:
-    """Train with AdamW, cosine schedule and gradient clipping; returns losses and timing."""
+    """Train with AdamW, cosine schedule and gradient clipping; returns losses and timing.
+    ``compile``: the step runs through ``tp.compile`` (the same losses, bit for bit)."""
     start = time.perf_counter()
     ids, vocab = load_text()
     split = int(len(ids) * 0.9)
@@ -135,8 +143,8 @@ def train(
     opt = optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     sched = optim.CosineAnnealingLR(opt, T_max=steps, eta_min=3e-4)
     rng = np.random.default_rng(seed)
-    for step in range(steps):
-        x, y = sample_batch(train_ids, batch, context, rng)
+
+    def train_step(x: tp.Tensor, y: tp.Tensor) -> tp.Tensor:
         opt.zero_grad()
         logits = model(x)
         loss = F.cross_entropy(logits.reshape(-1, len(vocab)), y.reshape(-1))
@@ -144,6 +152,12 @@ def train(
         optim.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
+        return loss
+
+    run_step = tp.compile(train_step) if compile else train_step
+    for step in range(steps):
+        x, y = sample_batch(train_ids, batch, context, rng)
+        loss = run_step(x, y)
         if step % 50 == 0 or step == steps - 1:
             print(f"step {step:4d}  batch loss {loss.item():.3f}")
     return {
@@ -163,8 +177,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gelu", choices=("tanh", "none"), default="tanh", help="GELU form")
+    parser.add_argument("--compile", action="store_true", help="replay the step (tp.compile)")
     args = parser.parse_args(argv)
-    r = train(40 if args.quick else args.steps, seed=args.seed, gelu=args.gelu)
+    r = train(
+        40 if args.quick else args.steps, seed=args.seed, gelu=args.gelu, compile=args.compile
+    )
     bits = 1 / math.log(2)
     print(
         f"unigram entropy {r['unigram_entropy']:.3f} nats/char ({r['unigram_entropy'] * bits:.2f}"

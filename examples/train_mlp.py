@@ -52,22 +52,31 @@ def accuracy(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
     return float((pred == y).mean())
 
 
-def train(epochs: int, lr: float = 2e-3, batch_size: int = 64, seed: int = 0) -> dict[str, Any]:
-    """Train with Adam and a cosine schedule; returns accuracy, loss and wall time."""
+def train(
+    epochs: int, lr: float = 2e-3, batch_size: int = 64, seed: int = 0, compile: bool = False
+) -> dict[str, Any]:
+    """Train with Adam and a cosine schedule; returns accuracy, loss and wall time.
+    ``compile``: the step runs through ``tp.compile`` (the same losses, bit for bit)."""
     start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_digits(seed=seed)
     model = build_model(seed=seed)
     opt = optim.Adam(model.parameters(), lr=lr)
     loader = DataLoader(TensorDataset(x_train, y_train), batch_size, shuffle=True, seed=seed)
     sched = optim.CosineAnnealingLR(opt, T_max=epochs * len(loader))
+
+    def train_step(x: tp.Tensor, y: tp.Tensor) -> tp.Tensor:
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss
+
+    run_step = tp.compile(train_step) if compile else train_step
     for epoch in range(epochs):
         total = 0.0
         for x, y in loader:
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            sched.step()
+            loss = run_step(x, y)
             total += loss.item() * len(y)
         epoch_loss = total / len(x_train)
         print(f"epoch {epoch + 1:2d}  train loss {epoch_loss:.4f}")
@@ -86,8 +95,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="2 epochs (for CI)")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--compile", action="store_true", help="replay the step (tp.compile)")
     args = parser.parse_args(argv)
-    result = train(2 if args.quick else args.epochs, seed=args.seed)
+    result = train(2 if args.quick else args.epochs, seed=args.seed, compile=args.compile)
     print(
         f"test accuracy {result['test_accuracy']:.2%}  train accuracy "
         f"{result['train_accuracy']:.2%}  final train loss {result['train_loss']:.4f}  "

@@ -255,6 +255,7 @@ class Trace:
     version: int
     runs: tuple[Run, ...]
     meta: dict[str, Any] = field(default_factory=dict)
+    plans: tuple[dict[str, Any], ...] = ()  # optional: tpx.compile plans (capture_plan)
 
     @property
     def graphs(self) -> tuple[Graph, ...]:

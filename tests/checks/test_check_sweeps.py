@@ -176,7 +176,7 @@ def test_false_positive_sweep_over_every_nn_model(dtype):
 
         def loss(x, model=model):
             y = model(x)
-            weights = np.linspace(-1.0, 1.0, y.size).reshape(y.shape).astype(dtype)
+            weights = np.linspace(-1.0, 1.0, y.numel()).reshape(y.shape).astype(dtype)
             return (y * tp.asarray(weights)).sum()
 
         report = run_all_checks(loss, [x])
@@ -287,6 +287,19 @@ def _bug_nonfinite_backward():
         return run_all_checks(f, [_x((0.0, 4.0))], checks=["nonfinite"]), "SqrtBackward"
 
 
+def _bug_replay(monkeypatch):
+    from test_replay_check import plant_wrong_lowering
+
+    plant_wrong_lowering(monkeypatch)
+    try:
+        # NOTE: the first value that differs is the returned sum
+        return run_all_checks(lambda x: (x * x).sin().sum(), [_x()], checks=["replay"]), (
+            "SumBackward"
+        )
+    finally:
+        monkeypatch.undo()
+
+
 PLANTED = {
     "gradcheck": ("WrongSiLU's backward drops a term (examples/custom_rule.py)", _bug_gradcheck),
     "rule": ("tanh's rule returns g * tanh(x)", _bug_rule),
@@ -296,6 +309,7 @@ PLANTED = {
     "order": ("the engine runs b = a + a before its consumer cos", _bug_order),
     "nonfinite-forward": ("log of a negative number", _bug_nonfinite_forward),
     "nonfinite-backward": ("sqrt's rule at 0 behind a where", _bug_nonfinite_backward),
+    "replay": ("the plan's lowering runs a multiply as an add", _bug_replay),
 }
 
 

@@ -95,3 +95,16 @@ def test_examples_run_as_scripts():
     )
     assert done.returncode == 0, done.stderr
     assert "WrongSiLU: analytic gradient DISAGREES" in done.stdout
+
+
+def test_examples_with_compile_train_to_the_same_loss_as_eager():
+    # NOTE: a warning would mean a graph break (the step ran eagerly): make it an error
+    import warnings
+
+    for name, kwargs in (("train_mlp", {"epochs": 1}), ("tiny_transformer", {"steps": 6})):
+        example = load(name)
+        eager = example.train(**kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", tp.CompileWarning)
+            compiled = example.train(**kwargs, compile=True)
+        assert compiled["train_loss"] == eager["train_loss"], name

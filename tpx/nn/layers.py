@@ -213,18 +213,23 @@ class Embedding(Module):
                 f"{tp.current_scope()} (Embedding): indices must be integers, got "
                 f"{indices.dtype.name}; cast with .long()"
             )
-        if indices.size:
-            low, high = int(indices.min()), int(indices.max())
-            if low < 0 or high >= self.num_embeddings:
-                raise IndexError(
-                    f"{tp.current_scope()} (Embedding): index {low if low < 0 else high} is "
-                    f"out of range for num_embeddings={self.num_embeddings}"
-                )
+        _check_indices(indices, self.num_embeddings, tp.current_scope())
         return F.embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+
+
+@tp.eager_island  # a check that reads values: it runs again at every replay of tp.compile
+def _check_indices(indices: tp.Tensor, num_embeddings: int, scope: str) -> None:
+    if indices.numel():
+        low, high = int(indices.min()), int(indices.max())
+        if low < 0 or high >= num_embeddings:
+            raise IndexError(
+                f"{scope} (Embedding): index {low if low < 0 else high} is "
+                f"out of range for num_embeddings={num_embeddings}"
+            )
 
 
 class Dropout(Module):
@@ -237,7 +242,8 @@ class Dropout(Module):
     True
     """
 
-    def __init__(self, p: float = 0.5, seed: int | None = None) -> None:
+    def __init__(self, p: float = 0.5, seed: int | None = None, *, inplace: bool = False) -> None:
+        # NOTE: inplace=True (PyTorch's memory saving) computes out of place: same values
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
@@ -264,12 +270,16 @@ class Identity(Module):
 
 
 class ReLU(Module):
-    """``max(x, 0)``.
+    """``max(x, 0)``; ``inplace=True`` (PyTorch's memory saving) gives the same values, out
+    of place.
 
     >>> import tpx as tp, tpx.nn as nn
-    >>> nn.ReLU()(tp.asarray([-1.0, 1.0])).tolist()
+    >>> nn.ReLU(inplace=True)(tp.asarray([-1.0, 1.0])).tolist()
     [0.0, 1.0]
     """
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
 
     def forward(self, x: tp.Tensor) -> tp.Tensor:
         return F.relu(x)

@@ -16,6 +16,7 @@ def _with_grads(parameters: Iterable[tp.Tensor] | tp.Tensor) -> list[tp.Tensor]:
     return [p for p in params if p.grad is not None]
 
 
+@tp.eager_island
 def clip_grad_norm_(
     parameters: Iterable[tp.Tensor] | tp.Tensor,
     max_norm: float,
@@ -52,6 +53,7 @@ def clip_grad_norm_(
     return total
 
 
+@tp.eager_island
 def clip_grad_value_(parameters: Iterable[tp.Tensor] | tp.Tensor, clip_value: float) -> None:
     """Clamp every gradient element into ``[-clip_value, clip_value]``.
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import tpx as tp
 from tpx.optim.optimizer import Optimizer
 
 
@@ -30,6 +31,7 @@ class LRScheduler:
         """The learning rate of a group starting at ``base_lr`` after ``epoch`` steps."""
         raise NotImplementedError
 
+    @tp.eager_island
     def step(self) -> None:
         """Advance the schedule by one and set the new learning rates."""
         self.last_epoch += 1

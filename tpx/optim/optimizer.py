@@ -1,4 +1,5 @@
-"""Optimizers shaped like ``torch.optim``: SGD, Adam and AdamW.
+"""Optimizers shaped like ``torch.optim``: the base class, SGD, Adam and AdamW (Adadelta,
+RMSprop and Adagrad are in :mod:`tpx.optim.adaptive`).
 
 Updates run under ``tp.no_grad()`` and write into the parameters in place, so tensors that
 hold them (a module, a state dict taken later) see the new values and no graph is recorded.
@@ -58,11 +59,13 @@ class Optimizer:
     def _params(self) -> list[tp.Tensor]:
         return [p for g in self.param_groups for p in g["params"]]
 
+    @tp.eager_island
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear the ``.grad`` of every parameter (to None, or to zeros)."""
         for p in self._params():
             p.grad = None if set_to_none or p.grad is None else tp.zeros_like(p.grad)
 
+    @tp.eager_island
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; ``closure`` re-evaluates the loss."""
         loss = None

@@ -25,6 +25,7 @@ CATEGORIES = (
     "accumulation",
     "kernel",
     "tracing",
+    "replay",
     "order",
     "nonfinite-forward",
     "nonfinite-backward",

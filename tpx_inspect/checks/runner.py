@@ -19,6 +19,7 @@ import numpy as np
 import p10
 import tpx
 from tpx_inspect.checks.accumulation import accumulation_check
+from tpx_inspect.checks.compiled import replay_check
 from tpx_inspect.checks.gradcheck import gradcheck
 from tpx_inspect.checks.kernels import kernel_check
 from tpx_inspect.checks.local import LocalOptions, local_check
@@ -31,7 +32,7 @@ from tpx_inspect.checks.tracing import tracing_check
 GRAPH_CHECKS = ("local", "accumulation", "kernel", "order", "nonfinite")
 """The checks that read a recorded graph (live or from a trace), in the order they run."""
 
-FUNCTION_CHECKS = ("gradcheck", *GRAPH_CHECKS, "tracing")
+FUNCTION_CHECKS = ("gradcheck", *GRAPH_CHECKS, "tracing", "replay")
 """Every check :func:`run_all_checks` can run on a function."""
 
 Progress = Callable[[str, int, int], None]
@@ -111,7 +112,7 @@ def capture_call(
         outs = _float_outputs(fn(*args))
         if outs:
             grads = [
-                None if o.size == 1 else tpx.asarray(rng.standard_normal(o.shape), dtype=o.dtype)
+                None if o.numel() == 1 else tpx.asarray(rng.standard_normal(o.shape), dtype=o.dtype)
                 for o in outs
             ]
             tpx.backward(outs, grads)
@@ -218,14 +219,15 @@ def run_all_checks(
     where: str | None = None,
 ) -> Report:
     """Every check on ``fn(*inputs)``: whole-function gradcheck (float64, fast mode), the
-    graph checks on one recorded forward and backward, and tracing on vs off. ``where``
-    (default: where ``fn`` is defined) locates findings that no user frame recorded.
+    graph checks on one recorded forward and backward, tracing on vs off, and the plan of
+    ``tpx.compile`` replayed against eager calls. ``where`` (default: where ``fn`` is
+    defined) locates findings that no user frame recorded.
 
     >>> import tpx as tp
     >>> x = tp.asarray([[0.5, -1.0], [2.0, 0.3]], requires_grad=True)
     >>> report = run_all_checks(lambda a: (a @ a).tanh().sum(), [x])
     >>> report.passed, report.exit_code, len(report.results)
-    (True, 0, 7)
+    (True, 0, 8)
     """
     _validate(checks, FUNCTION_CHECKS)
     where = where or location_of(fn)
@@ -252,6 +254,10 @@ def run_all_checks(
             progress("tracing", len(results), total)
         traced = tracing_check(fn, [_fresh(x) for x in inputs], seed)[0]
         results.append(_relocated(traced, where))
+    if "replay" in checks:
+        if progress is not None:
+            progress("replay", len(results), total)
+        results.append(replay_check(fn, inputs, seed=seed))
     return Report(tuple(results))
 
 

@@ -1,0 +1,608 @@
+"""Recording one eager call into a :class:`~tpx._plan.Plan`.
+
+While a call records, every registered P10 backend's kernel tables (``kernels``, ``inplace``)
+and its ``from_numpy``/``to_numpy``/``setitem`` are wrapped (restored in ``finally``; nothing
+is wrapped otherwise, so the eager paths pay nothing), and a TPX observer names the graph node
+each kernel call came from. Every kernel call of the recording thread becomes a step over
+numbered buffers. What a plan cannot replay stops the recording (the call itself finishes
+eagerly) with a reason and the user's source line: a data-dependent read (``.item()``,
+``bool(t)``, ``.tolist()``), random numbers, tensors made from Python data, hooks,
+``create_graph``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+import p10
+from p10._backend import _registry
+from p10._tensor import VIEW_OPS
+from tpx import _mode
+from tpx._graph import AccumulateGrad
+from tpx._plan import (
+    ARG,
+    CAPTURE,
+    CONST,
+    KERNEL,
+    STATE,
+    ArgRef,
+    Plan,
+    Segment,
+    Slot,
+    Step,
+    key_with_slots,
+    slot_for,
+)
+
+_P10_DIR = os.path.dirname(os.path.abspath(p10.__file__)) + os.sep
+_TPX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep + "tpx" + os.sep
+_CREATION = (
+    _P10_DIR + "_creation.py",
+    _P10_DIR + "random.py",
+    _TPX_DIR + "_creation.py",
+)
+_RANDOM = _P10_DIR + "random.py"
+
+active: Recorder | None = None
+"""The recording in progress (one at a time), or None."""
+
+
+class Stop(Exception):
+    """Raised inside the recorder only: the plan cannot express what the call did."""
+
+
+def user_line(skip: int = 1) -> str:
+    """``file:line`` of the first frame outside p10 and tpx (the user's source line)."""
+    f = sys._getframe(skip)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not (name.startswith(_P10_DIR) or name.startswith(_TPX_DIR)):
+            return f"{name}:{f.f_lineno}"
+        f = f.f_back
+    return "<unknown>"
+
+
+def _creation_kind() -> str | None:
+    """'random' when a P10 random function makes the array being created, 'data' when user
+    code called a creation function (``tp.tensor``, ``tp.ones``...), None when TPX/P10 code
+    made it (the ones of a backward root, a mask of a layer: fixed by the signature)."""
+    f = sys._getframe(2)
+    inner = None
+    while f is not None:
+        name = f.f_code.co_filename
+        if name == _RANDOM:
+            return "random"
+        if not (name.startswith(_P10_DIR) or name.startswith(_TPX_DIR)):
+            return "data" if inner in _CREATION else None
+        inner = name
+        f = f.f_back
+    return None
+
+
+def _inside_asarray() -> bool:
+    """Whether P10's ``asarray`` (a copy or cast of a tensor) is reading the value."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename == _P10_DIR + "_creation.py" and f.f_code.co_name == "asarray":
+            return True
+        f = f.f_back
+    return False
+
+
+class Recorder:
+    """The state of one recording: slots, steps, the state tensors, what stopped it."""
+
+    def __init__(self, flat: list[Any], holders: list[Any]) -> None:
+        self.thread = threading.get_ident()
+        self.depth = 0
+        self.in_island = 0
+        self.stopped: tuple[str, str] | None = None
+        self.slots: list[Slot] = []
+        self.slot_of: dict[int, int] = {}
+        self.backend_of: dict[int, Any] = {}
+        self.dtype_of_slot: dict[int, Any] = {}
+        self.segments = [Segment([])]
+        self.arg_bindings: list[int] = []
+        self.holders: list[Any] = []
+        self.refs: list[Any] = []  # what the plan keeps of each holder
+        self.holder_index: dict[int, int] = {}
+        self.grad_none: list[bool] = []
+        self.last_grad: list[Any] = []
+        self.data_of: list[Any] = []
+        self.island_made: dict[int, Any] = {}
+        self.island_results: list[Any] = []
+        self.pending: tuple[int, np.ndarray, str] | None = None
+        self.mark = 0
+        self.aliased: set[int] = set()
+        self.backward_ran = False
+        self.live = self.peak = 0
+        self.weak_ok = True
+        self._finalizers: list[Any] = []
+        self._keep: list[Any] = []
+        self.arg_of: dict[int, int] = {}
+        for i, t in enumerate(flat):
+            self.arg_of[id(t)] = i
+            raw = t if isinstance(t, p10.Tensor) else t._t
+            self._bind_new(raw._data, raw._backend, ARG, i)
+        for t in holders:
+            self.add_holder(t)
+
+    # -- slots ------------------------------------------------------------------------------
+    def _new_slot(self, array: Any, backend: Any, kind: str, source: Any, view: bool) -> int:
+        i = len(self.slots)
+        self.slots.append(slot_for(array, kind, source, backend, view))
+        self.dtype_of_slot[i] = array.dtype
+        self.backend_of[i] = backend
+        self.slot_of[id(array)] = i
+        self._watch(array, i, self.slots[i].nbytes if kind in (KERNEL, CONST) else 0)
+        return i
+
+    def _watch(self, array: Any, i: int, nbytes: int) -> None:
+        """Forget ``array``'s id when it dies (ids are reused), and count the eager call's
+        live bytes; arrays that take no weak reference are kept alive instead."""
+        self.live += nbytes
+        self.peak = max(self.peak, self.live)
+        try:
+            self._finalizers.append(weakref.finalize(array, self._died, id(array), i, nbytes))
+        except TypeError:
+            self.weak_ok = False
+            self._keep.append(array)
+
+    def _died(self, key: int, i: int, nbytes: int) -> None:
+        if self.slot_of.get(key) == i:
+            del self.slot_of[key]
+        self.live -= nbytes
+
+    def _bind_new(self, array: Any, backend: Any, kind: str, source: Any) -> int:
+        i = self._new_slot(array, backend, kind, source, False)
+        if kind == ARG or not self.island_results:
+            self.arg_bindings.append(i)
+        else:
+            self.segments[-2].bindings.append(i)
+        return i
+
+    def input_slot(self, array: Any, backend: Any) -> int:
+        i = self.slot_of.get(id(array))
+        if i is not None:
+            return i
+        if id(array) in self.island_made:
+            raise Stop("a value computed inside an eager island is read by the plan")
+        # NOTE: an array from before the call (a closed-over tensor): held by reference, so
+        # in-place updates are seen, as eager code sees them
+        return self._new_slot(array, backend, CAPTURE, array, False)
+
+    # -- state tensors ------------------------------------------------------------------------
+    def add_holder(self, t: Any) -> None:
+        """Track ``t`` (a parameter or input): its value is read, its ``.grad`` written back."""
+        if id(t) in self.holder_index:
+            return
+        h = len(self.holders)
+        self.holder_index[id(t)] = h
+        self.holders.append(t)
+        self.refs.append(ArgRef(self.arg_of[id(t)]) if id(t) in self.arg_of else t)
+        self.grad_none.append(t.grad is None)
+        self.data_of.append(t._t._data)
+        self.last_grad.append(None if t.grad is None else t.grad._t._data)
+        for attr, array in (("data", t._t._data), ("grad", self.last_grad[h])):
+            if array is None:
+                continue
+            i = self.slot_of.get(id(array))
+            if i is None:
+                self._bind_new(array, t._t._backend, STATE, (h, attr))
+            elif self.slots[i].kind == CAPTURE and not self.island_results:
+                self.slots[i] = replace(self.slots[i], kind=STATE, source=(h, attr))
+                self.arg_bindings.append(i)
+
+    def boundary(self) -> None:
+        """End a segment: the ``.grad`` changes to write back at replay."""
+        seg = self.segments[-1]
+        for h, t in enumerate(self.holders):
+            if t._t._data is not self.data_of[h]:
+                raise Stop("the value of a parameter was rebound (not written in place)")
+            grad = None if t.grad is None else t.grad._t._data
+            if grad is self.last_grad[h]:
+                continue
+            if grad is None:
+                seg.writeback.append((h, None))
+            else:
+                i = self.slot_of.get(id(grad))
+                if i is None:
+                    raise Stop("a .grad was set to a value the plan does not know")
+                seg.writeback.append((h, i))
+            self.last_grad[h] = grad
+
+    # -- events -------------------------------------------------------------------------------
+    def kernel(
+        self, kind: str, op: Any, fn: Any, backend: Any, args: tuple, params: dict, out: Any
+    ) -> None:
+        if self.pending is not None:
+            raise Stop(
+                "a data-dependent read (.item(), bool(t), .tolist(), .numpy())", self.pending[2]
+            )
+        inputs = []
+        for a in args:
+            if a.__class__ is backend.array_type:
+                inputs.append(self.input_slot(a, backend))
+            elif a is None or isinstance(a, (bool, int, float, complex)):
+                inputs.append(("c", a))
+            else:
+                raise Stop(f"{op.value}: an operand of type {type(a).__name__}")
+        if any(_has_array(v, backend) for v in params.values()):
+            raise Stop(f"{op.value}: an array inside the kernel's params")
+        if out is None or kind == "inplace":
+            self._step(Step(kind, op.value, fn, tuple(inputs), params, None))
+            return
+        shared = [
+            j
+            for a, j in zip(args, inputs)
+            if a.__class__ is backend.array_type and backend.may_share_memory(out, a)
+        ]
+        i = self._new_slot(out, backend, KERNEL, None, op in VIEW_OPS and bool(shared))
+        if shared:  # NOTE: never written in place by the plan (see tpx._plan._reuse_dying)
+            self.aliased.update([i, *shared])
+        self._step(Step(kind, op.value, fn, tuple(inputs), params, i))
+
+    def _step(self, step: Step) -> None:
+        self.segments[-1].steps.append(replace(step, origin=("forward", None, None, user_line())))
+
+    def setitem(self, fn: Any, backend: Any, dst: Any, key: Any, value: Any) -> None:
+        if self.pending is not None:
+            raise Stop("a data-dependent read", self.pending[2])
+        d, v = self.input_slot(dst, backend), self.input_slot(value, backend)
+        skey = key_with_slots(key, lambda a: self.input_slot(a, backend))
+        self._step(Step("setitem", "setitem", fn, (d, v), {"key": skey}, None))
+
+    def to_numpy(self, backend: Any, array: Any, result: np.ndarray) -> None:
+        if self.pending is not None:
+            raise Stop("a data-dependent read", self.pending[2])
+        if not _inside_asarray():
+            raise Stop("a data-dependent read (.item(), bool(t), .tolist(), .numpy())")
+        # NOTE: p10.asarray(t, copy=True) reads the value to the host and makes it again: a
+        # copy, if the very next event creates an equal array (see from_numpy)
+        self.pending = (self.input_slot(array, backend), result, user_line())
+
+    def from_numpy(self, backend: Any, host: Any, array: Any, originals: tuple) -> None:
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            src, seen, where = pending
+            if not _same_value(seen, host):
+                raise Stop("a data-dependent read (.item(), bool(t), .tolist(), .numpy())", where)
+            fn = _host_copy(originals, np.asarray(host).dtype)
+            i = self._new_slot(array, backend, KERNEL, None, False)
+            self._step(Step("copy", "copy", fn, (src,), {}, i))
+            return
+        kind = _creation_kind()
+        if kind == "random":
+            raise Stop("random numbers drawn inside the function")
+        if kind == "data":
+            raise Stop("a tensor created from Python data inside the function")
+        # NOTE: the plan keeps a copy: the caller may write into the array it got
+        snapshot = originals[0](np.array(originals[1](array)))
+        self._new_slot(array, backend, CONST, snapshot, False)
+
+    def label(self, origin: tuple) -> None:
+        """Name the node that the steps since the last event came from."""
+        steps = self.segments[-1].steps
+        for k in range(self.mark, len(steps)):
+            if steps[k].origin[1] is None:
+                steps[k] = replace(steps[k], origin=origin + steps[k].origin[3:])
+        self.mark = len(steps)
+
+    # -- islands ------------------------------------------------------------------------------
+    def island(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if self.pending is not None:
+            raise Stop("a data-dependent read", self.pending[2])
+        seg = self.segments[-1]
+        for k, a in enumerate(args):
+            if id(a) in self.arg_of:  # the call's own argument: the new one at a replay
+                seg.island_inputs.append((k, self.arg_of[id(a)], "arg"))
+                continue
+            i = _plan_slot(self, a)
+            if i is not None:
+                seg.island_inputs.append((k, i, "p10" if isinstance(a, p10.Tensor) else "tpx"))
+        for a in (*args, *kwargs.values()):
+            if _plan_slot(self, a) is None and _plan_slot(self, _first(a)) is not None:
+                raise Stop(
+                    f"{fn.__qualname__} (an eager island) takes a value computed in "
+                    "the plan inside a container"
+                )
+            for p in _params_of(a):
+                self.add_holder(p)
+        self.boundary()
+        seg.island = (fn, args, kwargs)
+        seg.island_index = len(self.island_results)
+        self.in_island += 1
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            self.in_island -= 1
+        self.island_results.append(result)
+        self.segments.append(Segment([]))
+        self.mark = 0
+        for h, t in enumerate(self.holders):
+            self.data_of[h] = t._t._data
+            self._bind_new(t._t._data, t._t._backend, STATE, (h, "data"))
+            self.last_grad[h] = None if t.grad is None else t.grad._t._data
+            if t.grad is not None:
+                self._bind_new(t.grad._t._data, t.grad._t._backend, STATE, (h, "grad"))
+        return result
+
+    # -- the end ------------------------------------------------------------------------------
+    def finish(self, result: Any) -> Plan:
+        if self.pending is not None:
+            raise Stop(
+                "a data-dependent read (.item(), bool(t), .tolist(), .numpy())", self.pending[2]
+            )
+        self.boundary()
+        outputs = self._output(result)
+        plan = Plan(
+            slots=self.slots,
+            segments=self.segments,
+            arg_bindings=self.arg_bindings,
+            holders=self.refs,
+            outputs=outputs,
+            backend_of=self.backend_of,
+            grad_none=self._grad_guards(),
+            eager_peak_bytes=self.peak if self.weak_ok else None,
+            aliased=self.aliased,
+            state_meta=self._state_meta(),
+        )
+        return plan
+
+    def _state_meta(self) -> list[tuple]:
+        """What a replay checks of each state value the plan reads at its start."""
+        meta = []
+        for i in self.arg_bindings:
+            slot = self.slots[i]
+            if slot.kind == STATE:
+                meta.append((i, *slot.source, slot.shape, self.dtype_of_slot[i]))
+        return meta
+
+    def _grad_guards(self) -> tuple:
+        """Per holder: whether its ``.grad`` must be None (True), must be set (False) when a
+        replay starts, or may be either (None): only the first segment, before any island
+        such as ``zero_grad``, depends on it (eager code adds into a set gradient)."""
+        first = self.segments[0]
+        read = {i for step in first.steps for i in step.inputs if i.__class__ is int}
+        read |= {i for _, i in first.writeback if i is not None}
+        written = {h for h, _ in first.writeback}
+        guards: list[bool | None] = []
+        for h, none in enumerate(self.grad_none):
+            starts = [i for i in self.arg_bindings if self.slots[i].source == (h, "grad")]
+            used = any(i in read for i in starts)
+            guards.append(True if none and h in written else False if used else None)
+        return tuple(guards)
+
+    def _output(self, x: Any) -> Any:
+        for k, r in enumerate(self.island_results):
+            if x is r and not isinstance(x, (bool, int, type(None))):
+                return ("island", k)
+        if isinstance(x, p10.Tensor) or hasattr(x, "_t"):
+            if getattr(x, "_rg", False) and x.grad_fn is not None and not self.backward_ran:
+                raise Stop(
+                    "the function returns a tensor that requires grad and runs no "
+                    "backward (call .backward() inside it, or return .detach())"
+                )
+            raw = x if isinstance(x, p10.Tensor) else x._t
+            i = self.slot_of.get(id(raw._data))
+            if i is None:
+                raise Stop("the function returns a tensor the plan does not know")
+            return ("slot", i)
+        if isinstance(x, list):
+            return [self._output(v) for v in x]
+        if isinstance(x, tuple):
+            return tuple(self._output(v) for v in x)
+        if isinstance(x, dict):
+            return {k: self._output(v) for k, v in x.items()}
+        return ("value", x)
+
+    def close(self) -> None:
+        for f in self._finalizers:
+            f.detach()
+        self._finalizers.clear()
+        self._keep.clear()
+
+
+def _same_value(seen: np.ndarray, host: Any) -> bool:
+    host = np.asarray(host)
+    if host.shape != seen.shape:
+        return False
+    with np.errstate(all="ignore"):
+        same = seen.astype(host.dtype)
+    return bool(np.array_equal(same, host, equal_nan=host.dtype.kind in "fc"))
+
+
+def _host_copy(originals: tuple, dtype: np.dtype) -> Any:
+    from_numpy, to_numpy = originals
+
+    def copy(a: Any) -> Any:
+        return from_numpy(np.array(to_numpy(a), dtype=dtype))
+
+    return copy
+
+
+def _has_array(v: Any, backend: Any) -> bool:
+    if isinstance(v, (tuple, list)):
+        return any(_has_array(x, backend) for x in v)
+    return v.__class__ is backend.array_type or isinstance(v, np.ndarray)
+
+
+def _plan_slot(rec: Recorder, a: Any) -> int | None:
+    """The slot of a tensor that the plan computes (None for anything else)."""
+    raw = a if isinstance(a, p10.Tensor) else getattr(a, "_t", None)
+    if not isinstance(raw, p10.Tensor):
+        return None
+    i = rec.slot_of.get(id(raw._data))
+    return i if i is not None and rec.slots[i].kind in (KERNEL, CONST) else None
+
+
+def _first(a: Any) -> Any:
+    if isinstance(a, (list, tuple)) and a:
+        return a[0]
+    return None
+
+
+def _params_of(a: Any) -> list[Any]:
+    groups = getattr(a, "param_groups", None)
+    if isinstance(groups, list):
+        return [p for g in groups for p in g.get("params", ())]
+    return []
+
+
+# -- the observer: node names and the checks a backward needs ------------------------------------
+class _Observer:
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+
+    def on_node_recorded(self, node: Any, output: Any) -> None:
+        self.rec.label(("forward", node.seq, node.name))
+
+    def on_backward_start(self, roots: Any, grad_roots: Any, order: list) -> None:
+        rec = self.rec
+        if rec.thread != threading.get_ident() or rec.stopped is not None:
+            return
+        rec.label(("backward-root", None, None))
+        try:
+            if _mode.state.grad_enabled:
+                raise Stop("backward with create_graph=True")
+            for node in order:
+                if _has_hooks(node):
+                    raise Stop(f"a hook on {node.name} (hooks run Python at backward)")
+            rec.backward_ran = True
+            for node in order:
+                if node.__class__ is AccumulateGrad:
+                    rec.add_holder(node.variable)
+        except Stop as e:
+            rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else user_line())
+
+    def on_node_executed(self, node: Any, grad_output: Any, grad_inputs: Any, s: float) -> None:
+        self.rec.label(("backward", node.seq, node.name))
+
+    def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
+        self.rec.label(("accumulate", target.seq, target.name))
+
+
+def _has_hooks(node: Any) -> bool:
+    if node._pre_hooks or node._hooks or node.tensor_hooks or node.retain is not None:
+        return True
+    if node.__class__ is AccumulateGrad:
+        extra = node.variable._extra
+        return bool(extra and extra.get("hooks"))
+    return False
+
+
+# -- wrapping the backends ---------------------------------------------------------------------
+def _guarded(rec: Recorder, event: Any) -> None:
+    """Run one recorder event; a Stop records the reason and ends the recording."""
+    try:
+        event()
+    except Stop as e:
+        rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else user_line())
+
+
+def _wrap_kernel(rec: Recorder, backend: Any, op: Any, fn: Any, kind: str) -> Any:
+    originals = (backend.from_numpy,)
+
+    def kernel(*args: Any, **params: Any) -> Any:
+        if rec.depth or rec.thread != threading.get_ident():
+            return fn(*args, **params)
+        rec.depth += 1
+        try:
+            out = fn(*args, **params)
+        finally:
+            rec.depth -= 1
+        if rec.stopped is not None:
+            return out
+        if kind == "kernel" and out.__class__ is not backend.array_type:
+            out = originals[0](np.asarray(out))  # as p10's wrap() converts a NumPy scalar
+            step_fn = _converting(fn, originals[0])
+        else:
+            step_fn = fn
+        if rec.in_island:
+            rec.island_made[id(out)] = out
+            return out
+        _guarded(rec, lambda: rec.kernel(kind, op, step_fn, backend, args, params, out))
+        return out
+
+    return kernel
+
+
+def _converting(fn: Any, from_numpy: Any) -> Any:
+    def kernel(*args: Any, **params: Any) -> Any:
+        return from_numpy(np.asarray(fn(*args, **params)))
+
+    return kernel
+
+
+def _wrap_host(rec: Recorder, backend: Any, saved: dict) -> None:
+    from_numpy, to_numpy, setitem = saved["from_numpy"], saved["to_numpy"], saved["setitem"]
+
+    def mine() -> bool:
+        return not rec.depth and rec.thread == threading.get_ident() and rec.stopped is None
+
+    def wrapped_from(host: Any) -> Any:
+        out = from_numpy(host)
+        if mine():
+            if rec.in_island:
+                rec.island_made[id(out)] = out
+            else:
+                _guarded(rec, lambda: rec.from_numpy(backend, host, out, (from_numpy, to_numpy)))
+        return out
+
+    def wrapped_to(array: Any) -> Any:
+        out = to_numpy(array)
+        if mine() and not rec.in_island:
+            _guarded(rec, lambda: rec.to_numpy(backend, array, out))
+        return out
+
+    backend.from_numpy, backend.to_numpy = wrapped_from, wrapped_to
+    if setitem is not None:
+
+        def wrapped_setitem(dst: Any, key: Any, value: Any) -> None:
+            setitem(dst, key, value)
+            if mine() and not rec.in_island:
+                _guarded(rec, lambda: rec.setitem(setitem, backend, dst, key, value))
+
+        backend.setitem = wrapped_setitem
+
+
+_SAVED = ("kernels", "inplace", "from_numpy", "to_numpy", "setitem")
+
+
+@contextmanager
+def recording(rec: Recorder) -> Iterator[Recorder]:
+    """Wrap every registered backend and observe TPX while the block runs; restore both."""
+    global active
+    backends = list(_registry.values())
+    saved = [{name: getattr(b, name) for name in _SAVED} for b in backends]
+    handle = None
+    try:
+        for b, s in zip(backends, saved):
+            b.kernels = {
+                op: _wrap_kernel(rec, b, op, fn, "kernel") for op, fn in s["kernels"].items()
+            }
+            b.inplace = {
+                op: _wrap_kernel(rec, b, op, fn, "inplace") for op, fn in s["inplace"].items()
+            }
+            _wrap_host(rec, b, s)
+        handle = _mode.add_observer(_Observer(rec))
+        active = rec
+        yield rec
+    finally:
+        active = None
+        if handle is not None:
+            handle.remove()
+        for b, s in zip(backends, saved):
+            for name, value in s.items():
+                setattr(b, name, value)
+        if len(_registry) != len(backends) and rec.stopped is None:
+            rec.stopped = ("a backend was first used inside the function", user_line())
