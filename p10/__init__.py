@@ -119,6 +119,7 @@ from p10._errors import (
 )
 from p10._index_ops import getitem, index_add, index_put, nonzero, take, take_along_axis
 from p10._indexing import IndexSlot
+from p10._lazy import fetch, materialize
 from p10._nn import avg_pool2d, conv2d, fold, log_softmax, max_pool2d, softmax, unfold
 from p10._ops import OP_INFO, Op
 from p10._overrides import (
@@ -244,6 +245,7 @@ __all__ = [
     "expand_dims",
     "expm1",
     "eye",
+    "fetch",
     "finfo",
     "flatten",
     "flip",
@@ -288,6 +290,7 @@ __all__ = [
     "logical_xor",
     "logsumexp",
     "manual_seed",
+    "materialize",
     "matmul",
     "matrix_transpose",
     "max",

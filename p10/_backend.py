@@ -24,6 +24,12 @@ promotion gives);
 ``inplace`` maps ``ADD``/``SUB``/``MUL``/``DIV`` to ``kernel(dst, other)`` that computes
 ``dst op other`` into ``dst``'s own memory (``x -= lr * g`` without a temporary and a copy).
 
+A lazy backend (Dask) sets ``lazy=True``: its ops only record work, and a value is computed
+when read. It gives ``persist(arrays) -> arrays``, which computes several arrays in one pass and
+keeps the results where they are (on a cluster's workers), and ``compute(arrays) -> NumPy
+arrays``, which computes several arrays in one pass and brings them to this process; see
+:func:`p10.materialize` and :func:`p10.fetch`. An eager backend needs neither.
+
 A missing kernel raises :class:`~p10.MissingKernelError` naming the op and the backend. The
 NumPy backend is the executable spec; ``tests/p10/test_p10_backends.py`` sweeps every registered
 backend against it.
@@ -122,6 +128,9 @@ class Backend:
     device: str = "cpu"
     weak_scalars: bool = False
     inplace: dict[OpKey, Callable[[Any, Any], Any]] = field(default_factory=dict)
+    lazy: bool = False
+    persist: Callable[[list[Any]], list[Any]] | None = None
+    compute: Callable[[list[Any]], list[np.ndarray]] | None = None
 
     def kernel(self, op: OpKey) -> Callable[..., Any]:
         """The kernel for ``op``, or :class:`MissingKernelError` naming op and backend."""

@@ -10,7 +10,8 @@ import numpy as np
 from p10._backend import Backend, get_backend
 from p10._dtypes import ALL_DTYPES, get_default_dtype, to_dtype
 from p10._errors import ArgumentError, DTypeError, ShapeError
-from p10._tensor import Tensor, wrap
+from p10._ops import Op
+from p10._tensor import Tensor, apply, wrap
 
 Shape = int | Sequence[int]
 
@@ -82,6 +83,11 @@ def asarray(
             return obj
         if copy is False:
             raise ArgumentError("asarray: copy=False but a dtype or backend change needs a copy")
+        if backend is None or backend is obj._backend:
+            # NOTE: the backend's own copy or cast: a Dask tensor stays lazy, a GPU one on the GPU
+            if target is None or obj.dtype == target:
+                return apply(Op.COPY, obj)
+            return apply(Op.CAST, obj, dtype=target)
         arr = np.array(obj.numpy(), dtype=target)
         return _place(arr, backend if backend is not None else obj._backend)
     if copy is False and not isinstance(obj, np.ndarray):

@@ -153,6 +153,7 @@ from tpx._errors import (
 )
 from tpx._function import Function, FunctionCtx, register_rule
 from tpx._graph import AccumulateGrad, GradFn, Node, Rule, RuleContext
+from tpx._materialize import materialize
 from tpx._mode import (
     add_observer,
     current_scope,
@@ -371,6 +372,7 @@ __all__ = [
     "lt",
     "manual_seed",
     "masked_fill",
+    "materialize",
     "matmul",
     "matrix_transpose",
     "max",

@@ -17,6 +17,7 @@ import numpy as np
 
 from p10._indexing import IndexSlot
 from tpx import AccumulateGrad
+from tpx_inspect._lazy import is_lazy, lazy_record, record_values, snapshot, summarize_lazy
 from tpx_inspect.records import (
     NODE_FIELDS,
     SUMMARY_COLUMNS,
@@ -38,9 +39,17 @@ def saved_meta(saved: tuple | None) -> tuple:
     last = len(saved) - 1
     out = []
     for i, v in enumerate(saved):
-        if v is not None:
+        if v is None:
+            continue
+        raw = getattr(v, "_t", v)
+        a = getattr(raw, "_data", None)
+        if a.__class__ is not np.ndarray:
+            if is_lazy(raw):  # its shape and dtype, without computing it
+                size = math.prod(raw.shape) * raw.dtype.itemsize
+                out.append((-1 if i == last else i, raw.shape, _dtype_name(raw.dtype), size, id(a)))
+                continue
             a = to_numpy(v)
-            out.append((-1 if i == last else i, a.shape, _dtype_name(a.dtype), a.nbytes, id(a)))
+        out.append((-1 if i == last else i, a.shape, _dtype_name(a.dtype), a.nbytes, id(a)))
     return tuple(out)
 
 
@@ -68,6 +77,11 @@ class PendingNode:
 
     def freeze(self, keep: Callable[[Any], bool]) -> None:
         """Summarize (and copy small values) now, before anything can write into them."""
+        if self.raw._data.__class__ is not np.ndarray and is_lazy(self.raw):
+            # summarized with the whole backward, in one compute (see _lazy)
+            self.raw = snapshot(self.raw)
+            self.consts = tuple(snapshot(c) for c in self.consts)
+            return
         self.out = _Frozen(self.raw, keep)
         self.consts = tuple(None if c is None else _Frozen(c, keep) for c in self.consts)
         self.raw = None
@@ -83,6 +97,13 @@ class _Frozen:
         self.row, self.head = stats_row(a)
         self.value = np.array(a, copy=True) if keep(a) else None
 
+    @classmethod
+    def of(cls, row: list, head: tuple, value: np.ndarray | None) -> _Frozen:
+        """A summary computed elsewhere (a lazy tensor's, see ``_lazy``)."""
+        f = object.__new__(cls)
+        f.row, f.head, f.value = row, head, value
+        return f
+
 
 class _Tables:
     """Collects the summary rows of one graph; a value summarized twice gets one row."""
@@ -97,9 +118,12 @@ class _Tables:
     def add(self, x: Any) -> int:
         if x is None:
             return -1
-        row = self.memo.get(id(x))
+        key = id(x)
+        row = self.memo.get(key)
         if row is not None:
             return row
+        if self.builder.prefetched:
+            x = self.builder.prefetched.get(key, x)
         if x.__class__ is _Frozen:
             stats, head, value = x.row, x.head, x.value
         else:
@@ -111,7 +135,7 @@ class _Tables:
             head = ()
         self.rows.append([*stats, float(vid), float(len(head))])
         self.heads.append(head)
-        self.memo[id(x)] = len(self.rows) - 1
+        self.memo[key] = len(self.rows) - 1
         return len(self.rows) - 1
 
     def finite(self) -> bool:
@@ -136,6 +160,14 @@ class GraphBuilder:
         self.store = ValueStore()
         self.structures: dict[tuple, tuple[int, NodeTable]] = {}
         self._sources: dict[Any, list] = {}
+        self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
+
+    def prefetch(self, order: list, pending: Any, backward: Any) -> dict[int, _Frozen]:
+        """Summarize the lazy values of one record together (one compute), once."""
+        if not self.prefetched:
+            values = record_values(order, pending, backward)
+            self.prefetched = summarize_lazy(values, self.keep, _Frozen.of)
+        return self.prefetched
 
     def build(
         self,
@@ -151,6 +183,14 @@ class GraphBuilder:
         timing: bool,
     ) -> Graph:
         """The record of the graph reachable from ``roots`` (``order`` = tpx.reachable)."""
+        if lazy_record(roots, pending, backward):
+            self.prefetch(order, pending, backward)
+        try:
+            return self._build(run, gid, kind, step, roots, order, pending, backward, timing)
+        finally:
+            self.prefetched = {}
+
+    def _build(self, run, gid, kind, step, roots, order, pending, backward, timing) -> Graph:
         raw = sorted(order, key=_seq)
         index = {n: i for i, n in enumerate(raw)}
         root_ids = tuple(sorted({index[r] for r in roots}))
@@ -241,9 +281,8 @@ class GraphBuilder:
         var = n.variable
         label = _leaf_label(var, self.labels)
         kind = "param" if label or type(var).__name__ == "Parameter" else "leaf"
-        a = to_numpy(var)
-        return (kind, None, "AccumulateGrad", label, {}, "", None, [], list(a.shape),
-                _dtype_name(a.dtype), [])  # fmt: skip
+        return (kind, None, "AccumulateGrad", label, {}, "", None, [], list(var.shape),
+                _dtype_name(var.dtype), [])  # fmt: skip
 
     def _op(self, n: Any, index: dict, is_root: bool, p: Any) -> tuple:
         inputs = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import runpy
 import sys
@@ -25,10 +26,11 @@ import numpy as np
 
 import tpx
 from tpx_inspect._build import GraphBuilder, PendingNode
+from tpx_inspect._lazy import lazy_record
 from tpx_inspect._util import paused_gc
 from tpx_inspect.format import save
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
-from tpx_inspect.summary import is_finite, summarize, to_numpy
+from tpx_inspect.summary import is_finite, summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
@@ -336,12 +338,15 @@ class Capture:
 
     # -- internals ----------------------------------------------------------------------------
     def _keep_value(self, a: Any) -> bool:
-        return self.value_limit < 0 or to_numpy(a).size <= self.value_limit
+        # NOTE: the size from the shape: a lazy tensor is not computed to be measured
+        return self.value_limit < 0 or math.prod(a.shape) <= self.value_limit
 
     def _all_finite(self, b: _Backward) -> bool:
         # NOTE: a NaN/Inf in a rule's output reaches the incoming gradient of its target, so
         # the incoming gradients and the roots' values cover the graph; intermediate forward
         # values are not checked (masked -inf, as in attention, is not a failure)
+        if lazy_record(list(b.roots), self._pending, b):
+            return self._all_finite_lazy(b)
         for _node, g, _, _, _ in b.executed:
             a = getattr(g, "_data", None)  # NOTE: a NumPy-backed P10 gradient checked inline
             if a.__class__ is np.ndarray:
@@ -359,6 +364,17 @@ class Capture:
             elif not is_finite(p.raw):
                 return False
         return True
+
+    def _all_finite_lazy(self, b: _Backward) -> bool:
+        """``_all_finite`` from the summaries of the whole record, made in one compute (which
+        building the record then reuses)."""
+        rows = self._builder.prefetch(b.order, self._pending, b)
+        checked = [g for _node, g, _, _, _ in b.executed]
+        checked += [p.raw for p in map(self._pending.get, b.roots) if p is not None]
+        finite = all(not (f.row[5] or f.row[6]) for f in map(rows.get, map(id, checked)) if f)
+        if finite:
+            self._builder.prefetched = {}  # the step is not kept
+        return finite
 
     def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None) -> Graph:
         with paused_gc():

@@ -108,6 +108,9 @@ def make_array_api_backend(
         setitem=_setitem,
         may_share_memory=_may_share_memory(lib),
         device="cpu" if lib.cpu else str(lib.device),
+        lazy=lib.persist is not None,
+        persist=lib.persist,
+        compute=lib.compute,
     )
 
 

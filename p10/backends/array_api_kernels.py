@@ -48,6 +48,8 @@ class Lib:
     from_numpy: Callable[[np.ndarray], Any] = np.asarray
     cpu: bool = True
     may_share: Callable[[Any, Any], bool] | None = None
+    persist: Callable[[list[Any]], list[Any]] | None = None  # set by a lazy library (Dask)
+    compute: Callable[[list[Any]], list[np.ndarray]] | None = None
 
     def dtype(self, a: Any) -> np.dtype:
         """The NumPy dtype of a library array."""

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+import p10
 import tpx as tp
 
 
@@ -33,7 +34,8 @@ def clip_grad_norm_(
     params = _with_grads(parameters)
     if not params:
         return 0.0
-    arrays = [np.asarray(p.grad.numpy(), dtype=np.float64) for p in params]
+    # NOTE: fetched together: on a lazy backend (Dask) one compute, not one per gradient
+    arrays = [np.asarray(a, dtype=np.float64) for a in p10.fetch(*[p.grad._t for p in params])]
     if math.isinf(norm_type):
         total = max(float(np.abs(a).max(initial=0.0)) for a in arrays)
     else:
