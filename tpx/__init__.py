@@ -205,3 +205,47 @@ __all__ = [
     "uniform", "unsqueeze", "var", "vecdot", "where", "zeros", "zeros_like",
 ]  # fmt: skip
 __all__ += ["RuleOverrideError", "override_rule"]  # rule experiments (tpx._overrides)
+
+from p10 import (  # noqa: E402  Array API elementwise functions (issue 18)
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_left_shift,
+    bitwise_right_shift,
+    copysign,
+    cosh,
+    hypot,
+    log2,
+    log10,
+    logaddexp,
+    nextafter,
+    signbit,
+    sinh,
+    trunc,
+)
+
+__all__ += [
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "copysign",
+    "cosh",
+    "hypot",
+    "log2",
+    "log10",
+    "logaddexp",
+    "nextafter",
+    "signbit",
+    "sinh",
+    "trunc",
+]  # Array API elementwise functions (issue 18)
