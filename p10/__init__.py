@@ -402,3 +402,15 @@ __all__ += [
     "sinh",
     "trunc",
 ]  # Array API elementwise functions (issue 18)
+
+from p10._dtypes import FInfo, uint16, uint32, uint64  # noqa: E402
+from p10._info import ArrayNamespaceInfo, __array_namespace_info__  # noqa: E402
+
+__all__ += [
+    "ArrayNamespaceInfo",
+    "FInfo",
+    "__array_namespace_info__",
+    "uint16",
+    "uint32",
+    "uint64",
+]  # Array API inspection and dtypes (issue 18)

@@ -225,6 +225,17 @@ class TensorMethods:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Any:
+        """This tensor on ``device`` (itself when already there); Array API name of ``to``.
+
+        >>> import p10
+        >>> p10.ones(2).to_device("cpu").device
+        'cpu'
+        """
+        if stream is not None:
+            raise ValueError(f"to_device: stream must be None on host backends, got {stream!r}")
+        return self.to(device=device)
+
     # -- Python scalars -----------------------------------------------------------------------
     def __bool__(self) -> bool:
         return bool(self.item())

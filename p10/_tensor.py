@@ -346,10 +346,19 @@ class Tensor(TensorMethods):
         target = backend if backend else self._backend
         return asarray(self, dtype=dtype, backend=target, device=device)
 
-    def __dlpack__(self, *, max_version: tuple[int, int] | None = None, **kwargs: Any) -> Any:
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         # NOTE: DLPack >= 1.0 carries a read-only flag, so modern consumers share memory without
-        # being able to write behind the version counter; older ones get a copy.
+        # being able to write behind the version counter; older ones get a copy. The exporter is
+        # the host (NumPy) view: ``stream`` must be None, ``dl_device`` the CPU (NumPy checks).
         view = self.numpy()
+        kwargs = {"stream": stream, "dl_device": dl_device, "copy": copy}
         if max_version is None or max_version < (1, 0):
             return np.array(view).__dlpack__(**kwargs)
         return view.__dlpack__(max_version=max_version, **kwargs)

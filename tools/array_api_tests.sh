@@ -15,7 +15,9 @@
 #   NO_INSTALL=1       do not pip-install requirements-array-api.txt first
 #   PYTHON             interpreter (default: .venv/bin/python of this repository)
 #   JUNIT              where to write the JUnit XML (default /tmp/array_api_tests.xml)
-# Extra arguments after the checkout path go to pytest (e.g. a test file, -k EXPR).
+#   TESTS              what to collect, relative to the checkout (default "array_api_tests";
+#                      e.g. "array_api_tests/test_set_functions.py")
+# Extra arguments after the checkout path go to pytest (e.g. -k EXPR).
 # The last lines printed are the pass/fail/skip counts per test file.
 set -euo pipefail
 
@@ -46,7 +48,7 @@ status=0
     PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" \
     ARRAY_API_TESTS_MODULE=p10 \
     ARRAY_API_TESTS_SKIP_DTYPES="${SKIP_DTYPES-complex64,complex128}" \
-    "$python" -m pytest array_api_tests -q -p no:randomly -p no:cacheprovider \
+    "$python" -m pytest ${TESTS:-array_api_tests} -q -p no:randomly -p no:cacheprovider \
         --continue-on-collection-errors --max-examples="${MAX_EXAMPLES:-100}" "${ext_args[@]}" \
         --junitxml="$junit" -o junit_family=xunit2 "$@"
 ) || status=$?

@@ -249,3 +249,7 @@ __all__ += [
     "sinh",
     "trunc",
 ]  # Array API elementwise functions (issue 18)
+
+from p10 import uint16, uint32, uint64  # noqa: E402
+
+__all__ += ["uint16", "uint32", "uint64"]  # Array API dtypes (issue 18)

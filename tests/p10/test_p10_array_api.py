@@ -78,3 +78,60 @@ def test_shift_operators() -> None:
 def test_shift_of_floats_names_the_op_and_the_fix() -> None:
     with pytest.raises(p10.DTypeError, match=r"bitwise_left_shift.*float32.*astype"):
         p10.bitwise_left_shift(p10.asarray([1.0]), 1)
+
+
+def test_namespace_info_lists_dtypes_devices_and_defaults() -> None:
+    info = p10.__array_namespace_info__()
+    assert info.default_device() == "cpu" and info.devices()[0] == "cpu"
+    assert list(info.dtypes(kind="unsigned integer")) == ["uint8", "uint16", "uint32", "uint64"]
+    assert list(info.dtypes(kind="complex floating")) == []
+    assert info.default_dtypes()["real floating"] == p10.float32
+    with p10.default_dtype("float64"):
+        assert info.default_dtypes()["real floating"] == p10.float64
+    assert info.capabilities()["boolean indexing"] is True
+
+
+def test_unsigned_dtypes_and_the_sum_of_uint8() -> None:
+    x = p10.asarray([250, 10], dtype="uint8")
+    assert p10.sum(x).dtype == p10.uint64 and p10.sum(x).item() == 260
+    for name in ("uint16", "uint32", "uint64"):
+        t = p10.asarray([1, 2], dtype=name)
+        assert (t.dtype, (t + 1).dtype, t.tolist()) == (getattr(p10, name), t.dtype, [1, 2])
+
+
+def test_finfo_fields_are_python_numbers() -> None:
+    fi = p10.finfo(p10.float32)
+    assert [type(v) for v in (fi.bits, fi.eps, fi.max, fi.min, fi.smallest_normal)] == [
+        int, float, float, float, float
+    ]  # fmt: skip
+    assert fi.eps == float(np.finfo(np.float32).eps) and fi.dtype == p10.float32
+    assert p10.finfo(p10.ones(1, dtype="float64")).bits == 64
+    with pytest.raises(p10.DTypeError, match="finfo: int32 is not a floating dtype"):
+        p10.finfo(p10.int32)
+
+
+def test_isdtype_complex_floating_is_false_for_every_p10_dtype() -> None:
+    info = p10.__array_namespace_info__()
+    assert not any(p10.isdtype(d, "complex floating") for d in info.dtypes().values())
+    assert p10.isdtype(p10.uint32, "numeric")
+
+
+def test_astype_to_device_and_to_device() -> None:
+    x = p10.asarray([1.5, 2.5])
+    out = p10.astype(x, "int32", device="cpu")
+    assert (out.dtype, out.device, out.tolist()) == (p10.int32, "cpu", [1, 2])
+    assert x.to_device("cpu") is x
+    with pytest.raises(ValueError, match="stream"):
+        x.to_device("cpu", stream=1)
+
+
+def test_dlpack_copy_and_device_arguments() -> None:
+    base = np.zeros(3)
+    shared, copied = p10.from_dlpack(base), p10.from_dlpack(base, copy=True, device="cpu")
+    base[0] = 7.0
+    assert (shared.tolist()[0], copied.tolist()[0]) == (7.0, 0.0)
+    t = p10.asarray([1.0, 2.0])
+    back = np.from_dlpack(t, copy=True)
+    np.testing.assert_array_equal(back, [1.0, 2.0])
+    capsule = t.__dlpack__(stream=None, max_version=(1, 0), dl_device=(1, 0), copy=False)
+    assert capsule is not None
