@@ -379,9 +379,12 @@ class Tensor(TensorMethods):
 
     def _setitem(self, key: Any, value: Any) -> None:
         from p10._elementwise import operand
-        from p10._index_ops import normalize_key
+        from p10._index_ops import drop_0d_masks, normalize_key
         from p10._indexing import fill_key
 
+        key = drop_0d_masks(key)
+        if key is None:
+            return  # a False 0-d mask selects nothing
         k, tensors = normalize_key(self, key, "setitem")
         self._write(fill_key(k, tuple(t._data for t in tensors)), operand(value, self))
 

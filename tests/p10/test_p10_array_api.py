@@ -135,3 +135,57 @@ def test_dlpack_copy_and_device_arguments() -> None:
     np.testing.assert_array_equal(back, [1.0, 2.0])
     capsule = t.__dlpack__(stream=None, max_version=(1, 0), dl_device=(1, 0), copy=False)
     assert capsule is not None
+
+
+def test_vecdot_does_not_broadcast_the_contracted_axis() -> None:
+    with pytest.raises(
+        p10.ShapeError, match=r"vecdot: the contracted axis -1 has size 1 in \(1,\)"
+    ):
+        p10.vecdot(p10.asarray([1.0]), p10.asarray([1.0, 2.0, 3.0]))
+    out = p10.vecdot(p10.ones((2, 1, 3)), p10.ones((4, 3)))
+    assert (out.shape, out.tolist()[0][0]) == ((2, 4), 3.0)
+    assert p10.vecdot(p10.ones((3, 2)), p10.ones((3, 2)), axis=0).tolist() == [3.0, 3.0]
+
+
+def test_vecdot_keeps_small_integer_dtypes() -> None:
+    x = p10.asarray([[1, 2], [3, 4]], dtype="int8")
+    out = p10.vecdot(x, x)
+    assert (out.dtype, out.tolist()) == (p10.int8, [5, 25])
+
+
+def test_repeat_with_one_count_per_element() -> None:
+    x = p10.asarray([[1, 2], [3, 4]])
+    assert p10.repeat(x, p10.asarray([1, 2]), axis=1).tolist() == [[1, 2, 2], [3, 4, 4]]
+    assert p10.repeat(x, [2, 0], axis=0).tolist() == [[1, 2], [1, 2]]
+    assert p10.repeat(x, p10.asarray([2])).tolist() == [1, 1, 2, 2, 3, 3, 4, 4]
+    with pytest.raises(p10.ArgumentError, match=r"repeat: repeats must be an int or 1-D"):
+        p10.repeat(x, [1, 2, 3], axis=0)
+
+
+def test_softmax_over_an_empty_axis_is_empty() -> None:
+    for fn in (p10.softmax, p10.log_softmax):
+        out = fn(p10.ones((2, 0)), axis=1)
+        assert (out.shape, out.dtype) == ((2, 0), p10.float32)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [(True,), (False,), (0, True), (Ellipsis, True), (True, slice(None), False), (True, 1)],
+    ids=str,
+)
+def test_zero_d_bool_mask_getitem_matches_numpy(key: tuple) -> None:
+    a = np.arange(6.0).reshape(2, 3)
+    p_key = tuple(p10.asarray(k) if isinstance(k, bool) else k for k in key)
+    np_key = tuple(np.bool_(k) if isinstance(k, bool) else k for k in key)
+    out, expected = p10.asarray(a)[p_key], a[np_key]
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def test_zero_d_bool_mask_setitem() -> None:
+    x = p10.zeros((2, 3))
+    x[p10.asarray(False)] = 5.0
+    assert p10.sum(x).item() == 0.0
+    x[p10.asarray(True)] = p10.ones((1, 2, 3))
+    x[0, p10.asarray(True)] = 2.0
+    assert x.tolist() == [[2.0, 2.0, 2.0], [1.0, 1.0, 1.0]]

@@ -239,3 +239,18 @@ def test_var_without_degrees_of_freedom_gives_nan_not_an_exception() -> None:
 def test_prod_with_zeros() -> None:
     assert _grad(p10.prod, [2.0, 0.0, 3.0]) == [[0.0, 6.0, 0.0]]
     assert _grad(p10.prod, [2.0, 0.0, 0.0]) == [[0.0, 0.0, 0.0]]
+
+
+def test_gradients_of_repeat_with_counts_and_of_an_empty_softmax() -> None:
+    x = tp.asarray(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    (g,) = tp.grad(p10.repeat(x, [2, 0, 3]).sum(), [x])
+    assert g.tolist() == [2.0, 0.0, 3.0]
+    e = tp.asarray(np.ones((2, 0)), requires_grad=True)
+    (ge,) = tp.grad(p10.softmax(e, axis=1).sum(), [e])
+    assert ge.shape == (2, 0)
+
+
+def test_gradient_through_a_zero_d_bool_mask() -> None:
+    x = tp.asarray(np.array([[1.0, 2.0], [3.0, 4.0]]), requires_grad=True)
+    (g,) = tp.grad((x[p10.asarray(True)] * 3.0).sum(), [x])
+    assert g.tolist() == [[3.0, 3.0], [3.0, 3.0]]
