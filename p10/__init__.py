@@ -414,3 +414,23 @@ __all__ += [
     "uint32",
     "uint64",
 ]  # Array API inspection and dtypes (issue 18)
+
+from p10._manipulation import (  # noqa: E402  Array API compositions (issue 18)
+    broadcast_arrays,
+    count_nonzero,
+    cumulative_sum,
+    diff,
+    meshgrid,
+    moveaxis,
+    unstack,
+)
+
+__all__ += [
+    "broadcast_arrays",
+    "count_nonzero",
+    "cumulative_sum",
+    "diff",
+    "meshgrid",
+    "moveaxis",
+    "unstack",
+]  # Array API compositions (issue 18)

@@ -253,3 +253,23 @@ __all__ += [
 from p10 import uint16, uint32, uint64  # noqa: E402
 
 __all__ += ["uint16", "uint32", "uint64"]  # Array API dtypes (issue 18)
+
+from p10 import (  # noqa: E402  Array API compositions (issue 18)
+    broadcast_arrays,
+    count_nonzero,
+    cumulative_sum,
+    diff,
+    meshgrid,
+    moveaxis,
+    unstack,
+)
+
+__all__ += [
+    "broadcast_arrays",
+    "count_nonzero",
+    "cumulative_sum",
+    "diff",
+    "meshgrid",
+    "moveaxis",
+    "unstack",
+]  # Array API compositions (issue 18)

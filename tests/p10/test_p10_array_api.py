@@ -189,3 +189,44 @@ def test_zero_d_bool_mask_setitem() -> None:
     x[p10.asarray(True)] = p10.ones((1, 2, 3))
     x[0, p10.asarray(True)] = 2.0
     assert x.tolist() == [[2.0, 2.0, 2.0], [1.0, 1.0, 1.0]]
+
+
+A3 = np.arange(24.0).reshape(2, 3, 4) ** 1.5
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+def test_meshgrid_matches_numpy(indexing: str) -> None:
+    xs = [np.arange(3.0), np.arange(2.0) + 5, np.arange(4.0)]
+    for k in (1, 2, 3):
+        out = p10.meshgrid(*map(p10.asarray, xs[:k]), indexing=indexing)
+        for o, e in zip(out, np.meshgrid(*xs[:k], indexing=indexing), strict=True):
+            np.testing.assert_array_equal(o.numpy(), e)
+
+
+def test_broadcast_arrays_moveaxis_unstack_match_numpy() -> None:
+    out = p10.broadcast_arrays(p10.ones((2, 1)), p10.asarray([1.0, 2.0, 3.0]))
+    assert [o.shape for o in out] == [(2, 3), (2, 3)]
+    for src, dst in [(0, -1), ((0, 1), (2, 0)), (-1, 1)]:
+        expected = np.moveaxis(A3, src, dst)
+        np.testing.assert_array_equal(p10.moveaxis(p10.asarray(A3), src, dst).numpy(), expected)
+    with pytest.raises(p10.AxisError, match="moveaxis"):
+        p10.moveaxis(p10.asarray(A3), (0, 0), (1, 2))
+    parts = p10.unstack(p10.asarray(A3), axis=1)
+    assert len(parts) == 3
+    np.testing.assert_array_equal(parts[2].numpy(), A3[:, 2])
+
+
+def test_diff_cumulative_sum_count_nonzero_match_numpy() -> None:
+    x = p10.asarray(A3)
+    np.testing.assert_allclose(p10.diff(x, axis=1, n=2).numpy(), np.diff(A3, n=2, axis=1))
+    pre = p10.ones((2, 3, 1))
+    np.testing.assert_allclose(
+        p10.diff(x, prepend=pre).numpy(), np.diff(A3, prepend=np.ones((2, 3, 1)))
+    )
+    out = p10.cumulative_sum(x, axis=2, include_initial=True)
+    expected = np.concatenate([np.zeros((2, 3, 1)), np.cumsum(A3, axis=2)], axis=2)
+    np.testing.assert_allclose(out.numpy(), expected)
+    with pytest.raises(p10.AxisError, match="cumulative_sum: axis is required"):
+        p10.cumulative_sum(x)
+    c = p10.count_nonzero(p10.asarray([[0, 1, 2], [0, 0, 3]]), axis=1, keepdims=True)
+    assert (c.dtype, c.tolist()) == (p10.int64, [[2], [1]])

@@ -254,3 +254,20 @@ def test_gradient_through_a_zero_d_bool_mask() -> None:
     x = tp.asarray(np.array([[1.0, 2.0], [3.0, 4.0]]), requires_grad=True)
     (g,) = tp.grad((x[p10.asarray(True)] * 3.0).sum(), [x])
     assert g.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_gradients_flow_through_the_array_api_compositions() -> None:
+    x = tp.asarray(np.array([[1.0, 4.0, 9.0], [2.0, 3.0, 5.0]]), requires_grad=True)
+    loss = (
+        p10.diff(x, axis=1).sum() * 2.0
+        + p10.cumulative_sum(x, axis=1, include_initial=True).sum()
+        + p10.moveaxis(x, 0, 1)[0].sum()
+        + p10.unstack(x)[1].sum()
+        + p10.broadcast_arrays(x, tp.asarray(np.ones((4, 1, 1))))[0].sum()
+    )
+    (g,) = tp.grad(loss, [x])
+    # diff*2: -2, 0, 2 per row; cumsum: 3, 2, 1; moveaxis[0] picks column 0; unstack[1] row 1;
+    # broadcast over 4 copies: 4 each.
+    expected = np.array([[-2.0, 0, 2], [-2, 0, 2]]) + [3, 2, 1] + [[1, 0, 0], [1, 0, 0]]
+    expected = expected + [[0, 0, 0], [1, 1, 1]] + 4
+    np.testing.assert_allclose(g.numpy(), expected)
