@@ -10,7 +10,7 @@ export MKL_NUM_THREADS := 1
 
 BACKENDS_STAMP := $(VENV)/.backends-installed
 
-.PHONY: setup system-deps backends demo test lint format bench clean
+.PHONY: setup system-deps backends demo test wheel-check lint format bench clean
 
 setup: system-deps $(STAMP)
 
@@ -35,9 +35,14 @@ $(BACKENDS_STAMP): $(STAMP) requirements-backends.txt
 # (http://127.0.0.1:8000; Ctrl-C stops). PORT=0 picks a free port.
 PORT ?= 8000
 demo: setup
-	$(VENV)/bin/tpx-inspect run examples/train_mlp.py --serve --port $(PORT)
+	$(VENV)/bin/tpx-inspect demo --port $(PORT)
 
-test: setup backends
+# Build the wheel, install it with only its declared dependencies into a fresh venv under
+# build/wheel-check, and run the installed tpx-inspect (help, run, export, serve, demo).
+wheel-check: setup
+	PYTHON=$(PY) tools/check_wheel.sh
+
+test: setup backends wheel-check
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc

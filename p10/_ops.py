@@ -99,6 +99,10 @@ class Op(enum.Enum):
     TILE = "tile"  # params: reps
     REPEAT = "repeat"  # params: repeats (int), axis (int or None)
     PAD = "pad"  # params: pad_width (tuple of pairs), value
+    ROLL = "roll"  # params: shifts, axes (tuples of equal length)
+    TRIL = "tril"  # lower triangle of the last two axes; params: k (diagonal offset)
+    TRIU = "triu"  # upper triangle of the last two axes; params: k
+    TOPK = "topk"  # indices (int64) of the k largest/smallest; params: k, axis, largest
     # indexing; params: key (normalized index, tensors replaced by IndexSlot markers)
     GETITEM = "getitem"  # inputs: x, *index_tensors
     INDEX_ADD = "index_add"  # inputs: base, values, *index_tensors; base[key] += values

@@ -50,7 +50,7 @@ def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Any
     (2, 3)
     """
     (x,) = operands(x)
-    new = _infer_shape(x.size, _shape_arg(shape), x.shape)
+    new = _infer_shape(math.prod(x.shape), _shape_arg(shape), x.shape)
     if new == x.shape and not copy:
         return x
     return apply(Op.RESHAPE, x, shape=new)

@@ -272,15 +272,23 @@ class Tensor(TensorMethods):
     def numpy(self) -> np.ndarray:
         """The value as a read-only NumPy array (``np.array(t)`` gives a writable copy).
 
+        It may share this tensor's memory, so its ``WRITEABLE`` flag cannot be turned back on:
+        a write would go behind the version counter (and change values saved for backward).
+
         >>> import p10
-        >>> p10.ones((2,)).numpy()
+        >>> a = p10.ones((2,)).numpy(); a
         array([1., 1.], dtype=float32)
+        >>> a.flags.writeable = True
+        Traceback (most recent call last):
+        ...
+        ValueError: cannot set WRITEABLE flag to True of this array
         """
-        out = self._backend.to_numpy(self._data)
-        if out.flags.writeable:
-            out = out.view()
-            out.flags.writeable = False
-        return out
+        return _read_only(self._backend.to_numpy(self._data))
+
+    def _host(self) -> np.ndarray:
+        # NOTE: the backend's NumPy value, possibly this tensor's own memory: for reading
+        # here (item, tolist, repr), never handed out
+        return self._backend.to_numpy(self._data)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.numpy()
@@ -304,7 +312,7 @@ class Tensor(TensorMethods):
                 f"item: tensor of shape {self.shape} has {self.size} elements, not 1; "
                 "reduce it first (e.g. .sum()) or index one element"
             )
-        return self.numpy().reshape(()).item()
+        return self._host().reshape(()).item()
 
     def tolist(self) -> Any:
         """The value as nested Python lists.
@@ -313,7 +321,7 @@ class Tensor(TensorMethods):
         >>> p10.arange(3).tolist()
         [0, 1, 2]
         """
-        return self.numpy().tolist()
+        return self._host().tolist()
 
     def __len__(self) -> int:
         if not self._data.shape:
@@ -321,7 +329,7 @@ class Tensor(TensorMethods):
         return self._data.shape[0]
 
     def __repr__(self) -> str:
-        arr = self.numpy()
+        arr = self._host()
         body = np.array2string(arr, separator=", ", prefix="tensor(")
         dt = self.dtype
         suffix = f", shape={arr.shape}" if arr.size == 0 and arr.ndim != 1 else ""
@@ -364,7 +372,7 @@ class Tensor(TensorMethods):
         return view.__dlpack__(max_version=max_version, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self.numpy().__dlpack_device__()
+        return self._host().__dlpack_device__()
 
     # -- in-place writes ---------------------------------------------------------------------
     def _assign(self, result: Tensor) -> Tensor:
@@ -454,6 +462,19 @@ class Tensor(TensorMethods):
         if base._vc is None:
             base._vc = [0]
         self._vc = base._vc
+
+
+def _read_only(out: np.ndarray) -> np.ndarray:
+    """``out`` as an array that nobody can make writable: a view whose base is a read-only
+    buffer (a plain view's WRITEABLE flag can be set back to True by anyone)."""
+    if not out.flags.writeable:
+        return out
+    try:
+        return np.asarray(memoryview(out).toreadonly())
+    except (TypeError, ValueError, BufferError):  # a dtype without a buffer format
+        out = out.view()
+        out.flags.writeable = False
+        return out
 
 
 def wrap(data: Any, backend: Backend) -> Tensor:

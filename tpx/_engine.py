@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from operator import attrgetter
@@ -21,7 +22,8 @@ import p10
 from tpx import _mode
 from tpx._errors import AnomalyError, BackwardError, InplaceError, RuleError
 from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext
-from tpx._mode import state
+from tpx._mode import NAN_CHECKS, state
+from tpx._saved_checks import verify_checksums
 from tpx._tensor import Tensor, wrap
 
 P10Tensor = p10.Tensor
@@ -63,14 +65,32 @@ def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
                 "(a tensor of that shape), or reduce the output first (e.g. .sum())"
             )
         return _as_grad(p10.ones_like(t._t), create_graph)
-    graw = g._t if isinstance(g, Tensor) else p10.asarray(g, dtype=t.dtype)
+    graw = g._t if isinstance(g, Tensor) else _given_grad(t, g)
     if graw.shape != t.shape:
         raise BackwardError(
-            f"gradient of shape {graw.shape} does not match the output's shape {t.shape}"
+            f"gradient of shape {graw.shape} does not match the shape {t.shape} of "
+            f"{_output_name(t)}; pass a gradient of that shape"
         )
     if create_graph and isinstance(g, Tensor):
         return g
     return _as_grad(graw, create_graph)
+
+
+def _given_grad(t: Tensor, g: Any) -> p10.Tensor:
+    """The ``gradient=`` of backward as a tensor of ``t``'s dtype, or an error naming ``t``."""
+    try:
+        return p10.asarray(g, dtype=t.dtype)
+    except (ValueError, TypeError, OverflowError) as exc:  # P10's errors are such builtins too
+        given = repr(g) if len(repr(g)) <= 60 else f"{type(g).__name__} {repr(g)[:57]}..."
+        raise BackwardError(
+            f"backward: gradient={given} is not numeric data for {_output_name(t)} of shape "
+            f"{t.shape} and dtype {t.dtype.name} ({type(exc).__name__}: {exc}); pass a tensor "
+            f"(or numbers) of that shape, e.g. tp.ones({t.shape}, dtype=tp.{t.dtype.name})"
+        ) from None
+
+
+def _output_name(t: Tensor) -> str:
+    return "a leaf tensor" if t.grad_fn is None else f"the output of {t.grad_fn.name}"
 
 
 def _as_grad(raw: p10.Tensor, create_graph: bool) -> Any:
@@ -193,6 +213,8 @@ def _run_fast(order: list, grads: dict, retain_graph: bool, observed: bool) -> N
                             _raise_modified(node, saved, version)
                     elif value.version != version:  # a TPX tensor that a tp.Function saved
                         _raise_modified(node, saved, version)
+            if node.checksums is not None:  # recorded under tp.set_saved_tensor_checks
+                verify_checksums(node)
             ctx.inputs, ctx.output = saved[:-1], saved[-1]
             grad_inputs = node.rule.vjp(ctx, g)
             if not retain_graph:
@@ -320,7 +342,8 @@ def _pre_hooks(node: Node, g: Any) -> Any:
     if retain is not None:
         t = retain()
         if t is not None:
-            t.grad = _sum_grad(t.grad, g)
+            with _LEAF_LOCKS[(id(t) >> 4) & 63]:  # a read-modify-write, as a leaf's
+                t._grad = _sum_grad(t._grad, g)
     return g
 
 
@@ -369,15 +392,24 @@ def _unshared(g: p10.Tensor) -> bool:
     return _holders(g) == _SOLE_HOLDERS
 
 
+# NOTE: `.grad` is a read-modify-write: threads doing backward into one leaf would lose each
+# other's updates. A leaf takes one of these locks by its id (striped: no lock to create per
+# leaf, and leaves rarely share one); hooks run outside it, as they may run backward themselves.
+_LEAF_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
 def _accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
     leaf = node.variable
-    if leaf.grad is None:
-        if g.__class__ is Tensor:
-            leaf.grad = g if create_graph else _owned(g._t)
+    with _LEAF_LOCKS[(id(leaf) >> 4) & 63]:
+        prev = leaf._grad
+        if prev is None:
+            if g.__class__ is Tensor:
+                leaf._grad = g if create_graph else _owned(g._t)
+            else:
+                leaf._grad = wrap(g) if _unshared(g) else _owned(g)
         else:
-            leaf.grad = wrap(g) if _unshared(g) else _owned(g)
-    else:
-        leaf.grad = leaf.grad + (g if g.__class__ is Tensor else wrap(g))
+            leaf._grad = prev + (g if g.__class__ is Tensor else wrap(g))
+        prev = None
     for fn in node._hooks or ():
         fn(node, (), g)
 
@@ -388,7 +420,7 @@ def _raw(g: Any) -> p10.Tensor:
 
 def _execute(node: GradFn, g: Any, retain_graph: bool, create_graph: bool) -> tuple:
     ctx = _context(node, create_graph)
-    if state.anomaly:
+    if state.anomaly & NAN_CHECKS:
         _check_grad(node, g, "incoming gradient")
     grad_inputs = node.rule.vjp(ctx, g)
     if not retain_graph and node.saved is not None:
@@ -415,6 +447,8 @@ def _context(node: GradFn, create_graph: bool) -> RuleContext:
     for value, version in zip(saved, node.versions):
         if value is not None and value.version != version:
             _raise_modified(node, saved, version)
+    if node.checksums is not None:
+        verify_checksums(node)
     if create_graph:
         inputs = tuple([_unpack(v, node, i) for i, v in enumerate(saved[:-1])])
         out = saved[-1]
@@ -481,7 +515,7 @@ def _check_rule_output(node: GradFn, grads: Any, create_graph: bool) -> tuple:
             append(g if g.__class__ is Tensor else wrap(g))
         else:
             append(raw)
-    if state.anomaly:
+    if state.anomaly & NAN_CHECKS:
         for i, g in enumerate(out):
             if g is not None:
                 _check_grad(node, g, f"gradient for input {i}")

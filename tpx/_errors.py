@@ -23,6 +23,11 @@ class InplaceError(TPXError, RuntimeError):
     """A value needed for backward was modified by an in-place operation."""
 
 
+class SavedValueError(InplaceError):
+    """A value saved for backward changed without a version bump: written through memory that
+    another library shares (found by the checksums of ``tp.set_saved_tensor_checks``)."""
+
+
 class RequiresGradError(TPXError, RuntimeError):
     """``requires_grad`` asked of a tensor that cannot have a gradient (non-floating dtype)."""
 
@@ -33,3 +38,12 @@ class AnomalyError(TPXError, RuntimeError):
 
 class DefinitionError(TPXError, TypeError):
     """A custom ``Function`` or rule is malformed (missing backward, wrong arity)."""
+
+
+class GradAssignmentError(TPXError, TypeError, RuntimeError):
+    """``x.grad = value`` with a value that is not a tensor of ``x``'s shape and dtype (a
+    ``TypeError`` for a wrong type and a ``RuntimeError`` otherwise, in PyTorch)."""
+
+
+class DeviceError(TPXError, RuntimeError):
+    """A tensor asked for a device TPX does not have (``.to("cuda")`` without a GPU backend)."""

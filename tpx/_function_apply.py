@@ -9,7 +9,8 @@ from tpx import _mode
 from tpx._errors import DefinitionError
 from tpx._function import FunctionCtx
 from tpx._graph import GradFn, Rule, RuleContext, user_frame
-from tpx._mode import state
+from tpx._mode import SAVED_CHECKS, state
+from tpx._saved_checks import record_checksums
 from tpx._tensor import Tensor, _edge, wrap
 
 _rules: dict[type, Rule] = {}
@@ -60,6 +61,8 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
     if saved:
         node.saved = (*saved, None)
         node.versions = (*(getattr(s, "version", 0) for s in saved), 0)
+        if state.anomaly & SAVED_CHECKS:
+            record_checksums(node)
     node.scope = state.scope
     node.code, node.lineno = user_frame()
     node.out_meta = (out.shape, out.dtype)

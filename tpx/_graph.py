@@ -81,11 +81,15 @@ class Rule:
 
     ``save`` lists the input positions the rule reads from ``ctx.inputs``; ``save_output``
     says whether it reads ``ctx.output``. Nothing else is kept alive for backward.
+    ``cross`` (two inputs, as ``mul``): input ``i`` is read only for the other input's
+    gradient, so it is saved only when the other input requires grad (``x * 2`` keeps the
+    scalar, not ``x``, and a later ``x += ...`` does not invalidate the node).
     """
 
     vjp: Callable[..., tuple[Any, ...]]
     save: tuple[int, ...] = ()
     save_output: bool = False
+    cross: bool = False
 
 
 def _camel(name: str) -> str:
@@ -144,6 +148,7 @@ class GradFn(Node):
     out_meta: tuple = ()
     saved: tuple | None = None
     versions: tuple = ()
+    checksums: tuple | None = None  # of the saved values, under tp.set_saved_tensor_checks
     freed = False
     ctx: Any = None
     scope = ""

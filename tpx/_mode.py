@@ -13,9 +13,15 @@ from p10 import Handle
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+NAN_CHECKS = 1
+SAVED_CHECKS = 2
+
+
 class _State(threading.local):
     grad_enabled: bool = True
-    anomaly: bool = False
+    # NOTE: bits of the checks that are on: NAN_CHECKS (a NaN/Inf raises), SAVED_CHECKS
+    # (checksums of saved values); any bit sends ops and backward to their general paths
+    anomaly: int = 0
     # rule/kernel overrides of this thread (tpx._overrides.Overrides), None when none
     overrides: Any = None
     rule_overrides: dict | None = None
@@ -162,11 +168,53 @@ def detect_anomaly() -> Iterator[None]:
     anomaly in forward of log (LogBackward)
     """
     previous = state.anomaly
-    state.anomaly = True
+    state.anomaly = previous | NAN_CHECKS | SAVED_CHECKS
     try:
         yield
     finally:
         state.anomaly = previous
+
+
+class set_saved_tensor_checks:
+    """Turn checksums of saved values on or off in this thread (``detect_anomaly`` turns them
+    on too): each node records a CRC-32 of every value it saves, and backward raises
+    :class:`~tpx.SavedValueError`, naming the node, when the bytes changed without a version
+    bump (memory written by another library). Takes effect when called; as a context
+    manager it restores the previous setting on exit, as does :meth:`restore`.
+
+    >>> import tpx as tp
+    >>> with tp.set_saved_tensor_checks(True):
+    ...     tp.saved_tensor_checks_enabled()
+    True
+    >>> tp.saved_tensor_checks_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self._previous = state.anomaly
+        if mode:
+            state.anomaly = self._previous | SAVED_CHECKS
+        else:
+            state.anomaly = self._previous & ~SAVED_CHECKS
+
+    def __enter__(self) -> set_saved_tensor_checks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        """Put back the setting from before this call (NaN checks are left as they are)."""
+        state.anomaly = (state.anomaly & ~SAVED_CHECKS) | (self._previous & SAVED_CHECKS)
+
+
+def saved_tensor_checks_enabled() -> bool:
+    """Whether nodes recorded in this thread keep checksums of their saved values.
+
+    >>> saved_tensor_checks_enabled()
+    False
+    """
+    return bool(state.anomaly & SAVED_CHECKS)
 
 
 # -- observers ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -19,9 +20,20 @@ from p10._elementwise import scalar_tensor
 from p10._methods import TensorMethods
 from p10._tensor import VIEW_OPS, _fast_axes, execute
 from tpx import _graph, _mode
-from tpx._errors import AnomalyError, InplaceError, MissingRuleError, RequiresGradError
+from tpx._device import device, device_arg, is_device
+from tpx._errors import (
+    AnomalyError,
+    GradAssignmentError,
+    InplaceError,
+    MissingRuleError,
+    RequiresGradError,
+)
 from tpx._graph import AccumulateGrad, GradFn, shared, shared_meta, user_frame
-from tpx._mode import state
+from tpx._mode import NAN_CHECKS, SAVED_CHECKS, state
+from tpx._numpy_interop import NumpyInterop
+from tpx._saved_checks import record_checksums
+from tpx._torch import dim_kwargs
+from tpx._torch_methods import TorchMethods
 from tpx.rules import NON_DIFFERENTIABLE, RULES
 
 P = p10.Tensor
@@ -78,7 +90,7 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
         # NOTE: wrap() inlined: one call less per op in a forward that records nothing
         t = _new(Tensor)
         t._t, t._rg, t._ver = out, False, 0
-        t.grad = t.grad_fn = t._accum = t._extra = None
+        t._grad = t.grad_fn = t._accum = t._extra = None
         return t
 
     return _named(method, slow)
@@ -166,6 +178,8 @@ def _record_fast(
     if save or rule.save_output:
         if b is None:
             saved = (a if save else None, out if rule.save_output else None)
+        elif rule.cross:  # each input only for the other's gradient (see Rule.cross)
+            saved = (a if e1 is not None else None, b if e0 is not None else None, None)
         else:
             saved = (
                 a if 0 in save else None,
@@ -184,7 +198,7 @@ def _record_fast(
     node.code, node.lineno = user_frame(1)
     t = _new(Tensor)
     t._t, t._rg, t.grad_fn, t._ver = out, True, node, 0  # a fresh output, version 0
-    t.grad = t._accum = t._extra = None
+    t._grad = t._accum = t._extra = None
     if _mode.observers:  # the general path's events, with the inputs it would pass
         inputs = (x if x.__class__ is Tensor else a,)
         if b is not None:
@@ -206,7 +220,7 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
             return _record_fast(op, self, None, a, None, forward(a), None, start)
         t = _new(Tensor)  # wrap() inlined, as in _fast_binary
         t._t, t._rg, t._ver = forward(a), False, 0
-        t.grad = t.grad_fn = t._accum = t._extra = None
+        t._grad = t.grad_fn = t._accum = t._extra = None
         return t
 
     return _named(method, slow)
@@ -217,6 +231,8 @@ def _fast_reduce(op: Op, forward: Any, slow: Any) -> Any:
     records the params that the general path records (``axis`` as a sorted tuple or None)."""
 
     def method(self: Tensor, axis: Any = None, keepdims: bool = False, *args, **kwargs) -> Any:
+        if kwargs:  # PyTorch's dim=/keepdim= (see tpx._torch)
+            axis, keepdims, kwargs = dim_kwargs(slow.__name__, axis, keepdims, kwargs)
         if (
             self._rg
             and state.grad_enabled
@@ -263,7 +279,7 @@ def _fast_inplace(op: Op, slow: Any) -> Any:
     return _named(method, slow)
 
 
-class Tensor(TensorMethods):
+class Tensor(TorchMethods, NumpyInterop, TensorMethods):
     """A differentiable tensor that composes a :class:`p10.Tensor`.
 
     >>> import tpx as tp
@@ -275,7 +291,7 @@ class Tensor(TensorMethods):
             [3., 3.]], dtype=float32)
     """
 
-    __slots__ = ("__weakref__", "_accum", "_extra", "_rg", "_t", "_ver", "grad", "grad_fn")
+    __slots__ = ("__weakref__", "_accum", "_extra", "_grad", "_rg", "_t", "_ver", "grad_fn")
 
     @staticmethod
     def __p10_apply__(op: Any, inputs: tuple, params: dict) -> Any:
@@ -348,6 +364,29 @@ class Tensor(TensorMethods):
             )
         self._rg = bool(requires_grad)
         return self
+
+    def _set_grad(self, value: Any) -> None:
+        if value is not None:
+            _check_grad_assignment(self, value)
+        self._grad = value
+
+    grad = property(
+        attrgetter("_grad"),
+        _set_grad,
+        doc="""The gradient that backward accumulated into this leaf (None before any).
+
+        An assigned value must be a ``tpx.Tensor`` of this tensor's shape and dtype, or None,
+        as in PyTorch.
+
+        >>> import tpx as tp
+        >>> x = tp.ones(2, requires_grad=True)
+        >>> x.grad = tp.zeros(3)
+        Traceback (most recent call last):
+        ...
+        tpx._errors.GradAssignmentError: x.grad = ...: the assigned gradient has shape (3,), \
+but the tensor has shape (2,); a gradient has its tensor's shape and dtype (float32)
+        """,
+    )
 
     @property
     def is_leaf(self) -> bool:
@@ -457,7 +496,30 @@ class Tensor(TensorMethods):
         """The underlying P10 tensor (no graph)."""
         return self._t
 
-    data = p10
+    @property
+    def data(self) -> Tensor:
+        """This tensor's value, detached and sharing its memory: writes into it (as
+        ``p.data -= lr * p.grad``) change the tensor without being recorded. Assigning a tensor
+        to ``.data`` replaces the value.
+
+        >>> import tpx as tp
+        >>> p = tp.ones(2, requires_grad=True)
+        >>> p.data -= 0.5 * tp.ones(2); p.tolist(), p.data.requires_grad
+        ([0.5, 0.5], False)
+        """
+        return wrap(self._t)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        raw = value._t if isinstance(value, Tensor) else p10.asarray(value)
+        if raw is self._t:  # `p.data -= ...` wrote in place already
+            return
+        if self._rg and raw.dtype.kind != "f":
+            raise RequiresGradError(
+                f"data: a tensor that requires grad cannot take a {raw.dtype.name} value; "
+                "cast it to a floating dtype first"
+            )
+        self._t, self._ver = raw, raw.version
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -470,11 +532,6 @@ class Tensor(TensorMethods):
         return len(self._t._data.shape)
 
     @property
-    def size(self) -> int:
-        """The number of elements."""
-        return self._t.size
-
-    @property
     def dtype(self) -> np.dtype:
         """The element type."""
         return self._t.dtype
@@ -485,9 +542,19 @@ class Tensor(TensorMethods):
         return self._t._backend
 
     @property
-    def device(self) -> str:
-        """The device of the backend."""
-        return self._t.device
+    def device(self) -> device:
+        """The device of the backend, as a :class:`tpx.device` (equal to its string).
+
+        >>> import tpx as tp
+        >>> tp.ones(2).device, tp.ones(2).device == "cpu"
+        (device(type='cpu'), True)
+        """
+        return device(self._t.device)
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor lives on a CUDA device."""
+        return self.device.type == "cuda"
 
     @property
     def version(self) -> int:
@@ -529,14 +596,52 @@ class Tensor(TensorMethods):
             return f"{body}, grad_fn=<{self.grad_fn.name}>)"
         return f"{body}, requires_grad=True)" if self._rg else body + ")"
 
-    def to(self, dtype: Any = None, *, backend: Any = None, device: Any = None) -> Tensor:
-        """This tensor with another dtype, backend and/or device (a cast is recorded)."""
-        out = self if dtype is None else self.astype(dtype, copy=False)
-        if backend is None and device is None:
-            return out
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:  # f"{loss:.4f}", as PyTorch
+            return format(self.item(), spec)
+        if not spec:
+            return str(self)
+        raise TypeError(
+            f"format spec {spec!r} needs a 0-d tensor, this one has shape {self.shape}; "
+            "format .item() of one element or .tolist()"
+        )
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """This tensor with another dtype and/or device, as PyTorch's ``to``: ``to(dtype)``,
+        ``to("cpu")``, ``to(device, dtype)``, ``to(other_tensor)``, or keywords ``dtype=``,
+        ``device=`` and P10's ``backend=``. A cast is recorded; a device change is a copy.
+
+        >>> import tpx as tp
+        >>> x = tp.ones(2)
+        >>> x.to("cpu") is x, x.to(tp.float64).dtype, x.to(tp.zeros(1, dtype=tp.int64)).dtype
+        (True, dtype('float64'), dtype('int64'))
+        """
+        dtype, dev, backend = _to_args(args, kwargs)
+        copy = bool(kwargs.get("copy"))
+        out = self if dtype is None else self.astype(dtype, copy=copy)
+        if backend is None and (dev is None or device(dev) == self.device):
+            return out.clone() if copy and out is self else out
+        if dev is not None:  # with a backend named, that backend judges the device
+            dev = str(device(dev)) if backend is not None else device_arg(dev, "to")
         if out._rg:
-            raise NotImplementedError("to(backend=...) of a tensor that requires grad")
-        return wrap(out._t.to(backend=backend, device=device))
+            raise NotImplementedError(
+                "to(device or backend) of a tensor that requires grad: move it first, then "
+                "call requires_grad_() on the moved tensor"
+            )
+        return wrap(out._t.to(backend=backend, device=dev))
+
+    def cpu(self) -> Tensor:
+        """This tensor on the CPU (itself when it is there already).
+
+        >>> import tpx as tp
+        >>> x = tp.ones(2); x.cpu() is x
+        True
+        """
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Tensor:
+        """This tensor on a CUDA device: an error naming the fix, as TPX has none."""
+        return self.to("cuda" if device is None else device)
 
     # -- in-place writes ----------------------------------------------------------------------
     def _check_inplace(self, other_requires_grad: bool) -> bool:
@@ -575,6 +680,45 @@ class Tensor(TensorMethods):
         self._ver = self._t.version
 
 
+def _check_grad_assignment(t: Tensor, value: Any) -> None:
+    """Refuse ``t.grad = value`` for a value that is not a gradient of ``t`` (as PyTorch does)."""
+    where = "x.grad = ...: the assigned gradient"
+    if value.__class__ is not Tensor and not isinstance(value, Tensor):
+        raise GradAssignmentError(
+            f"{where} is a {type(value).__name__}, not a tpx.Tensor (or None); wrap it with "
+            f"tp.asarray(value, dtype=tp.{t.dtype.name}) for a tensor of shape {t.shape}"
+        )
+    if value is t:
+        raise GradAssignmentError("x.grad = x: a tensor cannot be its own gradient; assign a clone")
+    fix = f"a gradient has its tensor's shape and dtype ({t.dtype.name})"
+    if value.shape != t.shape:
+        raise GradAssignmentError(
+            f"{where} has shape {value.shape}, but the tensor has shape {t.shape}; {fix}"
+        )
+    if value.dtype != t.dtype:
+        raise GradAssignmentError(
+            f"{where} has dtype {value.dtype.name}, but the tensor has dtype {t.dtype.name}; "
+            f"{fix}: cast it with .astype(tp.{t.dtype.name})"
+        )
+
+
+def _to_args(args: tuple, kwargs: dict) -> tuple[Any, Any, Any]:
+    """``(dtype, device, backend)`` of a call to ``Tensor.to``."""
+    dtype, dev = kwargs.pop("dtype", None), kwargs.pop("device", None)
+    backend = kwargs.pop("backend", None)
+    unknown = set(kwargs) - {"copy", "non_blocking", "memory_format"}
+    if unknown:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(unknown)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif is_device(a):
+            dev = a
+        elif a is not None:
+            dtype = a
+    return dtype, dev, backend
+
+
 def _view_of_leaf(t: Tensor) -> bool:
     """True when ``t`` shares memory (its version counter) with a leaf that requires grad."""
     vc = t._t._vc
@@ -598,7 +742,7 @@ def _snapshot_saved(node: GradFn, target: Tensor) -> None:
 def _init(t: Tensor, raw: p10.Tensor) -> None:
     t._t = raw
     t._rg = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._ver = 0
     t._accum = None
@@ -610,7 +754,7 @@ def wrap(raw: p10.Tensor) -> Tensor:
     t = object.__new__(Tensor)
     t._t = raw
     t._rg = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._ver = 0  # NOTE: only compared for tensors with a grad_fn; _record sets it for those
     t._accum = None
@@ -636,7 +780,7 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
         # past it (at p10.apply's caller, or at __p10_apply__'s caller when called directly)
         return _record(op, inputs, raw, params, out, start, skip=2)
     result = wrap(out)
-    if state.anomaly:
+    if state.anomaly & NAN_CHECKS:
         _check_finite(op, None, out)
     return result
 
@@ -702,7 +846,7 @@ def _record(
     if overrides is not None:
         node.overrides = overrides.mark(op, out._backend)
     if rule.save or rule.save_output:
-        _save(node, rule, raw, out)
+        _save(node, rule, raw, out, edges)
     scope = state.scope
     if scope:  # the class default is ""
         node.scope = scope
@@ -710,8 +854,8 @@ def _record(
     t = _new(Tensor)  # wrap() inlined
     t._t, t._rg, t.grad_fn = out, True, node
     t._ver = out.version  # a view shares its base's counter, which may be past 0
-    t.grad = t._accum = t._extra = None
-    if state.anomaly:
+    t._grad = t._accum = t._extra = None
+    if state.anomaly & NAN_CHECKS:
         _check_finite(op, node, out)
     if _mode.observers:
         _mode.emit("on_node_recorded", node, t)
@@ -719,7 +863,7 @@ def _record(
     return t
 
 
-def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor) -> None:
+def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor, edges: tuple) -> None:
     # NOTE: P10 values are saved, not TPX tensors (the engine rebuilds those from the edges
     # under create_graph, as PyTorch's SavedVariable does): intermediate tpx.Tensor objects
     # are then freed as soon as the user drops them.
@@ -728,10 +872,15 @@ def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor) -> None:
     for i in rule.save:
         if i < n:  # variadic ops list every position they might save
             saved[i] = raw[i]
+    if rule.cross:  # each input only for the other's gradient (see Rule.cross)
+        saved[0] = raw[0] if edges[1] is not None else None
+        saved[1] = raw[1] if edges[0] is not None else None
     if rule.save_output:
         saved[n] = out
     node.saved = tuple(saved)
     node.versions = _versions(node.saved)
+    if state.anomaly & SAVED_CHECKS:
+        record_checksums(node)
 
 
 _ZEROS = tuple((0,) * n for n in range(8))

@@ -596,6 +596,19 @@ def _pad(ctx: RuleContext, g: Any) -> Grads:
     return (_slice(g, key),)
 
 
+def _roll(ctx: RuleContext, g: Any) -> Grads:
+    shifts = tuple(-s for s in ctx.params["shifts"])
+    return (p10.apply(Op.ROLL, g, shifts=shifts, axes=ctx.params["axes"]),)
+
+
+def _tril(ctx: RuleContext, g: Any) -> Grads:
+    return (p10.apply(Op.TRIL, g, k=ctx.params.get("k", 0)),)
+
+
+def _triu(ctx: RuleContext, g: Any) -> Grads:
+    return (p10.apply(Op.TRIU, g, k=ctx.params.get("k", 0)),)
+
+
 # -- indexing --------------------------------------------------------------------------------------
 def _getitem(ctx: RuleContext, g: Any) -> Grads:
     index = ctx.inputs[1:]
@@ -838,7 +851,7 @@ RULES: dict[Any, Rule] = {
     Op.COPY: Rule(_copy),
     Op.ADD: Rule(_add),
     Op.SUB: Rule(_sub),
-    Op.MUL: Rule(_mul, _XY),
+    Op.MUL: Rule(_mul, _XY, cross=True),
     Op.DIV: Rule(_div, _XY),
     Op.FLOORDIV: Rule(_zero_grad),
     Op.MOD: Rule(_mod, _XY),
@@ -865,6 +878,9 @@ RULES: dict[Any, Rule] = {
     Op.TILE: Rule(_tile),
     Op.REPEAT: Rule(_repeat),
     Op.PAD: Rule(_pad),
+    Op.ROLL: Rule(_roll),
+    Op.TRIL: Rule(_tril),
+    Op.TRIU: Rule(_triu),
     Op.GETITEM: Rule(_getitem, tuple(range(1, 64))),
     Op.INDEX_ADD: Rule(_index_add, tuple(range(2, 64))),
     Op.INDEX_PUT: Rule(_index_put, tuple(range(2, 64))),
@@ -898,7 +914,7 @@ NON_DIFFERENTIABLE: frozenset[Any] = frozenset(
     {
         Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN, Op.ISINF, Op.ISFINITE, Op.EQ, Op.NE, Op.LT,
         Op.LE, Op.GT, Op.GE, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR, Op.BITWISE_AND,
-        Op.BITWISE_OR, Op.BITWISE_XOR, Op.ARGMAX, Op.ARGMIN, Op.ALL, Op.ANY, Op.SIGNBIT,
+        Op.BITWISE_OR, Op.BITWISE_XOR, Op.ARGMAX, Op.ARGMIN, Op.ALL, Op.ANY, Op.TOPK, Op.SIGNBIT,
         Op.BITWISE_LEFT_SHIFT, Op.BITWISE_RIGHT_SHIFT,
     }
 )  # fmt: skip

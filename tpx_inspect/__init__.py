@@ -61,7 +61,13 @@ from tpx_inspect.checks import (
     run_trace_checks,
 )
 from tpx_inspect.collapse import View, collapse
-from tpx_inspect.errors import ExportError, GraphvizNotFoundError, InspectError, TraceFormatError
+from tpx_inspect.errors import (
+    ExportError,
+    GraphvizNotFoundError,
+    InspectError,
+    MissingDependencyError,
+    TraceFormatError,
+)
 from tpx_inspect.export import render, to_dot, to_model_explorer, to_svg
 from tpx_inspect.format import load, save, schema_path, to_json
 from tpx_inspect.records import (
@@ -91,6 +97,7 @@ __all__ = [
     "Graph",
     "GraphvizNotFoundError",
     "InspectError",
+    "MissingDependencyError",
     "Node",
     "NodeStats",
     "NodeValues",

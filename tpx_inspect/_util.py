@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,3 +28,25 @@ def paused_gc() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+def replace_file(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file renamed over it (``os.replace``).
+
+    A reader, or a process killed at any moment, then finds the previous complete file or the
+    new one, never a half-written one; a failed write (disk full) leaves the old file alone.
+
+    >>> import tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.txt")
+    >>> replace_file(p, b"one"); replace_file(p, b"two"); open(p).read()
+    'two'
+    """
+    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -8,11 +8,13 @@ identical with and without it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import runpy
 import sys
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -24,6 +26,7 @@ import numpy as np
 import tpx
 from tpx_inspect._build import GraphBuilder, PendingNode
 from tpx_inspect._util import paused_gc
+from tpx_inspect.format import save
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
 from tpx_inspect.summary import is_finite, summarize, to_numpy
 
@@ -131,7 +134,10 @@ class Capture:
     ``path`` (save there on exit, even after an error), ``name`` (the run's name), ``threads``
     (``"current"``: only ops and backward passes of the thread that entered the capture, so a
     data loader or another model running in other threads stays out of the trace; ``"all"``:
-    every thread, each backward pass kept apart from the others).
+    every thread, each backward pass kept apart from the others), ``checkpoint`` (a JSON path:
+    after every kept step the trace so far is written there, each file replaced whole, so
+    that a run killed at any point keeps its last completed step; see :meth:`save`; a failed
+    write is kept in ``checkpoint_error`` and ends the checkpoints, never the script).
 
     >>> import tpx as tp
     >>> w = tp.ones((2, 2), requires_grad=True)
@@ -153,6 +159,7 @@ class Capture:
         path: str | None = None,
         name: str = "capture",
         threads: str = "current",
+        checkpoint: str | None = None,
     ) -> None:
         if values not in VALUE_POLICIES:
             raise ValueError(f"values must be one of {VALUE_POLICIES}, got {values!r}")
@@ -165,6 +172,9 @@ class Capture:
         self.timing = timing
         self.path = path
         self.name = name
+        self.checkpoint = checkpoint
+        self.checkpoint_error: str | None = None
+        self._checkpoints = _CheckpointClock()
         root = os.getcwd() if source_root is None else source_root
         self._builder = GraphBuilder(os.path.abspath(root), self._keep_value, _labels(params))
         self._pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -243,9 +253,18 @@ class Capture:
         meta = {"producer": "tpx_inspect", "tpx_version": tpx.__version__, "values": self.values}
         return Trace(FORMAT_VERSION, (run,), meta)
 
-    def save(self, path: str) -> tuple[str, str]:
-        """Save the trace so far to ``path`` (JSON) and its ``.npz`` sidecar."""
-        return self.trace.save(path)
+    def save(self, path: str, trace: Trace | None = None) -> tuple[str, str]:
+        """Save the trace so far (or ``trace``, e.g. annotated from it) to ``path`` (JSON) and
+        its ``.npz`` sidecar. Saved to the ``checkpoint`` path, it replaces the last
+        checkpoint, whose sidecars it removes."""
+        paths = (self.trace if trace is None else trace).save(path)
+        if self.checkpoint is not None and os.path.abspath(path) == os.path.abspath(
+            self.checkpoint
+        ):
+            for k in range(2):
+                with contextlib.suppress(OSError):
+                    os.unlink(_checkpoint_sidecar(self.checkpoint, k))
+        return paths
 
     # -- observer events ----------------------------------------------------------------------
     def _stack(self) -> list[_Backward | None]:
@@ -312,6 +331,8 @@ class Capture:
             return
         with self._lock:  # graph ids are positions: build and store as one step
             self._store(self._build("backward", b.step, list(b.roots), b.order, b))
+            if self.checkpoint is not None and self.checkpoint_error is None:
+                self._write_checkpoint(self.checkpoint)
 
     # -- internals ----------------------------------------------------------------------------
     def _keep_value(self, a: Any) -> bool:
@@ -346,9 +367,48 @@ class Capture:
                 pending=self._pending, backward=b, timing=self.timing,
             )  # fmt: skip
 
+    def _write_checkpoint(self, path: str) -> None:
+        clock = self._checkpoints
+        if not clock.due():
+            return
+        # NOTE: the two sidecar names alternate, so the sidecar written is never the one that
+        # the JSON on disk (the previous checkpoint) reads until the JSON itself is replaced
+        side = _checkpoint_sidecar(path, clock.count)
+        try:
+            save(self.trace, path, sidecar=os.path.basename(side), compress=False)
+        except Exception as exc:  # disk full, folder gone, ...: the script goes on
+            self.checkpoint_error = f"{type(exc).__name__}: {exc}"
+        clock.done()
+
     def _store(self, graph: Graph) -> Graph:
         self._graphs.append(graph)
         return graph
+
+
+def _checkpoint_sidecar(path: str, k: int) -> str:
+    stem = path[: -len(".json")] if path.endswith(".json") else path
+    return f"{stem}.checkpoint-{k % 2}.npz"
+
+
+class _CheckpointClock:
+    """When a checkpoint is due: after every kept step while checkpoints have taken at most
+    a second plus a quarter of the run's time, so that a run keeping thousands of steps
+    (each checkpoint rewrites the whole trace) slows down by a quarter at most; past that
+    budget a step's checkpoint is skipped until the time spent is back within it."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.spent = 0.0
+        self.count = 0
+        self._began = 0.0
+
+    def due(self) -> bool:
+        self._began = time.perf_counter()
+        return self.spent <= 1.0 + 0.25 * (self._began - self.start)
+
+    def done(self) -> None:
+        self.spent += time.perf_counter() - self._began
+        self.count += 1
 
 
 def capture(policy: Policy | str = DEFAULT_POLICY, **options: Any) -> Capture:

@@ -26,15 +26,19 @@ from rich.console import Console
 import tpx_inspect
 from tpx_inspect import _cli_tables as tables
 from tpx_inspect._cli_ab import ab as ab_command
+from tpx_inspect._deps import missing_message, missing_modules, optional_module_of
 from tpx_inspect.errors import InspectError
+from tpx_inspect.export.render import INSTALL_HINT, graphviz_available
 from tpx_inspect.outputs import EXPORT_FORMATS, export_bytes
 from tpx_inspect.records import Graph, Trace
-from tpx_inspect.script import ScriptError, check_script, run_captured
+from tpx_inspect.script import ScriptError, TerminationGuard, check_script, run_captured
 
 __all__ = ["cli", "main"]
 
 VERSION = "0.1.0"
 EXAMPLE = "\b\nExample:\n  "
+EXAMPLES_DIR = Path(tpx_inspect.__file__).parent / "examples"
+"""The examples shipped in the wheel (in a checkout, a link to the repository's examples/)."""
 
 
 class UsageFail(click.ClickException):
@@ -57,6 +61,10 @@ class Cli(click.Group):
             raise UsageFail(exc.format_message()) from None
         except click.ClickException:
             raise
+        except ModuleNotFoundError as exc:
+            if ctx.params.get("debug") or optional_module_of(exc) is None:
+                raise
+            raise UsageFail(missing_message([optional_module_of(exc)])) from None
         except (InspectError, ScriptError, ValueError, KeyError, OSError) as exc:
             if ctx.params.get("debug"):
                 raise
@@ -176,6 +184,13 @@ def _bind(host: str, port: int) -> Any:
     help="Largest tensor (elements) kept under --values small.",
 )
 @click.option(
+    "--threads",
+    type=click.Choice(["all", "current"]),
+    default="all",
+    show_default=True,
+    help="Record backward passes of every thread, or of the script's main thread only.",
+)
+@click.option(
     "--check",
     "live_check",
     is_flag=True,
@@ -194,13 +209,15 @@ def _bind(host: str, port: int) -> Any:
 )
 @click.pass_context
 def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None, policy: str,
-        values: str, value_limit: int, live_check: bool, serve: bool, open_browser: bool,
-        host: str, port: int) -> None:  # fmt: skip
+        values: str, value_limit: int, threads: str, live_check: bool, serve: bool,
+        open_browser: bool, host: str, port: int) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] as `python SCRIPT ARGS` would, under capture.
 
     The trace goes to a run folder (default ./tpx-runs/<script>-<time>), also when the script
-    fails; the script's exit code is passed through. Options of the script that clash with
-    these go after `--`.
+    fails, is stopped by SIGTERM, SIGHUP or Ctrl-C (the process then ends by that signal), and
+    after every kept step (a run killed outright keeps its last completed step). The script's
+    exit code is passed through, also when the trace cannot be saved (the reason goes to
+    stderr). Options of the script that clash with these go after `--`.
 
     \b
     Example:
@@ -208,24 +225,59 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
       tpx-inspect run train.py --serve --policy first:5,nonfinite -- --epochs 3
     """
     path = check_script(script)
-    cap = tpx_inspect.Capture(policy, values=values, value_limit=value_limit, name=path.stem)
     folder = _run_folder(out, path.stem)
     folder.mkdir(parents=True, exist_ok=True)
+    # NOTE: resolved before the script runs: a script that changes directory moves nothing
+    trace_file = folder.resolve() / "trace.json"
+    cap = tpx_inspect.Capture(
+        policy, values=values, value_limit=value_limit, name=path.stem, threads=threads,
+        checkpoint=str(trace_file),
+    )  # fmt: skip
     server = _start_live(cap, folder.name, host, port, open_browser) if serve else None
-    result = run_captured(cap, path, list(args))
-    if result.traceback:
-        click.echo(result.traceback, err=True, nl=False)  # as `python SCRIPT` would show it
-    trace_file = folder / "trace.json"
-    trace = _annotated(cap.trace, live_check)
-    trace.save(str(trace_file))
-    tables.print_run_summary(_console(), trace, trace_file, result)
+    with TerminationGuard() as guard:
+        result = run_captured(cap, path, list(args))
+        guard.defer()  # a second signal must not cut the save short
+        if result.traceback:
+            click.echo(result.traceback, err=True, nl=False)  # as `python SCRIPT` would show it
+        trace = _annotated(cap.trace, live_check)
+        saved = _save_run(cap, trace, trace_file)
+        tables.print_run_summary(_console(), trace, folder / "trace.json", result)
+    signum = result.signal or guard.pending
     if server is not None:
+        _serve_after_run(server, trace_file if saved else None, signum is None)
+    if signum is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        TerminationGuard.exit_by_signal(signum)
+    ctx.exit(result.exit_code)
+
+
+def _save_run(cap: Any, trace: Trace, trace_file: Path) -> bool:
+    """Save the run's trace; on failure (disk full, ...) say why on stderr and go on, so
+    that the script's own exit code is kept. A checkpoint, if any was written, stays."""
+    if cap.checkpoint_error:
+        click.echo(f"tpx-inspect: checkpoints stopped: {cap.checkpoint_error}", err=True)
+    try:
+        cap.save(str(trace_file), trace)
+        return True
+    except (OSError, ValueError) as exc:
+        kept = "" if cap.checkpoint_error else "; the last checkpoint (if any) is kept there"
+        click.echo(
+            f"tpx-inspect: could not save the trace to {trace_file}: "
+            f"{type(exc).__name__}: {exc}{kept}",
+            err=True,
+        )
+        return False
+
+
+def _serve_after_run(server: _Live, trace_file: Path | None, wait: bool) -> None:
+    if trace_file is not None:
         server.entry.finish(trace_file)
+    if wait:
         click.echo(f"tpx-inspect: serving {server.url}#run={server.entry.id} until Ctrl-C")
         sys.stdout.flush()
         _wait_forever()
-        server.thread.stop()
-    ctx.exit(result.exit_code)
+    server.thread.stop()
 
 
 def _annotated(trace: Trace, live_check: bool) -> Trace:
@@ -369,8 +421,11 @@ def export(trace: str, fmt: str | None, graph_id: int, output: str, timeout: flo
     fmt = fmt or Path(output).suffix.lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
         fail(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
+    if fmt in ("svg", "png", "pdf", "html") and not graphviz_available():
+        fail(f"{fmt} export: {INSTALL_HINT}")
     t = load_trace(trace)
-    data, _ = export_bytes(t, pick_graph(t, graph_id), fmt, timeout=timeout)
+    # NOTE: an HTML page without its picture is an error here, not a page of DOT source
+    data, _ = export_bytes(t, pick_graph(t, graph_id), fmt, timeout=timeout, require_picture=True)
     Path(output).write_bytes(data)
     click.echo(f"wrote {output} ({fmt}, {len(data)} bytes)")
 
@@ -403,6 +458,46 @@ def diff(trace_a: str, trace_b: str, graph_a: int, graph_b: int, show_all: bool,
         click.echo(model.model_dump_json(indent=1))
         return
     tables.print_diff(_console(), d, show_all)
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="Train for 2 epochs instead of 20 (seconds).")
+@click.option(
+    "--serve/--no-serve",
+    default=True,
+    show_default=True,
+    help="Serve the viewer on the run, until Ctrl-C.",
+)
+@click.option("-o", "--out", type=click.Path(file_okay=False), help="Run folder to write.")
+@click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="With --serve: port (0 picks a free one).",
+)
+@click.pass_context
+def demo(ctx: click.Context, quick: bool, serve: bool, out: str | None, open_browser: bool,
+         host: str, port: int) -> None:  # fmt: skip
+    """Train the MLP example shipped with tpx under capture, then serve the viewer on its run:
+    `tpx-inspect run <examples>/train_mlp.py --serve` with the installed copy of the example.
+    The run folder goes to ./tpx-runs/train_mlp-<time> unless -o is given.
+
+    \b
+    Example:
+      tpx-inspect demo --quick --port 0
+      tpx-inspect demo --quick --no-serve -o demo-run
+    """
+    script = EXAMPLES_DIR / "train_mlp.py"
+    if not script.is_file():
+        fail(f"the examples are missing from this install (no {script}); reinstall tpx")
+    if missing_modules(["sklearn"]):  # the digits the example trains on
+        fail(missing_message(["sklearn"], "tpx-inspect demo"))
+    click.echo(f"tpx-inspect demo: training {script}{' --quick' if quick else ''} under capture")
+    ctx.invoke(run, script=str(script), args=("--quick",) if quick else (), out=out,
+               serve=serve, open_browser=open_browser, host=host, port=port)  # fmt: skip
 
 
 def _progress_report(run_checks: Any, as_json: bool) -> Any:

@@ -21,3 +21,11 @@ class ExportError(InspectError, RuntimeError):
 
 class GraphvizNotFoundError(ExportError, FileNotFoundError):
     """The Graphviz binaries (``dot``) are not installed."""
+
+
+class MissingDependencyError(InspectError, ImportError):
+    """An optional Python package is not installed; the message names what to install.
+
+    >>> issubclass(MissingDependencyError, ImportError)
+    True
+    """

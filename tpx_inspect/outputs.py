@@ -58,10 +58,11 @@ def graph_json(trace: Trace, graph: Graph) -> dict[str, Any]:
 
 
 def export_bytes(
-    trace: Trace, graph: Graph, fmt: str, *, timeout: float = 60.0
+    trace: Trace, graph: Graph, fmt: str, *, timeout: float = 60.0, require_picture: bool = False
 ) -> tuple[bytes, str]:
     """``graph`` in format ``fmt`` as ``(bytes, media type)``; raises ``ValueError`` for an
-    unknown format and ``tpx_inspect.errors.ExportError`` when Graphviz is missing or slow."""
+    unknown format and ``tpx_inspect.errors.ExportError`` when Graphviz is missing or slow
+    (for ``html`` only with ``require_picture``; else the page shows the DOT source)."""
     if fmt not in MEDIA_TYPES:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
     if fmt == "dot":
@@ -73,7 +74,7 @@ def export_bytes(
     elif fmt == "model-explorer":
         data = _dumps(export.to_model_explorer(graph))
     else:
-        data = graph_html_page(graph, timeout=timeout).encode()
+        data = graph_html_page(graph, timeout=timeout, require_picture=require_picture).encode()
     return data, MEDIA_TYPES[fmt]
 
 
@@ -81,11 +82,13 @@ def _dumps(doc: Any) -> bytes:
     return json.dumps(doc, indent=1, sort_keys=True, allow_nan=False, default=str).encode()
 
 
-def _picture(graph: Graph, timeout: float) -> str:
+def _picture(graph: Graph, timeout: float, require_picture: bool) -> str:
     try:
         svg = layout(export.to_dot(graph), "svg", timeout=timeout).decode()
         return svg[svg.find("<svg") :]
     except InspectError as exc:
+        if require_picture:
+            raise
         why = html.escape(str(exc).splitlines()[0])
         return f"<p>{why}</p><pre>{html.escape(export.to_dot(graph))}</pre>"
 
@@ -109,8 +112,10 @@ _STYLE = (
 )
 
 
-def graph_html_page(graph: Graph, *, timeout: float = 60.0) -> str:
-    """One self-contained HTML page of ``graph``: no script, no external resource.
+def graph_html_page(graph: Graph, *, timeout: float = 60.0, require_picture: bool = False) -> str:
+    """One self-contained HTML page of ``graph``: no script, no external resource. Without
+    Graphviz (or when its layout times out) the page shows the DOT source, or with
+    ``require_picture`` the :class:`~tpx_inspect.errors.ExportError` is raised.
 
     >>> import tpx as tp, tpx_inspect
     >>> x = tp.ones(2, requires_grad=True)
@@ -125,7 +130,7 @@ def graph_html_page(graph: Graph, *, timeout: float = 60.0) -> str:
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{_STYLE}</style></head><body>\n<h1>{title}</h1>\n"
-        f'<div class="graph">{_picture(graph, timeout)}</div>\n'
+        f'<div class="graph">{_picture(graph, timeout, require_picture)}</div>\n'
         f"<h2>Nodes ({len(graph.nodes)})</h2>\n<table><thead><tr>{head}</tr></thead><tbody>\n"
         f"{rows}\n</tbody></table>\n</body></html>\n"
     )

@@ -2,8 +2,10 @@
 
 Used by ``tpx-inspect run``: the caller owns the capture, so that a server started beside it
 (``run --serve``) sees every graph as the script records it. ``sys.argv``, ``sys.path[0]``
-and ``__main__`` are set as the interpreter sets them and restored afterwards; the working
-directory is left alone (the interpreter does not change it either).
+and ``__main__`` are set as the interpreter sets them and restored afterwards, and so is the
+working directory (a script may change it; the caller's paths stay valid). Under a
+:class:`TerminationGuard`, SIGTERM and SIGHUP end the script as an exception would, so that
+the caller saves what was recorded before the process ends with the signal.
 
 >>> import pathlib, tempfile
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -15,15 +17,21 @@ directory is left alone (the interpreter does not change it either).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ScriptError", "ScriptResult", "check_script", "run_captured"]
+__all__ = [
+    "ScriptError", "ScriptResult", "Terminated", "TerminationGuard", "check_script",
+    "run_captured",
+]  # fmt: skip
 
 
 class ScriptError(ValueError):
@@ -48,11 +56,91 @@ class ScriptResult:
     exit_code: int
     error: str | None = None
     traceback: str | None = None
+    signal: int | None = None
+    """The signal (SIGTERM, SIGHUP) that ended the script under a :class:`TerminationGuard`."""
 
     @property
     def ok(self) -> bool:
         """True when the script exited with code 0."""
         return self.exit_code == 0
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP reached the process while a script ran under a
+    :class:`TerminationGuard`: raised in the main thread, so the script unwinds (its
+    ``finally`` blocks run, the capture records the error) as for ``KeyboardInterrupt``.
+
+    >>> Terminated(15).signum
+    15
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by {_signal_name(signum)}")
+        self.signum = signum
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+_TERMINATING = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+class TerminationGuard:
+    """A context manager: inside, SIGTERM and SIGHUP raise :class:`Terminated` in the main
+    thread; after :meth:`defer` they (and SIGINT) are only noted, so that saving is not cut
+    short. On exit the previous handlers come back; :meth:`exit_by_signal` then ends the
+    process by the signal that arrived, with the signal's own status. Outside the main
+    thread (where Python cannot set handlers) it does nothing.
+
+    >>> with TerminationGuard() as guard:
+    ...     guard.defer()
+    >>> guard.pending is None
+    True
+    """
+
+    def __init__(self) -> None:
+        self.pending: int | None = None
+        self._previous: dict[int, Any] = {}
+        self._deferred = False
+
+    def __enter__(self) -> TerminationGuard:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (*_TERMINATING, signal.SIGINT):
+                self._previous[signum] = signal.getsignal(signum)
+            for signum in _TERMINATING:
+                signal.signal(signum, self._handle)
+        return self
+
+    def defer(self) -> None:
+        """From now on a terminating signal (SIGINT too) is noted in ``pending``, not raised."""
+        self._deferred = True
+        for signum in self._previous:
+            signal.signal(signum, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self._deferred:
+            self.pending = self.pending or signum
+            return
+        raise Terminated(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+    @staticmethod
+    def exit_by_signal(signum: int) -> None:
+        """End the process by ``signum`` with its default action (status -signum to a parent,
+        128+signum in a shell), as if the handler had never been set."""
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # pragma: no cover - the signal ended the process already
 
 
 def check_script(path: str | os.PathLike[str]) -> Path:
@@ -91,7 +179,8 @@ def run_captured(
     ``sys.argv = [path, *args]`` and ``sys.path[0]`` is the script's folder, as for
     ``python SCRIPT ARGS``. ``SystemExit`` gives its code; any other exception is recorded in
     the capture and gives code 1 with its one-line ``error`` and its ``traceback`` (text)
-    in the result (``KeyboardInterrupt`` gives 130). Nothing is printed here. Unlike
+    in the result (``KeyboardInterrupt`` gives 130, :class:`Terminated` 128 + its signal,
+    with ``signal`` set). The working directory is restored. Nothing is printed here. Unlike
     ``tpx_inspect.run_script`` the caller owns ``cap``, so a server can read ``cap.trace``
     while the script still runs.
     """
@@ -99,6 +188,7 @@ def run_captured(
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     sys.argv = [str(path), *args]
     sys.path.insert(0, str(script.resolve().parent))
+    cwd = os.getcwd()
     try:
         with cap:
             runpy.run_path(str(script), run_name="__main__")
@@ -107,11 +197,14 @@ def run_captured(
         return _exit_result(exc.code)
     except KeyboardInterrupt:
         return ScriptResult(130, "KeyboardInterrupt")
+    except Terminated as exc:
+        return ScriptResult(128 + exc.signum, str(exc), signal=exc.signum)
     except Exception as exc:  # the user's script failed: the caller reports it
         return ScriptResult(1, f"{type(exc).__name__}: {exc}", traceback.format_exc())
     finally:
         sys.argv = saved_argv
         _restore_path(script, saved_path0)
+        _restore_cwd(cwd)
 
 
 def _exit_result(code: object) -> ScriptResult:
@@ -128,3 +221,8 @@ def _restore_path(script: Path, saved_path0: str | None) -> None:
         del sys.path[0]
     elif entry in sys.path and entry != saved_path0:
         sys.path.remove(entry)
+
+
+def _restore_cwd(cwd: str) -> None:
+    with contextlib.suppress(OSError):  # the folder is gone: the caller's absolute paths hold
+        os.chdir(cwd)

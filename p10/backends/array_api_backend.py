@@ -52,7 +52,7 @@ def namespace_of(xp_or_name: ModuleType | str) -> ModuleType:
     except ImportError:
         raise BackendError(
             "array API backends need the array-api-compat package; "
-            "pip install -r requirements-backends.txt"
+            'pip install "tpx[backends]" (in a checkout: pip install -r requirements-backends.txt)'
         ) from None
     if isinstance(xp_or_name, str):
         module = {"dask": "dask.array", "jax": "jax.numpy"}.get(xp_or_name, xp_or_name)
@@ -60,8 +60,8 @@ def namespace_of(xp_or_name: ModuleType | str) -> ModuleType:
             xp_or_name = importlib.import_module(module)
         except ImportError as e:
             raise BackendError(
-                f"array API backend '{xp_or_name}': cannot import {module} ({e}); install it, "
-                "e.g. pip install -r requirements-backends.txt"
+                f"array API backend '{xp_or_name}': cannot import {module} ({e}); install it: "
+                'pip install "tpx[backends]" (PyTorch: a CPU build, see the README\'s Install)'
             ) from None
     probe = xp_or_name.asarray([0])
     return array_api_compat.array_namespace(probe)

@@ -272,6 +272,18 @@ def _structural(lib: Lib) -> dict[Op, Kernel]:
     def flip(x, *, axis=None):
         return x if axis == () else xp.flip(x, axis=axis)
 
+    def tri(x, k, lower):
+        n, m = x.shape[-2], x.shape[-1]
+        rows = xp.reshape(xp.arange(n), (n, 1))
+        cols = xp.reshape(xp.arange(m), (1, m))
+        keep = (cols - rows <= k) if lower else (cols - rows >= k)
+        return xp.where(keep, x, xp.zeros_like(x))
+
+    def topk(x, *, k, axis, largest=True):
+        order = xp.argsort(x, axis=axis, descending=largest, stable=True)
+        key = (slice(None),) * axis + (slice(0, k),)
+        return xp.astype(order[key], xp.int64)
+
     return {
         Op.MATMUL: matmul,
         Op.TENSORDOT: tensordot,
@@ -283,6 +295,10 @@ def _structural(lib: Lib) -> dict[Op, Kernel]:
         Op.TILE: lambda x, *, reps: array_api_nn.tile(xp, x, tuple(reps)),
         Op.REPEAT: lambda x, *, repeats, axis=None: array_api_nn.repeat(xp, x, repeats, axis),
         Op.PAD: lambda x, *, pad_width, value=0: array_api_nn.pad(lib, x, pad_width, value),
+        Op.ROLL: lambda x, *, shifts, axes: xp.roll(x, shift=tuple(shifts), axis=tuple(axes)),
+        Op.TRIL: lambda x, *, k=0: tri(x, k, True),
+        Op.TRIU: lambda x, *, k=0: tri(x, k, False),
+        Op.TOPK: topk,
     }
 
 

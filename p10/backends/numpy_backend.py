@@ -71,6 +71,13 @@ def _arg(fn):
     return kernel
 
 
+def _topk(x, *, k, axis, largest=True):
+    # NOTE: a stable sort: equal values keep their order (the first one first)
+    key = x.astype(np.float64) if x.dtype.kind in "bu" else x
+    order = np.argsort(-key if largest else key, axis=axis, kind="stable")
+    return np.take(order, np.arange(k), axis=axis).astype(np.int64)
+
+
 def _einsum(*operands, subscripts):
     return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
 
@@ -263,6 +270,10 @@ KERNELS = {
     Op.TILE: lambda x, *, reps: np.tile(x, reps),
     Op.REPEAT: lambda x, *, repeats, axis=None: np.repeat(x, repeats, axis),
     Op.PAD: lambda x, *, pad_width, value=0: np.pad(x, pad_width, constant_values=value),
+    Op.ROLL: lambda x, *, shifts, axes: np.roll(x, shifts, axes),
+    Op.TRIL: lambda x, *, k=0: np.tril(x, k),
+    Op.TRIU: lambda x, *, k=0: np.triu(x, k),
+    Op.TOPK: _topk,
     Op.GETITEM: _getitem,
     Op.INDEX_ADD: _index_add,
     Op.INDEX_PUT: _index_put,

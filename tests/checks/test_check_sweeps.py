@@ -176,7 +176,7 @@ def test_false_positive_sweep_over_every_nn_model(dtype):
 
         def loss(x, model=model):
             y = model(x)
-            weights = np.linspace(-1.0, 1.0, y.size).reshape(y.shape).astype(dtype)
+            weights = np.linspace(-1.0, 1.0, y.numel()).reshape(y.shape).astype(dtype)
             return (y * tp.asarray(weights)).sum()
 
         report = run_all_checks(loss, [x])

@@ -106,7 +106,7 @@ def test_train_eval_zero_grad_and_to():
     net.double()
     assert {p.dtype for p in net.parameters()} == {np.dtype("float64")}
     assert net.steps.dtype == np.float64
-    assert net.num_parameters() == sum(p.size for p in net.parameters())
+    assert net.num_parameters() == sum(p.numel() for p in net.parameters())
 
 
 def test_repr_shows_the_tree():

@@ -58,8 +58,30 @@ def batches(steps: int):
             lambda ps: optim.AdamW(ps, lr=0.01),
             lambda ps: torch.optim.AdamW(ps, lr=0.01),
         ),
+        (
+            lambda ps: optim.Adadelta(ps, lr=1.0, rho=0.8, weight_decay=1e-3),
+            lambda ps: torch.optim.Adadelta(ps, lr=1.0, rho=0.8, weight_decay=1e-3),
+        ),
+        (
+            lambda ps: optim.RMSprop(ps, lr=0.01, momentum=0.5, centered=True, weight_decay=1e-3),
+            lambda ps: torch.optim.RMSprop(
+                ps, lr=0.01, momentum=0.5, centered=True, weight_decay=1e-3
+            ),
+        ),
+        (
+            lambda ps: optim.RMSprop(ps, lr=0.01),
+            lambda ps: torch.optim.RMSprop(ps, lr=0.01),
+        ),
+        (
+            lambda ps: optim.Adagrad(
+                ps, lr=0.1, lr_decay=0.01, weight_decay=1e-3, initial_accumulator_value=0.1
+            ),
+            lambda ps: torch.optim.Adagrad(
+                ps, lr=0.1, lr_decay=0.01, weight_decay=1e-3, initial_accumulator_value=0.1
+            ),
+        ),
     ],
-    ids=["sgd", "adam", "adamw"],
+    ids=["sgd", "adam", "adamw", "adadelta", "rmsprop-centered-momentum", "rmsprop", "adagrad"],
 )
 def test_training_matches_pytorch(ours, theirs):
     model = tpx_mlp()

@@ -189,6 +189,11 @@ def _shape_cases() -> list[KernelCase]:
         _case(Op.REPEAT, f32(2, 3), repeats=2, axis=1),
         _case(Op.REPEAT, ints(2, 3), name="flat", repeats=3, axis=None),
         _case(Op.PAD, f32(2, 3), pad_width=((1, 0), (0, 2)), value=1.5),
+        _case(Op.ROLL, x, shifts=(2,), axes=(1,)),
+        _case(Op.TRIL, f32(3, 4), k=1),
+        _case(Op.TRIU, x, k=0),
+        _case(Op.TOPK, x, k=3, axis=2, largest=True),
+        _case(Op.TOPK, ints(3, 4), name="int-smallest", k=2, axis=0, largest=False),
     ]
 
 

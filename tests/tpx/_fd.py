@@ -60,9 +60,10 @@ def analytic_jacobian(f: Fn, arrays: Sequence[np.ndarray], wrt: Sequence[int]):
     """``(label, [J_i])``: one ``(out.size, x_i.size)`` Jacobian per input, one backward per row."""
     xs = _tensors(arrays, wrt)
     out = f(*xs)
-    rows = [np.zeros((out.size, arrays[i].size)) for i in wrt]
-    for k in range(out.size):
-        onehot = np.zeros(out.size)
+    n_out = out.numel()
+    rows = [np.zeros((n_out, arrays[i].size)) for i in wrt]
+    for k in range(n_out):
+        onehot = np.zeros(n_out)
         onehot[k] = 1.0
         for row, g in zip(rows, _vjp(out, xs, wrt, onehot)):
             row[k] = g.ravel()
@@ -115,7 +116,7 @@ def _check_random(f, arrays, wrt, eps, atol, rtol, name, rng, n_dirs, label) -> 
     out = f(*xs)
     label = label or describe(out)
     for d in range(n_dirs):
-        v = rng.standard_normal(out.size)
+        v = rng.standard_normal(out.numel())
         us = [rng.standard_normal(arrays[i].shape) for i in wrt]
         vjps = _vjp(out, xs, wrt, v)
         analytic = sum(float(np.sum(g * u)) for g, u in zip(vjps, us))
@@ -125,7 +126,7 @@ def _check_random(f, arrays, wrt, eps, atol, rtol, name, rng, n_dirs, label) -> 
             minus[i] = minus[i] - eps * u
         fd = float(np.sum(v * (_forward(f, plus, wrt) - _forward(f, minus, wrt)).ravel()))
         fd /= 2 * eps
-        if abs(analytic - fd) > atol * np.sqrt(out.size) + rtol * abs(fd):
+        if abs(analytic - fd) > atol * np.sqrt(out.numel()) + rtol * abs(fd):
             raise GradcheckError(
                 f"{name}: rule of {label}: along random direction {d}, v^T J u is "
                 f"{analytic:.6g} from backward but {fd:.6g} from finite differences "

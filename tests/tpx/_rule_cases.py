@@ -351,6 +351,12 @@ case(Op.REPEAT, "axis-2", lambda x: p10.repeat(x, 2, axis=-2), u((2, 3)))
 case(Op.PAD, "1d", lambda x: p10.pad(x, 1), u((3,)))
 case(Op.PAD, "2d-value", lambda x: p10.pad(x, ((1, 0), (2, 1)), value=1.5), u((2, 3)))
 case(Op.PAD, "2d-one-side", lambda x: p10.pad(x, ((0, 0), (0, 2))), u((2, 3)))
+case(Op.ROLL, "1d", lambda x: p10.apply(Op.ROLL, x, shifts=(2,), axes=(0,)), u((5,)))
+case(Op.ROLL, "2ax", lambda x: p10.apply(Op.ROLL, x, shifts=(1, -1), axes=(0, 2)), u((2, 3, 4)))
+case(Op.TRIL, "k0", lambda x: p10.apply(Op.TRIL, x, k=0), u((3, 3)))
+case(Op.TRIL, "batched-k1", lambda x: p10.apply(Op.TRIL, x, k=1), u((2, 3, 4)))
+case(Op.TRIU, "k0", lambda x: p10.apply(Op.TRIU, x, k=0), u((3, 4)))
+case(Op.TRIU, "k-1", lambda x: p10.apply(Op.TRIU, x, k=-1), u((4, 3)))
 
 # -- indexing -------------------------------------------------------------------------------------
 _GETITEM: list[tuple[str, Callable[[Any], Any]]] = [

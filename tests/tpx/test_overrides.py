@@ -90,8 +90,10 @@ def test_declared_saves_are_what_the_node_keeps():
         y = x * tp.asarray(np.full((4, 5), 2.0, np.float32))  # the operator shortcut
     assert y.grad_fn.overrides is not None
     assert len(y.grad_fn.saved_tensors) == 1
-    z = p10.multiply(x, tp.asarray(np.full((4, 5), 2.0, np.float32)))  # the general path
-    assert len(z.grad_fn.saved_tensors) == 2
+    # the built-in rule (general path) keeps both inputs when both require grad (with a
+    # constant operand it keeps only the constant: Rule.cross)
+    w = tp.asarray(np.full((4, 5), 2.0, np.float32), requires_grad=True)
+    assert len(p10.multiply(x, w).grad_fn.saved_tensors) == 2
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.full((4, 5), 2.0))
 

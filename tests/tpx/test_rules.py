@@ -158,6 +158,7 @@ _NON_DIFF_CALLS: dict[Op, Any] = {
     Op.ARGMIN: lambda: p10.argmin(_f([[0.0, 1.5], [2.0, 1.0]])),
     Op.ALL: lambda: p10.all(_f([0.0, 1.5])),
     Op.ANY: lambda: p10.any(_f([0.0, 1.5]), axis=0),
+    Op.TOPK: lambda: p10.apply(Op.TOPK, _f([0.0, 1.5, 1.0]), k=2, axis=0, largest=True),
     Op.SIGNBIT: lambda: p10.signbit(_f([-0.0, 1.5])),
     Op.BITWISE_LEFT_SHIFT: lambda: p10.bitwise_left_shift(_i([1, 2]), _i([3, 1])),
     Op.BITWISE_RIGHT_SHIFT: lambda: p10.bitwise_right_shift(_i([8, -8]), _i([1, 2])),

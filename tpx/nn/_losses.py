@@ -112,7 +112,7 @@ def _nll(
 
 
 def _check_classes(target: Tensor, classes: int, fn: str) -> None:
-    if target.size and (int(target.max()) >= classes or int(target.min()) < 0):
+    if target.numel() and (int(target.max()) >= classes or int(target.min()) < 0):
         raise IndexError(
             f"{fn}: target holds class {int(target.max())} or {int(target.min())}, outside "
             f"[0, {classes}) for input with {classes} classes"
@@ -182,7 +182,7 @@ def _soft_cross_entropy(
         return total
     # NOTE: PyTorch's mean divides by the batch elements (numel / C), whatever the weights;
     # an empty batch gives nan, as there.
-    batch = input.size // classes if classes else 0
+    batch = input.numel() // classes if classes else 0
     return total / batch if batch else total * float("nan")
 
 

@@ -95,8 +95,8 @@ def flatten(x: Any, start_dim: int = 1, end_dim: int = -1) -> Tensor:
     return _tensor(x).flatten(start_dim, end_dim)
 
 
-def relu(x: Any) -> Tensor:
-    """``max(x, 0)``.
+def relu(x: Any, inplace: bool = False) -> Tensor:
+    """``max(x, 0)`` (``inplace=True`` gives the same values, out of place).
 
     >>> import tpx as tp
     >>> relu(tp.asarray([-1.0, 2.0])).tolist()
@@ -167,7 +167,12 @@ def log_softmax(x: Any, dim: int = -1) -> Tensor:
 
 
 def dropout(
-    x: Any, p: float = 0.5, training: bool = True, generator: p10.random.Generator | None = None
+    x: Any,
+    p: float = 0.5,
+    training: bool = True,
+    generator: p10.random.Generator | None = None,
+    *,
+    inplace: bool = False,
 ) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``; the
     identity when not ``training``. The mask comes from ``generator`` (seeded) or P10's default.
@@ -306,7 +311,7 @@ def batch_norm(
         centred = x - mean
         var = (centred * centred).mean(axis=axes, keepdims=True)
         if running_mean is not None:
-            _update_running(running_mean, running_var, mean, var, x.size // x.shape[1], momentum)
+            _update_running(running_mean, running_var, mean, var, x.numel() // x.shape[1], momentum)
     else:
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
         centred = x - mean

@@ -213,7 +213,7 @@ class Embedding(Module):
                 f"{tp.current_scope()} (Embedding): indices must be integers, got "
                 f"{indices.dtype.name}; cast with .long()"
             )
-        if indices.size:
+        if indices.numel():
             low, high = int(indices.min()), int(indices.max())
             if low < 0 or high >= self.num_embeddings:
                 raise IndexError(
@@ -237,7 +237,8 @@ class Dropout(Module):
     True
     """
 
-    def __init__(self, p: float = 0.5, seed: int | None = None) -> None:
+    def __init__(self, p: float = 0.5, seed: int | None = None, *, inplace: bool = False) -> None:
+        # NOTE: inplace=True (PyTorch's memory saving) computes out of place: same values
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
@@ -264,12 +265,16 @@ class Identity(Module):
 
 
 class ReLU(Module):
-    """``max(x, 0)``.
+    """``max(x, 0)``; ``inplace=True`` (PyTorch's memory saving) gives the same values, out
+    of place.
 
     >>> import tpx as tp, tpx.nn as nn
-    >>> nn.ReLU()(tp.asarray([-1.0, 1.0])).tolist()
+    >>> nn.ReLU(inplace=True)(tp.asarray([-1.0, 1.0])).tolist()
     [0.0, 1.0]
     """
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
 
     def forward(self, x: tp.Tensor) -> tp.Tensor:
         return F.relu(x)

@@ -19,6 +19,7 @@ import numpy as np
 import p10
 import tpx as tp
 from p10 import Handle
+from tpx._device import device_arg
 from tpx.nn._errors import LayerShapeError, StateDictError
 from tpx.nn.serialization import state_report
 
@@ -322,7 +323,7 @@ class Module:
         >>> nn.Linear(3, 2).num_parameters()
         8
         """
-        return sum(p.size for p in self.parameters())
+        return sum(p.numel() for p in self.parameters())
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
         """Call ``fn`` on every submodule, then on this one; returns self."""
@@ -360,22 +361,37 @@ class Module:
             else:
                 p.grad = tp.zeros_like(p.grad)
 
-    def to(self, dtype: Any) -> Module:
-        """Cast every floating parameter and buffer to ``dtype`` (new leaf tensors, so build
-        the optimizer afterwards); returns self.
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Move every floating parameter and buffer to a dtype and/or device, as PyTorch's
+        ``Module.to(dtype | device | tensor)``: parameters stay the same objects (their
+        ``.data`` changes), so an optimizer built before still holds them; returns self.
 
         >>> import tpx as tp, tpx.nn as nn
-        >>> nn.Linear(2, 2).to(tp.float64).weight.dtype
-        dtype('float64')
+        >>> m = nn.Linear(2, 2); w = m.weight
+        >>> m.to(tp.float64).weight.dtype, m.weight is w, m.to("cpu") is m
+        (dtype('float64'), True, True)
         """
+        from tpx._tensor import _to_args
+
+        dtype, dev, backend = _to_args(args, dict(kwargs))
+        if dev is not None and backend is None:
+            device_arg(dev, "Module.to")  # the CPU passes; a CUDA device raises, naming why
+        if dtype is None:
+            return self
         for m in self.modules():
-            for name, p in m._parameters.items():
+            for p in m._parameters.values():
                 if p is not None and p.dtype.kind == "f":
-                    m._parameters[name] = Parameter(p.detach().astype(dtype), p.requires_grad)
+                    p.data = p.detach().astype(dtype)
+                    if p.grad is not None:
+                        p.grad = p.grad.astype(dtype)
             for name, b in m._buffers.items():
                 if b is not None and b.dtype.kind == "f":
                     m._buffers[name] = b.detach().astype(dtype)
         return self
+
+    def cpu(self) -> Module:
+        """The module on the CPU, where it is: returns self."""
+        return self.to("cpu")
 
     def double(self) -> Module:
         """``to(tp.float64)``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,8 @@ def state_report(owner: str, missing: list, unexpected: list, misshaped: list) -
 
 
 def save(state: Any, path: Any) -> None:
-    """Write a module's ``state_dict()`` (or a dict of arrays) to an ``.npz`` file, no pickle.
+    """Write a module's ``state_dict()`` (or a dict of arrays) at ``path`` exactly (a path or
+    an open binary file), in NumPy's ``.npz`` format, no pickle.
 
     >>> import os, tempfile, tpx.nn as nn
     >>> f = os.path.join(tempfile.mkdtemp(), "m.npz")
@@ -31,10 +33,18 @@ def save(state: Any, path: Any) -> None:
     True
     """
     arrays = state.state_dict() if hasattr(state, "state_dict") else state
-    np.savez(path, **{k: np.asarray(v) for k, v in arrays.items()})
+    values = {k: np.asarray(v) for k, v in arrays.items()}
+    if hasattr(path, "write"):
+        np.savez(path, **values)
+        return
+    # NOTE: through an open file, so the file is written at exactly `path` ("model.pt"), where
+    # np.savez would append ".npz" to a name without it
+    with open(os.fspath(path), "wb") as f:
+        np.savez(f, **values)
 
 
 def load(path: Any) -> dict[str, np.ndarray]:
-    """Read a state dict written by :func:`save` (``np.load`` with ``allow_pickle=False``)."""
+    """Read a state dict written by :func:`save` at ``path`` (``np.load`` with
+    ``allow_pickle=False``); the values are NumPy arrays, which ``load_state_dict`` takes."""
     with np.load(path, allow_pickle=False) as data:
         return {k: data[k] for k in data.files}

@@ -1,4 +1,5 @@
-"""Optimizers shaped like ``torch.optim``: SGD, Adam and AdamW.
+"""Optimizers shaped like ``torch.optim``: the base class, SGD, Adam and AdamW (Adadelta,
+RMSprop and Adagrad are in :mod:`tpx.optim.adaptive`).
 
 Updates run under ``tp.no_grad()`` and write into the parameters in place, so tensors that
 hold them (a module, a state dict taken later) see the new values and no graph is recorded.

@@ -111,7 +111,7 @@ def capture_call(
         outs = _float_outputs(fn(*args))
         if outs:
             grads = [
-                None if o.size == 1 else tpx.asarray(rng.standard_normal(o.shape), dtype=o.dtype)
+                None if o.numel() == 1 else tpx.asarray(rng.standard_normal(o.shape), dtype=o.dtype)
                 for o in outs
             ]
             tpx.backward(outs, grads)

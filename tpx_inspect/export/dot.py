@@ -9,13 +9,16 @@ edges stubbed (:mod:`tpx_inspect.collapse`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import graphviz
 import numpy as np
 
+from tpx_inspect._deps import require
 from tpx_inspect.collapse import View, ViewNode, collapse, shape_label
 from tpx_inspect.records import Graph
+
+if TYPE_CHECKING:
+    import graphviz
 
 KIND_COLOURS = {
     "leaf": "#d6eaf8",
@@ -94,7 +97,8 @@ def to_dot(
                 f"unknown status {s!r} for node {i}; use one of {list(STATUS_COLOURS)}"
             )
         statuses[i] = s
-    dot = graphviz.Digraph(
+    # NOTE: imported here so that `import tpx_inspect` needs only numpy and scipy
+    dot = require("graphviz", "DOT export").Digraph(
         name=f"run{graph.run}_graph{graph.id}",
         graph_attr={"rankdir": rankdir, "fontname": "Helvetica", "fontsize": "10"},
         node_attr={
