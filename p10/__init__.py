@@ -361,3 +361,79 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]  # fmt: skip
+
+from p10._math import (  # noqa: E402  Array API elementwise functions (issue 18)
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_left_shift,
+    bitwise_right_shift,
+    copysign,
+    cosh,
+    hypot,
+    log2,
+    log10,
+    logaddexp,
+    nextafter,
+    signbit,
+    sinh,
+    trunc,
+)
+
+__all__ += [
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "copysign",
+    "cosh",
+    "hypot",
+    "log2",
+    "log10",
+    "logaddexp",
+    "nextafter",
+    "signbit",
+    "sinh",
+    "trunc",
+]  # Array API elementwise functions (issue 18)
+
+from p10._dtypes import FInfo, uint16, uint32, uint64  # noqa: E402
+from p10._info import ArrayNamespaceInfo, __array_namespace_info__  # noqa: E402
+
+__all__ += [
+    "ArrayNamespaceInfo",
+    "FInfo",
+    "__array_namespace_info__",
+    "uint16",
+    "uint32",
+    "uint64",
+]  # Array API inspection and dtypes (issue 18)
+
+from p10._manipulation import (  # noqa: E402  Array API compositions (issue 18)
+    broadcast_arrays,
+    count_nonzero,
+    cumulative_sum,
+    diff,
+    meshgrid,
+    moveaxis,
+    unstack,
+)
+
+__all__ += [
+    "broadcast_arrays",
+    "count_nonzero",
+    "cumulative_sum",
+    "diff",
+    "meshgrid",
+    "moveaxis",
+    "unstack",
+]  # Array API compositions (issue 18)

@@ -130,15 +130,29 @@ def from_numpy(arr: np.ndarray, /) -> Tensor:
 
 
 def from_dlpack(
-    x: Any, /, *, backend: str | Backend | None = None, device: str | None = None
+    x: Any,
+    /,
+    *,
+    device: str | None = None,
+    copy: bool | None = None,
+    backend: str | Backend | None = None,
 ) -> Tensor:
     """A tensor sharing memory with any object that implements ``__dlpack__``.
+
+    ``copy=True`` always copies, ``copy=False`` never does (an error when it must), ``None``
+    shares when it can. ``device`` places the result, as in :func:`asarray`.
 
     >>> import numpy as np
     >>> from_dlpack(np.arange(3)).tolist()
     [0, 1, 2]
+    >>> a = np.zeros(2); t = from_dlpack(a, copy=True); a[0] = 1.0; t.tolist()
+    [0.0, 0.0]
     """
-    return _place(np.from_dlpack(x), backend, device)
+    try:
+        arr = np.from_dlpack(x, copy=copy)
+    except BufferError as e:
+        raise ArgumentError(f"from_dlpack: {e}; pass copy=None or copy=True") from None
+    return _place(arr, backend, device)
 
 
 def _filled(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,16 +21,21 @@ int16 = np.dtype("int16")
 int32 = np.dtype("int32")
 int64 = np.dtype("int64")
 uint8 = np.dtype("uint8")
+uint16 = np.dtype("uint16")
+uint32 = np.dtype("uint32")
+uint64 = np.dtype("uint64")
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 
 DType = np.dtype
-ALL_DTYPES: tuple[np.dtype, ...] = (bool_, int8, int16, int32, int64, uint8, float32, float64)
+ALL_DTYPES: tuple[np.dtype, ...] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64,
+)  # fmt: skip
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # NOTE: by identity: a dtype also compares equal to its name ("float32"), which is no dtype
 _BY_ID = {id(d): d for d in ALL_DTYPES}
 FLOAT_DTYPES = (float32, float64)
-INT_DTYPES = (int8, int16, int32, int64, uint8)
+INT_DTYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 
 _state = threading.local()
 
@@ -96,26 +102,31 @@ def default_dtype(dtype: Any):
         _state.default = previous
 
 
+_KINDS = {
+    "bool": "b",
+    "signed integer": "i",
+    "unsigned integer": "u",
+    "integral": "iu",
+    "real floating": "f",
+    "complex floating": "c",
+    "numeric": "iufc",
+}
+
+
 def isdtype(dtype: np.dtype, kind: Any) -> bool:
     """Array API ``isdtype``: is ``dtype`` of ``kind`` ('bool', 'signed integer', ...)?
 
     >>> isdtype(float32, "real floating"), isdtype(int8, ("bool", "integral"))
     (True, True)
+    >>> isdtype(float64, "complex floating")
+    False
     """
     if isinstance(kind, tuple):
         return any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):
-        kinds = {
-            "bool": "b",
-            "signed integer": "i",
-            "unsigned integer": "u",
-            "integral": "iu",
-            "real floating": "f",
-            "numeric": "iuf",
-        }
-        if kind not in kinds:
-            raise DTypeError(f"isdtype: unknown kind {kind!r}; use one of {sorted(kinds)}")
-        return dtype.kind in kinds[kind]
+        if kind not in _KINDS:
+            raise DTypeError(f"isdtype: unknown kind {kind!r}; use one of {sorted(_KINDS)}")
+        return dtype.kind in _KINDS[kind]
     return dtype == to_dtype(kind)
 
 
@@ -163,22 +174,50 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
     return to_dtype(out)
 
 
-def finfo(dtype: Any) -> np.finfo:
-    """Machine limits of a floating dtype (``eps``, ``max``, ``min``, ``tiny``, ``bits``).
+@dataclass(frozen=True)
+class FInfo:
+    """Machine limits of a floating dtype, as Python numbers (the Array API ``finfo`` object).
 
-    >>> float(finfo(float32).eps)
+    >>> finfo(float64).bits, type(finfo(float64).max)
+    (64, <class 'float'>)
+    """
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+
+    @property
+    def tiny(self) -> float:
+        """NumPy's name for ``smallest_normal``."""
+        return self.smallest_normal
+
+
+def finfo(type: Any, /) -> FInfo:
+    """Machine limits of a floating dtype (``bits``, ``eps``, ``max``, ``min``,
+    ``smallest_normal``) as Python ints and floats.
+
+    >>> finfo(float32).eps
     1.1920928955078125e-07
     """
-    return np.finfo(to_dtype(dtype))
+    dt = to_dtype(getattr(type, "dtype", type))
+    if dt.kind != "f":
+        raise DTypeError(f"finfo: {dt.name} is not a floating dtype; use iinfo for integers")
+    fi = np.finfo(dt)
+    return FInfo(
+        int(fi.bits), float(fi.eps), float(fi.max), float(fi.min), float(fi.smallest_normal), dt
+    )
 
 
-def iinfo(dtype: Any) -> np.iinfo:
+def iinfo(dtype: Any, /) -> np.iinfo:
     """Machine limits of an integer dtype (``min``, ``max``, ``bits``).
 
     >>> iinfo(int8).max
     127
     """
-    return np.iinfo(to_dtype(dtype))
+    return np.iinfo(to_dtype(getattr(dtype, "dtype", dtype)))
 
 
 def can_cast(from_: Any, to: Any) -> bool:

@@ -407,16 +407,21 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
     return apply(Op.WHERE, condition, *promote_mixed(x1, x2))
 
 
-def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
-    """``x`` converted to ``dtype``.
+def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+    """``x`` converted to ``dtype`` (and moved to ``device`` when one is given).
 
     >>> import p10
     >>> p10.astype(p10.asarray([1.7]), p10.int32).tolist()
     [1]
+    >>> p10.astype(p10.asarray([1.7]), "float64", device="cpu").device
+    'cpu'
     """
     from p10._dtypes import to_dtype
 
     dt = to_dtype(dtype)
+    if device is not None and str(device) != x.device:
+        x = x.to(device=device)
+        copy = False  # the move made a fresh array already
     if not copy and x.dtype == dt:
         return x
     return apply(Op.CAST, x, dtype=dt)

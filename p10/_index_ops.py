@@ -137,8 +137,54 @@ def getitem(x: Any, key: Any) -> Any:
     ([1, 4], [4, 5])
     """
     (x,) = operands(x)
+    x, key = _expand_0d_masks(x, key)
     k, tensors = normalize_key(x, key)
     return apply(Op.GETITEM, x, *tensors, key=k)
+
+
+def _is_0d_mask(k: Any) -> bool:
+    return is_tensor(k) and k.ndim == 0 and k.dtype.kind == "b"
+
+
+def _width(k: Any) -> int:
+    """How many axes of the indexed tensor the key item ``k`` consumes."""
+    return k.ndim if is_tensor(k) and k.dtype.kind == "b" else 1
+
+
+def drop_0d_masks(key: Any) -> Any:
+    """``key`` without its 0-d bool masks when all are True (a write then reaches every
+    position they select), or None when one is False (the write selects nothing)."""
+    items = key if isinstance(key, tuple) else (key,)
+    masks = [k for k in items if _is_0d_mask(k)]
+    if not masks:
+        return key
+    if not all(bool(k.item()) for k in masks):
+        return None
+    rest = tuple(k for k in items if not _is_0d_mask(k))
+    return rest if rest else Ellipsis
+
+
+def _expand_0d_masks(x: Any, key: Any) -> tuple[Any, Any]:
+    """Rewrite each 0-d bool mask as NumPy reads it: a new length-1 axis of ``x`` at that place,
+    picked by the index ``[0]`` (True) or ``[]`` (False)."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(_is_0d_mask(k) for k in items):
+        return x, key
+    from p10._creation import asarray
+    from p10._shape import reshape
+
+    consumed = sum(0 if k is None or k is Ellipsis or _is_0d_mask(k) else _width(k) for k in items)
+    shape, axis, new_items = list(x.shape), 0, []
+    for k in items:
+        if k is Ellipsis:
+            axis += x.ndim - consumed
+        elif _is_0d_mask(k):
+            shape.insert(axis + (len(shape) - x.ndim), 1)
+            k = asarray([0] if k.item() else [], dtype="int64", backend=x.backend)
+        elif k is not None:
+            axis += _width(k)
+        new_items.append(k)
+    return reshape(x, tuple(shape)), tuple(new_items)
 
 
 def index_add(x: Any, key: Any, values: Any) -> Any:

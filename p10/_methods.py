@@ -14,6 +14,7 @@ from typing import Any
 # The function modules import the Tensor class, which uses this mixin, so they are bound here
 # by bind_functions() once p10 has imported them all.
 E: ModuleType
+M: ModuleType
 I: ModuleType
 N: ModuleType
 R: ModuleType
@@ -22,10 +23,10 @@ S: ModuleType
 
 def bind_functions() -> None:
     """Bind the function modules the methods call (run once by ``p10/__init__``)."""
-    global E, I, N, R, S
-    from p10 import _elementwise, _index_ops, _nn, _reductions, _shape
+    global E, I, M, N, R, S
+    from p10 import _elementwise, _index_ops, _math, _nn, _reductions, _shape
 
-    E, I, N, R, S = _elementwise, _index_ops, _nn, _reductions, _shape
+    E, I, M, N, R, S = _elementwise, _index_ops, _math, _nn, _reductions, _shape
 
 
 def _shape_args(args: tuple) -> Any:
@@ -119,6 +120,24 @@ class TensorMethods:
     def __rxor__(self, other: Any) -> Any:
         return E.bitwise_xor(other, self)
 
+    def __lshift__(self, other: Any) -> Any:
+        return M.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other: Any) -> Any:
+        return M.bitwise_left_shift(other, self)
+
+    def __rshift__(self, other: Any) -> Any:
+        return M.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other: Any) -> Any:
+        return M.bitwise_right_shift(other, self)
+
+    def __ilshift__(self, other: Any) -> Any:
+        return self._assign(M.bitwise_left_shift(self, other))
+
+    def __irshift__(self, other: Any) -> Any:
+        return self._assign(M.bitwise_right_shift(self, other))
+
     # -- comparisons ------------------------------------------------------------------------
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
         return E.equal(self, other)
@@ -205,6 +224,17 @@ class TensorMethods:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Any:
+        """This tensor on ``device`` (itself when already there); Array API name of ``to``.
+
+        >>> import p10
+        >>> p10.ones(2).to_device("cpu").device
+        'cpu'
+        """
+        if stream is not None:
+            raise ValueError(f"to_device: stream must be None on host backends, got {stream!r}")
+        return self.to(device=device)
 
     # -- Python scalars -----------------------------------------------------------------------
     def __bool__(self) -> bool:

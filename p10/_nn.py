@@ -30,7 +30,10 @@ def softmax(x: Any, /, axis: int = -1) -> Any:
     [0.5, 0.5]
     """
     (x,) = operands(x)
-    return apply(Op.SOFTMAX, to_float(x), axis=normalize_axis(axis, x.ndim, "softmax"))
+    ax = normalize_axis(axis, x.ndim, "softmax")
+    if x.shape[ax] == 0:
+        return apply(Op.COPY, to_float(x))  # an empty axis: an empty result (and gradient)
+    return apply(Op.SOFTMAX, to_float(x), axis=ax)
 
 
 def log_softmax(x: Any, /, axis: int = -1) -> Any:
@@ -41,7 +44,10 @@ def log_softmax(x: Any, /, axis: int = -1) -> Any:
     -0.6931
     """
     (x,) = operands(x)
-    return apply(Op.LOG_SOFTMAX, to_float(x), axis=normalize_axis(axis, x.ndim, "log_softmax"))
+    ax = normalize_axis(axis, x.ndim, "log_softmax")
+    if x.shape[ax] == 0:
+        return apply(Op.COPY, to_float(x))  # an empty axis: an empty result (and gradient)
+    return apply(Op.LOG_SOFTMAX, to_float(x), axis=ax)
 
 
 def _check_nchw(x: Any, op: str) -> None:

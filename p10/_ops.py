@@ -115,6 +115,27 @@ class Op(enum.Enum):
     FOLD = "fold"  # col2im (adjoint of unfold); params: output_size and those of unfold
     MAX_POOL2D = "max_pool2d"  # params: kernel_size, stride, padding
     AVG_POOL2D = "avg_pool2d"  # params: kernel_size, stride, padding
+    # Array API elementwise functions (issue 18): unary
+    ACOS = "acos"
+    ACOSH = "acosh"
+    ASIN = "asin"
+    ASINH = "asinh"
+    ATAN = "atan"
+    ATANH = "atanh"
+    COSH = "cosh"
+    SINH = "sinh"
+    LOG2 = "log2"
+    LOG10 = "log10"
+    TRUNC = "trunc"
+    SIGNBIT = "signbit"
+    # Array API elementwise functions (issue 18): binary
+    ATAN2 = "atan2"  # inputs: y, x
+    LOGADDEXP = "logaddexp"
+    HYPOT = "hypot"
+    COPYSIGN = "copysign"
+    NEXTAFTER = "nextafter"
+    BITWISE_LEFT_SHIFT = "bitwise_left_shift"
+    BITWISE_RIGHT_SHIFT = "bitwise_right_shift"
 
     # NOTE: members are singletons compared by identity, so the identity hash is exact; it makes
     # every kernel-table lookup several times cheaper than Enum's Python-level name hash.
@@ -133,12 +154,14 @@ _UNARY = {
     Op.NEG, Op.ABS, Op.EXP, Op.LOG, Op.LOG1P, Op.EXPM1, Op.SQRT, Op.SQUARE, Op.RECIPROCAL,
     Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.SIGMOID, Op.RELU, Op.GELU, Op.ERF, Op.SIGN, Op.FLOOR,
     Op.CEIL, Op.ROUND, Op.CLIP, Op.CAST, Op.COPY, Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN,
-    Op.ISINF, Op.ISFINITE,
+    Op.ISINF, Op.ISFINITE, Op.ACOS, Op.ACOSH, Op.ASIN, Op.ASINH, Op.ATAN, Op.ATANH, Op.COSH,
+    Op.SINH, Op.LOG2, Op.LOG10, Op.TRUNC, Op.SIGNBIT,
 }  # fmt: skip
 _BINARY = {
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.EQ,
     Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR,
-    Op.BITWISE_AND, Op.BITWISE_OR, Op.BITWISE_XOR,
+    Op.BITWISE_AND, Op.BITWISE_OR, Op.BITWISE_XOR, Op.ATAN2, Op.LOGADDEXP, Op.HYPOT,
+    Op.COPYSIGN, Op.NEXTAFTER, Op.BITWISE_LEFT_SHIFT, Op.BITWISE_RIGHT_SHIFT,
 }  # fmt: skip
 _REDUCE = {
     Op.SUM, Op.MEAN, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN, Op.VAR, Op.LOGSUMEXP,

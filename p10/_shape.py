@@ -7,8 +7,8 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-from p10._elementwise import multiply, operands, promote_mixed
-from p10._errors import ArgumentError, ShapeError
+from p10._elementwise import astype, multiply, operands, promote_mixed
+from p10._errors import ArgumentError, AxisError, ShapeError
 from p10._ops import Op
 from p10._reductions import normalize_axes, normalize_axis
 from p10._tensor import apply
@@ -295,18 +295,47 @@ def tile(x: Any, /, repetitions: Sequence[int]) -> Any:
     return apply(Op.TILE, x, reps=_shape_arg(repetitions, "tile"))
 
 
-def repeat(x: Any, /, repeats: int, *, axis: int | None = None) -> Any:
+def repeat(x: Any, /, repeats: Any, *, axis: int | None = None) -> Any:
     """Repeat each element ``repeats`` times along ``axis`` (flattened when None).
+
+    ``repeats`` is one int, or one count per element along the axis (a tensor or sequence of
+    non-negative ints, or a single one broadcast); per-element counts gather with ``take``.
 
     >>> import p10
     >>> p10.repeat(p10.asarray([1, 2]), 2).tolist()
     [1, 1, 2, 2]
+    >>> p10.repeat(p10.asarray([1, 2]), p10.asarray([0, 3])).tolist()
+    [2, 2, 2]
     """
     (x,) = operands(x)
-    if not isinstance(repeats, int) or repeats < 0:
-        raise ArgumentError(f"repeat: repeats must be a non-negative int, got {repeats!r}")
-    ax = None if axis is None else normalize_axis(axis, x.ndim, "repeat")
-    return apply(Op.REPEAT, x, repeats=repeats, axis=ax)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    ax = normalize_axis(axis, x.ndim, "repeat")
+    if isinstance(repeats, int) and not isinstance(repeats, bool):
+        if repeats < 0:
+            raise ArgumentError(f"repeat: repeats must be non-negative, got {repeats}")
+        return apply(Op.REPEAT, x, repeats=repeats, axis=ax)
+    return _repeat_each(x, repeats, ax)
+
+
+def _repeat_each(x: Any, repeats: Any, ax: int) -> Any:
+    import numpy as np
+
+    from p10._index_ops import take
+
+    counts = np.asarray(repeats.numpy() if hasattr(repeats, "numpy") else repeats)
+    n = x.shape[ax]
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or counts.size not in (1, n):
+        raise ArgumentError(
+            f"repeat: repeats must be an int or 1-D integers of length 1 or {n} (axis {ax} of "
+            f"{x.shape}), got {counts.dtype.name} of shape {counts.shape}"
+        )
+    if (counts < 0).any():
+        raise ArgumentError("repeat: repeats must be non-negative")
+    index = np.repeat(np.arange(n), np.broadcast_to(counts.reshape(-1), (n,)))
+    from p10._creation import asarray
+
+    return take(x, asarray(index, backend=x.backend), axis=ax)
 
 
 def pad(x: Any, /, pad_width: Any, *, value: float = 0) -> Any:
@@ -381,7 +410,10 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | tuple = 2) -> Any:
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """Dot product of vectors along ``axis``, with broadcasting.
+    """Dot product of vectors along ``axis``, with broadcasting of the other axes only.
+
+    The contracted axis must have the same size in both inputs (it is never broadcast); the
+    result keeps the inputs' promoted dtype (``int8 . int8`` is int8, as the standard says).
 
     >>> import p10
     >>> p10.vecdot(p10.ones((2, 3)), p10.ones(3)).tolist()
@@ -389,7 +421,21 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     """
     from p10._reductions import sum as _sum
 
-    return _sum(multiply(x1, x2), axis=axis)
+    x1, x2 = operands(x1, x2)
+    ndim = max(x1.ndim, x2.ndim)
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"vecdot: axis {axis} is out of range for shapes {x1.shape} and {x2.shape}")
+    neg = axis - ndim if axis >= 0 else axis
+    n1 = x1.shape[neg] if x1.ndim >= -neg else None
+    n2 = x2.shape[neg] if x2.ndim >= -neg else None
+    if n1 != n2:
+        raise ShapeError(
+            f"vecdot: the contracted axis {axis} has size {n1} in {x1.shape} and {n2} in "
+            f"{x2.shape}; it must be the same in both (it is not broadcast)"
+        )
+    prod = multiply(x1, x2)
+    out = _sum(prod, axis=neg)
+    return out if out.dtype == prod.dtype else astype(out, prod.dtype)
 
 
 def outer(x1: Any, x2: Any, /) -> Any:

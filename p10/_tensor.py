@@ -354,10 +354,19 @@ class Tensor(TensorMethods):
         target = backend if backend else self._backend
         return asarray(self, dtype=dtype, backend=target, device=device)
 
-    def __dlpack__(self, *, max_version: tuple[int, int] | None = None, **kwargs: Any) -> Any:
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         # NOTE: DLPack >= 1.0 carries a read-only flag, so modern consumers share memory without
-        # being able to write behind the version counter; older ones get a copy.
+        # being able to write behind the version counter; older ones get a copy. The exporter is
+        # the host (NumPy) view: ``stream`` must be None, ``dl_device`` the CPU (NumPy checks).
         view = self.numpy()
+        kwargs = {"stream": stream, "dl_device": dl_device, "copy": copy}
         if max_version is None or max_version < (1, 0):
             return np.array(view).__dlpack__(**kwargs)
         return view.__dlpack__(max_version=max_version, **kwargs)
@@ -378,9 +387,12 @@ class Tensor(TensorMethods):
 
     def _setitem(self, key: Any, value: Any) -> None:
         from p10._elementwise import operand
-        from p10._index_ops import normalize_key
+        from p10._index_ops import drop_0d_masks, normalize_key
         from p10._indexing import fill_key
 
+        key = drop_0d_masks(key)
+        if key is None:
+            return  # a False 0-d mask selects nothing
         k, tensors = normalize_key(self, key, "setitem")
         self._write(fill_key(k, tuple(t._data for t in tensors)), operand(value, self))
 

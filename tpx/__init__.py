@@ -467,3 +467,71 @@ __all__ += [
     "set_saved_tensor_checks",
 ]  # fmt: skip
 __all__ += ["RuleOverrideError", "override_rule"]  # rule experiments (tpx._overrides)
+
+from p10 import (  # noqa: E402  Array API elementwise functions (issue 18)
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_left_shift,
+    bitwise_right_shift,
+    copysign,
+    cosh,
+    hypot,
+    log2,
+    log10,
+    logaddexp,
+    nextafter,
+    signbit,
+    sinh,
+    trunc,
+)
+
+__all__ += [
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "copysign",
+    "cosh",
+    "hypot",
+    "log2",
+    "log10",
+    "logaddexp",
+    "nextafter",
+    "signbit",
+    "sinh",
+    "trunc",
+]  # Array API elementwise functions (issue 18)
+
+from p10 import uint16, uint32, uint64  # noqa: E402
+
+__all__ += ["uint16", "uint32", "uint64"]  # Array API dtypes (issue 18)
+
+from p10 import (  # noqa: E402  Array API compositions (issue 18)
+    broadcast_arrays,
+    count_nonzero,
+    cumulative_sum,
+    diff,
+    meshgrid,
+    moveaxis,
+    unstack,
+)
+
+__all__ += [
+    "broadcast_arrays",
+    "count_nonzero",
+    "cumulative_sum",
+    "diff",
+    "meshgrid",
+    "moveaxis",
+    "unstack",
+]  # Array API compositions (issue 18)

@@ -11,6 +11,8 @@ Conventions, as PyTorch unless marked:
 
 - ``relu'(0) = 0``, ``abs'(0) = 0``; ``sign``, ``floor``, ``ceil``, ``round`` and
   ``floor_divide`` have zero gradient; ``mod`` passes ``g`` to x and ``-g * floor(x / y)`` to y.
+- ``trunc`` has zero gradient; ``copysign`` sends nothing to its sign source; ``nextafter``
+  passes ``g`` to x1 and nothing to x2 (PyTorch has no rule for it).
 - ``clip`` passes the gradient where ``min <= x <= max`` (bounds included).
 - ``pow``: ``d/dx x**0 = 0`` even at ``x = 0``; ``d/dy x**y`` is 0 at ``x = 0`` (no NaN from
   ``log(0)``); negative bases give NaN for the exponent's gradient, as the real log does.
@@ -732,6 +734,93 @@ def _avg_pool2d(ctx: RuleContext, g: Any) -> Grads:
     return (grad,)
 
 
+# -- Array API elementwise functions (issue 18) ---------------------------------------------------
+def _acos(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    return (-g / p10.sqrt(1 - x * x),)
+
+
+def _acosh(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    return (g / p10.sqrt(x * x - 1),)
+
+
+def _asin(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    return (g / p10.sqrt(1 - x * x),)
+
+
+def _asinh(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    return (g / p10.sqrt(x * x + 1),)
+
+
+def _atan(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    return (g / (x * x + 1),)
+
+
+def _atanh(ctx: RuleContext, g: Any) -> Grads:
+    x = ctx.inputs[0]
+    return (g / (1 - x * x),)
+
+
+def _cosh(ctx: RuleContext, g: Any) -> Grads:
+    return (g * p10.sinh(ctx.inputs[0]),)
+
+
+def _sinh(ctx: RuleContext, g: Any) -> Grads:
+    return (g * p10.cosh(ctx.inputs[0]),)
+
+
+def _log2(ctx: RuleContext, g: Any) -> Grads:
+    return (g / (ctx.inputs[0] * math.log(2.0)),)
+
+
+def _log10(ctx: RuleContext, g: Any) -> Grads:
+    return (g / (ctx.inputs[0] * math.log(10.0)),)
+
+
+def _atan2(ctx: RuleContext, g: Any) -> Grads:
+    (y, x), (n0, n1) = ctx.inputs, ctx.needs_input_grad
+    s0, s1 = ctx.input_shapes
+    scale = g / (x * x + y * y)
+    gy = unbroadcast(scale * x, s0) if n0 else None
+    gx = unbroadcast(-scale * y, s1) if n1 else None
+    return _fit(ctx, (gy, gx))
+
+
+def _logaddexp(ctx: RuleContext, g: Any) -> Grads:
+    (a, b), (n0, n1), out = ctx.inputs, ctx.needs_input_grad, ctx.output
+    s0, s1 = ctx.input_shapes
+    ga = unbroadcast(g * p10.exp(a - out), s0) if n0 else None
+    gb = unbroadcast(g * p10.exp(b - out), s1) if n1 else None
+    return _fit(ctx, (ga, gb))
+
+
+def _hypot(ctx: RuleContext, g: Any) -> Grads:
+    (x, y), (n0, n1), out = ctx.inputs, ctx.needs_input_grad, ctx.output
+    s0, s1 = ctx.input_shapes
+    scale = g / out
+    gx = unbroadcast(scale * x, s0) if n0 else None
+    gy = unbroadcast(scale * y, s1) if n1 else None
+    return _fit(ctx, (gx, gy))
+
+
+def _copysign(ctx: RuleContext, g: Any) -> Grads:
+    # NOTE: d/dx is +-1 (-1 where the signs differ); x2 only picks a sign: zero gradient.
+    x, y = ctx.inputs
+    flip = p10.logical_xor(p10.signbit(x), p10.signbit(y))
+    gx = unbroadcast(p10.where(flip, -g, g), ctx.input_shapes[0])
+    return _fit(ctx, (gx, _zeros(ctx, 1, g)))
+
+
+def _nextafter(ctx: RuleContext, g: Any) -> Grads:
+    # NOTE: the result moves with x1 (one ulp away): gradient 1 to x1, 0 to x2. PyTorch has none.
+    gx = unbroadcast(g, ctx.input_shapes[0])
+    return _fit(ctx, (gx, _zeros(ctx, 1, g)))
+
+
 # -- the table ------------------------------------------------------------------------------------
 _X, _Y, _XY = (0,), (1,), (0, 1)
 
@@ -802,6 +891,22 @@ RULES: dict[Any, Rule] = {
     Op.FOLD: Rule(_fold),
     Op.MAX_POOL2D: Rule(_max_pool2d, _X, save_output=True),
     Op.AVG_POOL2D: Rule(_avg_pool2d),
+    Op.ACOS: Rule(_acos, _X),
+    Op.ACOSH: Rule(_acosh, _X),
+    Op.ASIN: Rule(_asin, _X),
+    Op.ASINH: Rule(_asinh, _X),
+    Op.ATAN: Rule(_atan, _X),
+    Op.ATANH: Rule(_atanh, _X),
+    Op.COSH: Rule(_cosh, _X),
+    Op.SINH: Rule(_sinh, _X),
+    Op.LOG2: Rule(_log2, _X),
+    Op.LOG10: Rule(_log10, _X),
+    Op.TRUNC: Rule(_zero_grad),
+    Op.ATAN2: Rule(_atan2, _XY),
+    Op.LOGADDEXP: Rule(_logaddexp, _XY, save_output=True),
+    Op.HYPOT: Rule(_hypot, _XY, save_output=True),
+    Op.COPYSIGN: Rule(_copysign, _XY),
+    Op.NEXTAFTER: Rule(_nextafter),
 }
 """The gradient rule of every differentiable op."""
 
@@ -809,7 +914,8 @@ NON_DIFFERENTIABLE: frozenset[Any] = frozenset(
     {
         Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN, Op.ISINF, Op.ISFINITE, Op.EQ, Op.NE, Op.LT,
         Op.LE, Op.GT, Op.GE, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR, Op.BITWISE_AND,
-        Op.BITWISE_OR, Op.BITWISE_XOR, Op.ARGMAX, Op.ARGMIN, Op.ALL, Op.ANY, Op.TOPK,
+        Op.BITWISE_OR, Op.BITWISE_XOR, Op.ARGMAX, Op.ARGMIN, Op.ALL, Op.ANY, Op.TOPK, Op.SIGNBIT,
+        Op.BITWISE_LEFT_SHIFT, Op.BITWISE_RIGHT_SHIFT,
     }
 )  # fmt: skip
 """Ops whose outputs never require grad (comparisons, logic, indices)."""

@@ -154,7 +154,10 @@ def _unary(lib: Lib) -> dict[Op, Kernel]:
         Op.ISNAN: xp.isnan,
         Op.ISINF: xp.isinf,
         Op.ISFINITE: xp.isfinite,
-    }
+        Op.ACOS: xp.acos, Op.ACOSH: xp.acosh, Op.ASIN: xp.asin, Op.ASINH: xp.asinh,
+        Op.ATAN: xp.atan, Op.ATANH: xp.atanh, Op.COSH: xp.cosh, Op.SINH: xp.sinh,
+        Op.LOG2: xp.log2, Op.LOG10: xp.log10, Op.TRUNC: xp.trunc, Op.SIGNBIT: xp.signbit,
+    }  # fmt: skip
 
 
 def _binary(lib: Lib) -> dict[Op, Kernel]:
@@ -183,7 +186,10 @@ def _binary(lib: Lib) -> dict[Op, Kernel]:
         Op.MAXIMUM: xp.maximum, Op.MINIMUM: xp.minimum, Op.EQ: xp.equal, Op.NE: xp.not_equal,
         Op.LT: xp.less, Op.LE: xp.less_equal, Op.GT: xp.greater, Op.GE: xp.greater_equal,
         Op.BITWISE_AND: xp.bitwise_and, Op.BITWISE_OR: xp.bitwise_or,
-        Op.BITWISE_XOR: xp.bitwise_xor,
+        Op.BITWISE_XOR: xp.bitwise_xor, Op.ATAN2: xp.atan2, Op.LOGADDEXP: xp.logaddexp,
+        Op.HYPOT: xp.hypot, Op.COPYSIGN: xp.copysign, Op.NEXTAFTER: xp.nextafter,
+        Op.BITWISE_LEFT_SHIFT: xp.bitwise_left_shift,
+        Op.BITWISE_RIGHT_SHIFT: xp.bitwise_right_shift,
     }  # fmt: skip
     out: dict[Op, Kernel] = {op: promoted(fn) for op, fn in table.items()}
     out[Op.LOGICAL_AND] = logical(xp.logical_and)

@@ -115,6 +115,24 @@ add(Op.BITWISE_AND, "bool", b((5,)), b((5,)))
 add(Op.WHERE, "f32", b((3, 4)), F34, f((4,)))
 add(Op.WHERE, "mixed", b((3, 4)), i((3, 4)), f((4,), dtype=np.float64))
 add(Op.MAXIMUM, "nan", SPECIAL, f((9,)))
+for op in (Op.ASINH, Op.ATAN, Op.COSH, Op.SINH, Op.TRUNC, Op.SIGNBIT):
+    add(op, "f32", F34)
+    add(op, "f64", F64)
+for op in (Op.ACOS, Op.ASIN, Op.ATANH):
+    add(op, "f32", f((3, 4), -0.9, 0.9))
+    add(op, "f64", f((3, 4), -0.9, 0.9, np.float64))
+for op in (Op.ACOSH, Op.LOG2, Op.LOG10):
+    add(op, "f32", f((3, 4), 1.1, 3.0))
+    add(op, "f64", f((3, 4), 1.1, 3.0, np.float64))
+for op in (Op.TRUNC, Op.SIGNBIT):
+    add(op, "special", SPECIAL)
+add(Op.TRUNC, "int", i((3, 4)))
+for op in (Op.ATAN2, Op.LOGADDEXP, Op.HYPOT, Op.COPYSIGN, Op.NEXTAFTER):
+    add(op, "f32", F34, f((3, 4)))
+    add(op, "bcast", f((3, 1), dtype=np.float64), f((4,), dtype=np.float64))
+for op in (Op.BITWISE_LEFT_SHIFT, Op.BITWISE_RIGHT_SHIFT):
+    add(op, "int", i((3, 4), -50, 50), i((4,), 0, 5))
+    add(op, "int32", i((5,), 0, 1000, np.int32), i((5,), 0, 8, np.int32))
 
 X3 = f((2, 3, 4))
 for op in REDUCE:

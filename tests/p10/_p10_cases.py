@@ -112,6 +112,20 @@ def _binary_cases() -> list[KernelCase]:
     cases += [_case(Op.BITWISE_AND, bools(4), bools(4), name="bool")]
     cases += [_case(Op.WHERE, bools(3, 4), f32(3, 4), f32(4))]
     cases += [_case(Op.WHERE, bools(3, 1), ints(1, 4), ints(3, 4), name="int")]
+    return cases + _array_api_elementwise_cases()
+
+
+def _array_api_elementwise_cases() -> list[KernelCase]:
+    unit = (f32(3, 4) / 3).astype(np.float32)  # inside (-1, 1): acos, asin, atanh
+    above1 = pos32(3, 4) + np.float32(1.0)  # acosh
+    cases = [_case(op, unit) for op in (Op.ACOS, Op.ASIN, Op.ATANH)]
+    cases += [_case(op, f32(3, 4)) for op in (Op.ASINH, Op.ATAN, Op.COSH, Op.SINH, Op.TRUNC)]
+    cases += [_case(op, above1) for op in (Op.ACOSH, Op.LOG2, Op.LOG10)]
+    cases += [_case(Op.SIGNBIT, np.array([-0.0, 0.0, -1.5, np.nan], np.float32))]
+    floats = (Op.ATAN2, Op.LOGADDEXP, Op.HYPOT, Op.COPYSIGN, Op.NEXTAFTER)
+    cases += [_case(op, f32(3, 4), f32(4), name="broadcast") for op in floats]
+    shifts = (Op.BITWISE_LEFT_SHIFT, Op.BITWISE_RIGHT_SHIFT)
+    cases += [_case(op, ints(3, 4), ints(4, low=0, high=5)) for op in shifts]
     return cases
 
 

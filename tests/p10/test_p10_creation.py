@@ -109,8 +109,9 @@ def test_finfo_iinfo_isdtype_can_cast():
     assert p10.isdtype(p10.int8, ("bool", "signed integer")) and p10.isdtype(p10.bool, "bool")
     assert p10.isdtype(p10.int8, "numeric") and p10.isdtype(p10.int64, p10.int64)
     assert p10.can_cast(p10.int8, p10.int16) and not p10.can_cast(p10.float64, p10.float32)
+    assert not p10.isdtype(p10.float64, "complex floating")
     with pytest.raises(p10.DTypeError, match="unknown kind"):
-        p10.isdtype(p10.int8, "complex floating")
+        p10.isdtype(p10.int8, "complex")
     with pytest.raises(p10.DTypeError):
         p10.finfo("complex128")
 

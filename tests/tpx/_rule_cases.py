@@ -158,6 +158,17 @@ _UNARY: list[tuple[Op, Callable[..., Any], Callable[[tuple[int, ...]], Maker]]] 
     (Op.ROUND, p10.round, between_ints),
     (Op.COPY, p10.positive, u),
     (Op.CAST, lambda x: p10.astype(x, p10.float64, copy=True), u),
+    (Op.ACOS, p10.acos, lambda s: u(s, -0.8, 0.8)),
+    (Op.ACOSH, p10.acosh, lambda s: u(s, 1.3, 3.0)),
+    (Op.ASIN, p10.asin, lambda s: u(s, -0.8, 0.8)),
+    (Op.ASINH, p10.asinh, u),
+    (Op.ATAN, p10.atan, u),
+    (Op.ATANH, p10.atanh, lambda s: u(s, -0.8, 0.8)),
+    (Op.COSH, p10.cosh, u),
+    (Op.SINH, p10.sinh, u),
+    (Op.LOG2, p10.log2, pos),
+    (Op.LOG10, p10.log10, pos),
+    (Op.TRUNC, p10.trunc, between_ints),
 ]
 for _op, _fn, _maker in _UNARY:
     for _shape in SHAPES:
@@ -189,6 +200,11 @@ for _s0, _s1 in BIN_SHAPES:
     case(Op.POW, _id, p10.pow, pos(_s0), u(_s1))
     case(Op.MAXIMUM, _id, p10.maximum, grid(_s0, 0.0), grid(_s1, 0.25))
     case(Op.MINIMUM, _id, p10.minimum, grid(_s0, 0.0), grid(_s1, 0.25))
+    case(Op.ATAN2, _id, p10.atan2, u(_s0), away(_s1, (0.0,), 0.5))
+    case(Op.LOGADDEXP, _id, p10.logaddexp, u(_s0), u(_s1))
+    case(Op.HYPOT, _id, p10.hypot, away(_s0, (0.0,), 0.3), u(_s1))
+    case(Op.COPYSIGN, _id, p10.copysign, away(_s0), away(_s1))
+    case(Op.NEXTAFTER, _id, p10.nextafter, u(_s0), u(_s1))
 case(Op.ADD, "scalar", lambda x: x + 1.5, u((2, 3)))
 case(Op.SUB, "rscalar", lambda x: 1.5 - x, u((2, 3)))
 case(Op.MUL, "scalar", lambda x: x * 2.5, u((2, 3)))

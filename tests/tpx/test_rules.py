@@ -159,6 +159,9 @@ _NON_DIFF_CALLS: dict[Op, Any] = {
     Op.ALL: lambda: p10.all(_f([0.0, 1.5])),
     Op.ANY: lambda: p10.any(_f([0.0, 1.5]), axis=0),
     Op.TOPK: lambda: p10.apply(Op.TOPK, _f([0.0, 1.5, 1.0]), k=2, axis=0, largest=True),
+    Op.SIGNBIT: lambda: p10.signbit(_f([-0.0, 1.5])),
+    Op.BITWISE_LEFT_SHIFT: lambda: p10.bitwise_left_shift(_i([1, 2]), _i([3, 1])),
+    Op.BITWISE_RIGHT_SHIFT: lambda: p10.bitwise_right_shift(_i([8, -8]), _i([1, 2])),
 }
 
 
@@ -237,3 +240,35 @@ def test_var_without_degrees_of_freedom_gives_nan_not_an_exception() -> None:
 def test_prod_with_zeros() -> None:
     assert _grad(p10.prod, [2.0, 0.0, 3.0]) == [[0.0, 6.0, 0.0]]
     assert _grad(p10.prod, [2.0, 0.0, 0.0]) == [[0.0, 0.0, 0.0]]
+
+
+def test_gradients_of_repeat_with_counts_and_of_an_empty_softmax() -> None:
+    x = tp.asarray(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    (g,) = tp.grad(p10.repeat(x, [2, 0, 3]).sum(), [x])
+    assert g.tolist() == [2.0, 0.0, 3.0]
+    e = tp.asarray(np.ones((2, 0)), requires_grad=True)
+    (ge,) = tp.grad(p10.softmax(e, axis=1).sum(), [e])
+    assert ge.shape == (2, 0)
+
+
+def test_gradient_through_a_zero_d_bool_mask() -> None:
+    x = tp.asarray(np.array([[1.0, 2.0], [3.0, 4.0]]), requires_grad=True)
+    (g,) = tp.grad((x[p10.asarray(True)] * 3.0).sum(), [x])
+    assert g.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_gradients_flow_through_the_array_api_compositions() -> None:
+    x = tp.asarray(np.array([[1.0, 4.0, 9.0], [2.0, 3.0, 5.0]]), requires_grad=True)
+    loss = (
+        p10.diff(x, axis=1).sum() * 2.0
+        + p10.cumulative_sum(x, axis=1, include_initial=True).sum()
+        + p10.moveaxis(x, 0, 1)[0].sum()
+        + p10.unstack(x)[1].sum()
+        + p10.broadcast_arrays(x, tp.asarray(np.ones((4, 1, 1))))[0].sum()
+    )
+    (g,) = tp.grad(loss, [x])
+    # diff*2: -2, 0, 2 per row; cumsum: 3, 2, 1; moveaxis[0] picks column 0; unstack[1] row 1;
+    # broadcast over 4 copies: 4 each.
+    expected = np.array([[-2.0, 0, 2], [-2, 0, 2]]) + [3, 2, 1] + [[1, 0, 0], [1, 0, 0]]
+    expected = expected + [[0, 0, 0], [1, 1, 1]] + 4
+    np.testing.assert_allclose(g.numpy(), expected)
