@@ -30,10 +30,13 @@ OPTIONAL: dict[str, tuple[str, str]] = {
     "pydantic": ("pydantic", "inspect"),
     "uvicorn": ("uvicorn", "inspect"),
     "graphviz": ("graphviz", "inspect"),
+    "h11": ("h11", "inspect"),
     "array_api_compat": ("array-api-compat", "backends"),
     "array_api_strict": ("array-api-strict", "backends"),
     "dask": ("dask", "backends"),
     "distributed": ("distributed", "backends"),
+    "cloudpickle": ("cloudpickle", "backends"),
+    "psutil": ("psutil", "backends"),
     "sklearn": ("scikit-learn", "data"),
 }
 """Import name -> (distribution, extra of ``tpx`` that installs it)."""
