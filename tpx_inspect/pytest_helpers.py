@@ -10,7 +10,7 @@ shows the message) and anywhere else.
 
 from __future__ import annotations
 
-import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,8 +59,8 @@ def assert_checks_pass(
     >>> assert_checks_pass(lambda t: t.sigmoid().sum(), [tp.ones(3, requires_grad=True)])
     """
     __tracebackhide__ = True  # NOTE: pytest shows the caller's line, not this helper's
-    caller = sys._getframe(1)
-    where = f"{caller.f_code.co_filename}:{caller.f_lineno} in {caller.f_code.co_name}"
+    caller = traceback.extract_stack(limit=2)[0]  # the user's call of this helper
+    where = f"{caller.filename}:{caller.lineno} in {caller.name}"
     report = run_all_checks(fn, inputs, checks=checks, seed=seed, where=where)
     if not report.passed:
         lines = [f"[{f.category}] {f.where}: {f.message}" for f in report.failures]
