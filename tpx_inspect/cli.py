@@ -16,6 +16,7 @@ import contextlib
 import sys
 import time
 import webbrowser
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -177,6 +178,26 @@ def _allowed(host: str, extra: tuple[str, ...]) -> tuple[str, ...] | None:
     return hosts_for(host, extra)
 
 
+def _serve_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--open``, ``--host`` and ``--port``: the options of the commands that serve a run."""
+    options = (
+        click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser."),
+        click.option(
+            "--host", default="127.0.0.1", show_default=True, help="With --serve: address."
+        ),
+        click.option(
+            "--port",
+            type=click.IntRange(0, 65535),
+            default=8000,
+            show_default=True,
+            help="With --serve: port (0 picks a free one).",
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -216,15 +237,7 @@ def _allowed(host: str, extra: tuple[str, ...]) -> tuple[str, ...] | None:
     "importable, and save the verdicts in the trace (the server shows them).",
 )
 @click.option("--serve", is_flag=True, help="Serve the viewer on this run while it records.")
-@click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8000,
-    show_default=True,
-    help="With --serve: port (0 picks a free one).",
-)
+@_serve_options
 @click.pass_context
 def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None, policy: str,
         values: str, value_limit: int, threads: str, live_check: bool, serve: bool,
@@ -495,15 +508,7 @@ def diff(trace_a: str, trace_b: str, graph_a: int, graph_b: int, show_all: bool,
     help="Serve the viewer on the run, until Ctrl-C.",
 )
 @click.option("-o", "--out", type=click.Path(file_okay=False), help="Run folder to write.")
-@click.option("--open", "open_browser", is_flag=True, help="With --serve: open a browser.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8000,
-    show_default=True,
-    help="With --serve: port (0 picks a free one).",
-)
+@_serve_options
 @click.pass_context
 def demo(ctx: click.Context, quick: bool, serve: bool, out: str | None, open_browser: bool,
          host: str, port: int) -> None:  # fmt: skip
