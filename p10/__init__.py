@@ -425,7 +425,20 @@ from p10._manipulation import (  # noqa: E402  Array API compositions (issue 18)
     diff,
     meshgrid,
     moveaxis,
+    roll,
+    tril,
+    triu,
     unstack,
+)
+from p10._sorting import (  # noqa: E402  Array API sorting, searching, sets (issue 18)
+    argsort,
+    cumulative_prod,
+    searchsorted,
+    sort,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
 )
 
 __all__ += [
@@ -435,5 +448,16 @@ __all__ += [
     "diff",
     "meshgrid",
     "moveaxis",
+    "roll",
+    "tril",
+    "triu",
     "unstack",
+    "argsort",
+    "cumulative_prod",
+    "searchsorted",
+    "sort",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
 ]  # Array API compositions (issue 18)

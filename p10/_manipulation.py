@@ -13,9 +13,11 @@ from typing import Any
 
 from p10._creation import zeros
 from p10._elementwise import astype, not_equal, operands, subtract
-from p10._errors import ArgumentError, AxisError
+from p10._errors import ArgumentError, AxisError, ShapeError
+from p10._ops import Op
 from p10._reductions import cumsum, normalize_axis, sum
 from p10._shape import broadcast_shapes, broadcast_to, concat, permute_dims, reshape
+from p10._tensor import apply
 
 
 def broadcast_arrays(*arrays: Any) -> list[Any]:
@@ -148,3 +150,57 @@ def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Any
     """
     (x,) = operands(x)
     return sum(astype(not_equal(x, 0), "int64"), axis=axis, keepdims=keepdims)
+
+
+def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
+    """Elements shifted by ``shift`` along ``axis`` (ints or tuples), wrapping around; over the
+    flattened tensor when ``axis`` is None.
+
+    >>> import p10
+    >>> p10.roll(p10.asarray([1, 2, 3]), 1).tolist()
+    [3, 1, 2]
+    """
+    (x,) = operands(x)
+    shifts = tuple(int(s) for s in shift) if isinstance(shift, tuple | list) else (int(shift),)
+    if axis is None:
+        if len(shifts) != 1:
+            raise ArgumentError(f"roll: {len(shifts)} shifts need as many axes, got axis=None")
+        flat = reshape(x, (-1,))
+        return reshape(apply(Op.ROLL, flat, shifts=shifts, axes=(0,)), x.shape)
+    axes = tuple(normalize_axis(a, x.ndim, "roll") for a in _items(axis))
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ArgumentError(f"roll: shift {shift!r} and axis {axis!r} differ in length")
+    return apply(Op.ROLL, x, shifts=shifts, axes=axes)
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, tuple | list) else (value,)
+
+
+def _tri(op: Op, x: Any, k: int, name: str) -> Any:
+    (x,) = operands(x)
+    if x.ndim < 2:
+        raise ShapeError(f"{name}: needs at least 2 dimensions, got shape {x.shape}")
+    return apply(op, x, k=int(k))
+
+
+def tril(x: Any, /, *, k: int = 0) -> Any:
+    """The lower triangle of the last two axes (``k`` shifts the diagonal up), zeros above.
+
+    >>> import p10
+    >>> p10.tril(p10.ones((2, 2))).tolist()
+    [[1.0, 0.0], [1.0, 1.0]]
+    """
+    return _tri(Op.TRIL, x, k, "tril")
+
+
+def triu(x: Any, /, *, k: int = 0) -> Any:
+    """The upper triangle of the last two axes (``k`` shifts the diagonal up), zeros below.
+
+    >>> import p10
+    >>> p10.triu(p10.ones((2, 2))).tolist()
+    [[1.0, 1.0], [0.0, 1.0]]
+    """
+    return _tri(Op.TRIU, x, k, "triu")

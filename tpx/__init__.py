@@ -525,6 +525,14 @@ from p10 import (  # noqa: E402  Array API compositions (issue 18)
     moveaxis,
     unstack,
 )
+from p10 import (  # noqa: E402  Array API sorting/sets (issue 18); torch-style sort stays
+    cumulative_prod,
+    searchsorted,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
 
 __all__ += [
     "broadcast_arrays",
@@ -534,4 +542,10 @@ __all__ += [
     "meshgrid",
     "moveaxis",
     "unstack",
+    "cumulative_prod",
+    "searchsorted",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
 ]  # Array API compositions (issue 18)

@@ -72,9 +72,13 @@ def _arg(fn):
 
 
 def _topk(x, *, k, axis, largest=True):
-    # NOTE: a stable sort: equal values keep their order (the first one first)
-    key = x.astype(np.float64) if x.dtype.kind in "bu" else x
-    order = np.argsort(-key if largest else key, axis=axis, kind="stable")
+    # NOTE: a stable sort: equal values keep their order (the first one first). Descending
+    # sorts the reversed tensor and maps back (negating would overflow int minima)
+    if largest:
+        rev = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+        order = x.shape[axis] - 1 - np.flip(rev, axis)
+    else:
+        order = np.argsort(x, axis=axis, kind="stable")
     return np.take(order, np.arange(k), axis=axis).astype(np.int64)
 
 
