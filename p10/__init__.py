@@ -442,22 +442,22 @@ from p10._sorting import (  # noqa: E402  Array API sorting, searching, sets (is
 )
 
 __all__ += [
+    "argsort",
     "broadcast_arrays",
     "count_nonzero",
+    "cumulative_prod",
     "cumulative_sum",
     "diff",
     "meshgrid",
     "moveaxis",
     "roll",
-    "tril",
-    "triu",
-    "unstack",
-    "argsort",
-    "cumulative_prod",
     "searchsorted",
     "sort",
+    "tril",
+    "triu",
     "unique_all",
     "unique_counts",
     "unique_inverse",
     "unique_values",
+    "unstack",
 ]  # Array API compositions (issue 18)

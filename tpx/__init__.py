@@ -516,36 +516,34 @@ from p10 import uint16, uint32, uint64  # noqa: E402
 
 __all__ += ["uint16", "uint32", "uint64"]  # Array API dtypes (issue 18)
 
-from p10 import (  # noqa: E402  Array API compositions (issue 18)
+from p10 import (  # noqa: E402  Array API compositions (issue 18); torch-style sort stays
     broadcast_arrays,
     count_nonzero,
+    cumulative_prod,
     cumulative_sum,
     diff,
     meshgrid,
     moveaxis,
-    unstack,
-)
-from p10 import (  # noqa: E402  Array API sorting/sets (issue 18); torch-style sort stays
-    cumulative_prod,
     searchsorted,
     unique_all,
     unique_counts,
     unique_inverse,
     unique_values,
+    unstack,
 )
 
 __all__ += [
     "broadcast_arrays",
     "count_nonzero",
+    "cumulative_prod",
     "cumulative_sum",
     "diff",
     "meshgrid",
     "moveaxis",
-    "unstack",
-    "cumulative_prod",
     "searchsorted",
     "unique_all",
     "unique_counts",
     "unique_inverse",
     "unique_values",
+    "unstack",
 ]  # Array API compositions (issue 18)
