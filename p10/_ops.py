@@ -136,6 +136,15 @@ class Op(enum.Enum):
     NEXTAFTER = "nextafter"
     BITWISE_LEFT_SHIFT = "bitwise_left_shift"
     BITWISE_RIGHT_SHIFT = "bitwise_right_shift"
+    # Array API linalg extension (issue 18); over the last two axes, batched
+    INV = "inv"
+    SOLVE = "solve"  # inputs: a (..., M, M), b (..., M, K) of the same batch shape
+    DET = "det"
+    SLOGDET = "slogdet"  # params: part ("sign" | "logabsdet")
+    CHOLESKY = "cholesky"  # params: upper
+    QR = "qr"  # params: mode ("reduced" | "complete"), part ("q" | "r")
+    EIGH = "eigh"  # params: part ("values" | "vectors")
+    SVD = "svd"  # params: full_matrices, part ("u" | "s" | "vh")
 
     # NOTE: members are singletons compared by identity, so the identity hash is exact; it makes
     # every kernel-table lookup several times cheaper than Enum's Python-level name hash.
@@ -181,7 +190,7 @@ def _info(op: Op) -> OpInfo:
         return OpInfo(1, "reduction")
     if op in _VARIADIC:
         return OpInfo(None, "variadic")
-    if op in (Op.MATMUL, Op.TENSORDOT, Op.CONV2D):
+    if op in (Op.MATMUL, Op.TENSORDOT, Op.CONV2D, Op.SOLVE):
         return OpInfo(2, "contraction")
     return OpInfo(1, "structural")
 

@@ -38,6 +38,7 @@ from typing import Any
 import p10
 from p10 import Op
 from tpx._graph import Rule, RuleContext
+from tpx._linalg_rules import RULES as LINALG_RULES
 
 Grads = tuple[Any, ...]
 P10Tensor = p10.Tensor
@@ -907,6 +908,7 @@ RULES: dict[Any, Rule] = {
     Op.HYPOT: Rule(_hypot, _XY, save_output=True),
     Op.COPYSIGN: Rule(_copysign, _XY),
     Op.NEXTAFTER: Rule(_nextafter),
+    **LINALG_RULES,
 }
 """The gradient rule of every differentiable op."""
 

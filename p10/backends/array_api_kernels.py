@@ -24,7 +24,7 @@ import numpy as np
 
 from p10._errors import MissingKernelError
 from p10._ops import Op
-from p10.backends import array_api_index, array_api_nn
+from p10.backends import array_api_index, array_api_nn, linalg_kernels
 
 Kernel = Callable[..., Any]
 # Every dtype a kernel may produce; the P10 set plus what NumPy's reductions can return.
@@ -384,6 +384,7 @@ def generic_kernels(lib: Lib, extras: dict[Op, Kernel] | None = None) -> dict[Op
         table.update(part(lib))
     table.update(array_api_nn.kernels(lib))
     table.update(array_api_index.kernels(lib))
+    table.update(linalg_kernels.array_api_kernels(lib))
     if hasattr(lib.xp, "einsum"):
         table[Op.EINSUM] = lambda *ops, subscripts: lib.xp.einsum(subscripts, *lib.promote(*ops))
     table.update(extras or {})

@@ -15,6 +15,7 @@ from scipy import special
 from p10._backend import Backend
 from p10._indexing import fill_key
 from p10._ops import Op
+from p10.backends import linalg_kernels
 
 
 def _clip(x, *, min=None, max=None):
@@ -307,6 +308,7 @@ KERNELS = {
     Op.NEXTAFTER: np.nextafter,
     Op.BITWISE_LEFT_SHIFT: np.left_shift,
     Op.BITWISE_RIGHT_SHIFT: np.right_shift,
+    **linalg_kernels.KERNELS,
 }
 
 

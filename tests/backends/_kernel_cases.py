@@ -222,4 +222,31 @@ add(Op.AVG_POOL2D, "2x2", IMG, kernel_size=(2, 2), stride=(2, 2))
 add(Op.AVG_POOL2D, "pad", f((1, 2, 5, 5), dtype=np.float64), kernel_size=(3, 3), stride=(2, 2),
     padding=(1, 1))  # fmt: skip
 
+
+def spd(shape: tuple[int, ...]) -> Maker:
+    """Symmetric positive-definite float64 matrices (cholesky, eigh, inv, solve)."""
+
+    def make(rng: np.random.Generator) -> np.ndarray:
+        a = rng.uniform(-1.0, 1.0, shape)
+        return a @ np.swapaxes(a, -1, -2) + 3.0 * np.eye(shape[-1])
+
+    return make
+
+
+F433 = f((2, 4, 3), dtype=np.float64)
+add(Op.INV, "spd", spd((2, 3, 3)))
+add(Op.SOLVE, "batched", spd((2, 3, 3)), f((2, 3, 2), dtype=np.float64))
+add(Op.DET, "batched", f((2, 3, 3), dtype=np.float64))
+add(Op.SLOGDET, "sign", f((3, 3), dtype=np.float64), part="sign")
+add(Op.SLOGDET, "logabsdet", f((2, 3, 3), dtype=np.float64), part="logabsdet")
+add(Op.CHOLESKY, "lower", spd((2, 3, 3)), upper=False)
+add(Op.CHOLESKY, "upper", spd((3, 3)), upper=True)
+add(Op.QR, "q", F433, mode="reduced", part="q")
+add(Op.QR, "r-complete", F433, mode="complete", part="r")
+add(Op.EIGH, "values", spd((2, 3, 3)), part="values")
+add(Op.EIGH, "vectors", spd((3, 3)), part="vectors")
+add(Op.SVD, "s", F433, full_matrices=False, part="s")
+add(Op.SVD, "u", F433, full_matrices=False, part="u")
+add(Op.SVD, "vh-full", F433, full_matrices=True, part="vh")
+
 COVERED = {c.op for c in CASES}

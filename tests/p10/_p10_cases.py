@@ -171,6 +171,33 @@ def _linalg_cases() -> list[KernelCase]:
         _case(Op.EINSUM, f32(3, 4), f32(4, 5), subscripts="ij,jk->ik"),
         _case(Op.EINSUM, f32(2, 3), f32(3, 4), f32(4), name="three", subscripts="ij,jk,k->i"),
         _case(Op.EINSUM, f32(3, 3), name="trace", subscripts="ii->"),
+        *_decomposition_cases(),
+    ]
+
+
+def _spd(*shape: int) -> np.ndarray:
+    """Symmetric positive-definite float64 matrices (cholesky, eigh)."""
+    a = f64(*shape)
+    return a @ np.swapaxes(a, -1, -2) + 3.0 * np.eye(shape[-1])
+
+
+def _decomposition_cases() -> list[KernelCase]:
+    """The linalg ops of issue 18 (float64: decompositions are compared within tolerance)."""
+    return [
+        _case(Op.INV, _spd(2, 3, 3)),
+        _case(Op.SOLVE, _spd(2, 3, 3), f64(2, 3, 2)),
+        _case(Op.DET, f64(2, 3, 3)),
+        _case(Op.SLOGDET, f64(3, 3), part="sign"),
+        _case(Op.SLOGDET, f64(2, 3, 3), name="logabsdet", part="logabsdet"),
+        _case(Op.CHOLESKY, _spd(2, 3, 3), upper=False),
+        _case(Op.CHOLESKY, _spd(3, 3), name="upper", upper=True),
+        _case(Op.QR, f64(4, 3), mode="reduced", part="q"),
+        _case(Op.QR, f64(2, 4, 3), name="complete-r", mode="complete", part="r"),
+        _case(Op.EIGH, _spd(2, 3, 3), part="values"),
+        _case(Op.EIGH, _spd(3, 3), name="vectors", part="vectors"),
+        _case(Op.SVD, f64(2, 4, 3), full_matrices=False, part="s"),
+        _case(Op.SVD, f64(3, 4), name="u", full_matrices=False, part="u"),
+        _case(Op.SVD, f64(4, 3), name="vh-full", full_matrices=True, part="vh"),
     ]
 
 

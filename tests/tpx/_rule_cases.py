@@ -476,3 +476,49 @@ case(Op.GETITEM, "array-none", lambda x: x[:, _ints([3, 3, 0]), None], u((2, 4, 
 case(Op.INDEX_ADD, "split-arrays",
      lambda x, v: p10.index_add(x, (_ints([0, 0]), slice(None), _ints([1, 1])), v),
      u((3, 2, 4)), u((2, 2)))  # fmt: skip
+
+# -- linalg (issue 18) ----------------------------------------------------------------------------
+# Decompositions defined up to signs are checked through sign-invariant functions of their
+# factors (U diag(c) U^T); symmetric inputs come from (x + x^T) / 2, positive-definite ones from
+# x x^T + 3 I, so that the finite differences perturb what the kernel reads.
+_C3 = np.array([1.0, 2.0, 3.0])
+
+
+def _sym(x: Any) -> Any:
+    return (x + p10.matrix_transpose(x)) * 0.5
+
+
+def _spd(x: Any) -> Any:
+    return p10.matmul(x, p10.matrix_transpose(x)) + 3.0 * p10.eye(x.shape[-1], dtype=x.dtype)
+
+
+def _gram(f: Any, cols: bool = True) -> Any:
+    """``F diag(c) F^T`` (columns) or ``F^T diag(c) F`` (rows) of a factor ``F``."""
+    c = p10.asarray(_C3)
+    if cols:
+        return p10.matmul(f * c, p10.matrix_transpose(f))
+    return p10.matmul(p10.matrix_transpose(f) * c, f)
+
+
+case(Op.INV, "batched", p10.linalg.inv, away((2, 3, 3), (0.0,), 0.3))
+case(Op.SOLVE, "matrix-rhs", p10.linalg.solve, u((2, 3, 3)), u((2, 3, 2)))
+case(Op.SOLVE, "vector-rhs", p10.linalg.solve, u((3, 3)), u((3,)))
+case(Op.SOLVE, "batch-broadcast", p10.linalg.solve, u((3, 3)), u((2, 3, 1)))
+case(Op.DET, "batched", p10.linalg.det, u((2, 3, 3)))
+case(Op.SLOGDET, "logabsdet", lambda x: p10.linalg.slogdet(x).logabsdet, u((2, 3, 3)))
+case(Op.CHOLESKY, "lower", lambda x: p10.linalg.cholesky(_spd(x)), u((2, 3, 3)))
+case(Op.CHOLESKY, "upper", lambda x: p10.linalg.cholesky(_spd(x), upper=True), u((3, 3)))
+case(Op.QR, "q-tall", lambda x: p10.linalg.qr(x).Q, u((4, 3)))
+case(Op.QR, "r-tall", lambda x: p10.linalg.qr(x).R, u((2, 4, 3)))
+case(Op.QR, "q-square-complete", lambda x: p10.linalg.qr(x, mode="complete").Q, u((3, 3)))
+case(Op.EIGH, "values", lambda x: p10.linalg.eigvalsh(_sym(x)), u((2, 3, 3)))
+case(Op.EIGH, "vectors", lambda x: _gram(p10.linalg.eigh(_sym(x)).eigenvectors), u((3, 3)))
+case(Op.SVD, "s", p10.linalg.svdvals, u((2, 4, 3)))
+case(Op.SVD, "u-tall", lambda x: _gram(p10.linalg.svd(x, full_matrices=False).U), u((4, 3)))
+case(Op.SVD, "vh-tall", lambda x: _gram(p10.linalg.svd(x, full_matrices=False).Vh, False),
+     u((4, 3)))  # fmt: skip
+case(Op.SVD, "u-wide", lambda x: _gram(p10.linalg.svd(x, full_matrices=False).U), u((3, 4)))
+case(Op.SVD, "vh-wide", lambda x: _gram(p10.linalg.svd(x, full_matrices=False).Vh, False),
+     u((3, 4)))  # fmt: skip
+case(Op.SVD, "pinv", p10.linalg.pinv, u((4, 3)))
+case(Op.SVD, "nuclear-norm", lambda x: p10.linalg.matrix_norm(x, ord="nuc"), u((3, 4)))
