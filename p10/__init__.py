@@ -406,13 +406,19 @@ __all__ += [
     "trunc",
 ]  # Array API elementwise functions (issue 18)
 
-from p10._dtypes import FInfo, uint16, uint32, uint64  # noqa: E402
+from p10._complex import conj, imag, real  # noqa: E402
+from p10._dtypes import FInfo, complex64, complex128, uint16, uint32, uint64  # noqa: E402
 from p10._info import ArrayNamespaceInfo, __array_namespace_info__  # noqa: E402
 
 __all__ += [
     "ArrayNamespaceInfo",
     "FInfo",
     "__array_namespace_info__",
+    "complex64",
+    "complex128",
+    "conj",
+    "imag",
+    "real",
     "uint16",
     "uint32",
     "uint64",

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from p10._backend import Backend, get_backend
-from p10._dtypes import ALL_DTYPES, get_default_dtype, to_dtype
+from p10._dtypes import ALL_DTYPES, default_complex_dtype, get_default_dtype, to_dtype
 from p10._errors import ArgumentError, DTypeError, ShapeError
 from p10._ops import Op
 from p10._tensor import Tensor, apply, wrap
@@ -47,6 +47,8 @@ def _infer_dtype(obj: Any, arr: np.ndarray) -> np.dtype:
         return get_default_dtype()
     if arr.dtype.kind in "iu":
         return np.dtype("int64")
+    if arr.dtype.kind == "c":
+        return default_complex_dtype()
     return arr.dtype
 
 
@@ -161,6 +163,8 @@ def _filled(
     shape = normalize_shape(shape, name)
     if dtype is None:
         dtype = get_default_dtype() if isinstance(value, float) else None
+        if isinstance(value, complex):
+            dtype = default_complex_dtype()
         if dtype is None:
             dtype = np.dtype("bool") if isinstance(value, bool) else np.dtype("int64")
     return _place(np.full(shape, value, dtype=to_dtype(dtype)), backend, device)
@@ -201,7 +205,7 @@ def empty(
 
 def full(
     shape: Shape,
-    fill_value: bool | int | float,
+    fill_value: bool | int | float | complex,
     *,
     dtype: Any = None,
     device: str | None = None,

@@ -26,15 +26,27 @@ uint32 = np.dtype("uint32")
 uint64 = np.dtype("uint64")
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
+complex64 = np.dtype("complex64")
+complex128 = np.dtype("complex128")
 
 DType = np.dtype
 ALL_DTYPES: tuple[np.dtype, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64,
+    complex64, complex128,
 )  # fmt: skip
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 # NOTE: by identity: a dtype also compares equal to its name ("float32"), which is no dtype
 _BY_ID = {id(d): d for d in ALL_DTYPES}
 FLOAT_DTYPES = (float32, float64)
+COMPLEX_DTYPES = (complex64, complex128)
+# NOTE: the complex dtype of each floating precision and back (complex64 <-> float32)
+_COMPLEX_OF = {
+    float32: complex64,
+    float64: complex128,
+    complex64: complex64,
+    complex128: complex128,
+}
+REAL_OF = {complex64: float32, complex128: float64}
 INT_DTYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 
 _state = threading.local()
@@ -54,6 +66,8 @@ def to_dtype(dtype: Any) -> np.dtype:
         return int64
     if dtype is bool:
         return bool_
+    if dtype is complex:
+        return complex128
     try:
         d = np.dtype(dtype)
     except TypeError:
@@ -135,19 +149,34 @@ def weak_dtype(value: Any, dtype: np.dtype) -> np.dtype:
 
     >>> weak_dtype(2.5, float32), weak_dtype(2.5, int8), weak_dtype(3, bool_)
     (dtype('float32'), dtype('float32'), dtype('int64'))
+    >>> weak_dtype(1j, float64), weak_dtype(1.5, complex64)
+    (dtype('complex128'), dtype('complex64'))
     """
     cls = value.__class__
     if cls is bool or isinstance(value, np.bool_):
         return dtype
     if cls is int or isinstance(value, np.integer):
-        return dtype if dtype.kind in "iuf" else int64
-    return dtype if dtype.kind == "f" else get_default_dtype()
+        return dtype if dtype.kind in "iufc" else int64
+    if cls is complex or isinstance(value, np.complexfloating):
+        return _COMPLEX_OF[dtype] if dtype.kind in "fc" else default_complex_dtype()
+    return dtype if dtype.kind in "fc" else get_default_dtype()
 
 
-def _scalar_dtype(value: bool | int | float) -> np.dtype:
+def default_complex_dtype() -> np.dtype:
+    """The complex dtype of the default floating precision (complex64 next to float32).
+
+    >>> default_complex_dtype()
+    dtype('complex64')
+    """
+    return _COMPLEX_OF[get_default_dtype()]
+
+
+def _scalar_dtype(value: bool | int | float | complex) -> np.dtype:
     """The dtype ``asarray(value)`` gives a Python scalar."""
     if isinstance(value, bool):
         return bool_
+    if isinstance(value, complex):
+        return default_complex_dtype()
     return int64 if isinstance(value, int) else get_default_dtype()
 
 
@@ -163,11 +192,11 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
     if not arrays_and_dtypes:
         raise DTypeError("result_type: needs at least one tensor, dtype or scalar")
     args = [getattr(a, "dtype", a) for a in arrays_and_dtypes]
-    scalars = [a for a in args if isinstance(a, (bool, int, float))]
-    dtypes = [to_dtype(a) for a in args if not isinstance(a, (bool, int, float))]
+    scalars = [a for a in args if isinstance(a, (bool, int, float, complex))]
+    dtypes = [to_dtype(a) for a in args if not isinstance(a, (bool, int, float, complex))]
     if not dtypes:
         dtypes = [_scalar_dtype(scalars.pop(0))]
-    floats = [d for d in dtypes if d.kind == "f"]
+    floats = [d for d in dtypes if d.kind in "fc"]
     out = np.result_type(*(floats or dtypes))
     for value in scalars:
         out = weak_dtype(value, out)
@@ -203,8 +232,9 @@ def finfo(type: Any, /) -> FInfo:
     1.1920928955078125e-07
     """
     dt = to_dtype(getattr(type, "dtype", type))
-    if dt.kind != "f":
+    if dt.kind not in "fc":
         raise DTypeError(f"finfo: {dt.name} is not a floating dtype; use iinfo for integers")
+    dt = REAL_OF.get(dt, dt)  # NOTE: a complex dtype reports its real components' limits
     fi = np.finfo(dt)
     return FInfo(
         int(fi.bits), float(fi.eps), float(fi.max), float(fi.min), float(fi.smallest_normal), dt

@@ -34,9 +34,9 @@ from p10._errors import ArgumentError, DTypeError
 from p10._ops import Op
 from p10._tensor import Tensor, apply, wrap
 
-Scalar = bool | int | float
-_SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
-_PY_SCALARS = frozenset({bool, int, float})
+Scalar = bool | int | float | complex
+_SCALAR_TYPES = (bool, int, float, complex, np.bool_, np.integer, np.floating, np.complexfloating)
+_PY_SCALARS = frozenset({bool, int, float, complex})
 _CAST = Op.CAST
 
 
@@ -118,7 +118,7 @@ def promote_mixed(*xs: Any) -> tuple[Any, ...]:
     >>> [t.dtype.name for t in promote_mixed(p10.arange(2), p10.ones(2, dtype="float64"))]
     ['float64', 'float64']
     """
-    kinds = [x.dtype.kind == "f" for x in xs]
+    kinds = [x.dtype.kind in "fc" for x in xs]
     if all(kinds) or not any(kinds):
         return xs
     floats = [x.dtype for x, f in zip(xs, kinds) if f]
@@ -139,7 +139,7 @@ def binary(op: Op, x1: Any, x2: Any) -> Any:
         else:
             x1, x2 = operands(x1, x2)
     d1, d2 = x1.dtype, x2.dtype
-    if d1 is not d2 and (d1.kind == "f") is not (d2.kind == "f"):
+    if d1 is not d2 and (d1.kind in "fc") is not (d2.kind in "fc"):
         x1, x2 = promote_mixed(x1, x2)
     return apply(op, x1, x2)
 
@@ -151,7 +151,7 @@ def to_float(x: Any) -> Any:
     >>> to_float(p10.arange(2)).dtype
     dtype('float32')
     """
-    if x.dtype.kind == "f":
+    if x.dtype.kind in "fc":
         return x
     return apply(_CAST, x, dtype=get_default_dtype())
 
@@ -330,7 +330,7 @@ def divide(x1: Any, x2: Any, /) -> Any:
     [0.5, 1.0]
     """
     x1, x2 = operands(x1, x2)
-    if x1.dtype.kind != "f" and x2.dtype.kind != "f":
+    if x1.dtype.kind not in "fc" and x2.dtype.kind not in "fc":
         x1, x2 = to_float(x1), to_float(x2)
     return apply(Op.DIV, *promote_mixed(x1, x2))
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from p10._backend import get_backend, list_backends
-from p10._dtypes import ALL_DTYPES, get_default_dtype, isdtype
+from p10._dtypes import ALL_DTYPES, default_complex_dtype, get_default_dtype, isdtype
 
 
 class ArrayNamespaceInfo:
@@ -67,6 +67,7 @@ class ArrayNamespaceInfo:
         """
         return {
             "real floating": get_default_dtype(),
+            "complex floating": default_complex_dtype(),
             "integral": np.dtype("int64"),
             "indexing": np.dtype("int64"),
         }

@@ -246,6 +246,9 @@ class TensorMethods:
     def __int__(self) -> int:
         return int(self.item())
 
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
     def __index__(self) -> int:
         if self.dtype.kind not in "iu" or self.ndim:
             raise TypeError(f"only 0-d integer tensors can be used as an index, not {self.dtype}")

@@ -145,6 +145,10 @@ class Op(enum.Enum):
     QR = "qr"  # params: mode ("reduced" | "complete"), part ("q" | "r")
     EIGH = "eigh"  # params: part ("values" | "vectors")
     SVD = "svd"  # params: full_matrices, part ("u" | "s" | "vh")
+    # complex numbers (issue 18)
+    REAL = "real"
+    IMAG = "imag"
+    CONJ = "conj"
 
     # NOTE: members are singletons compared by identity, so the identity hash is exact; it makes
     # every kernel-table lookup several times cheaper than Enum's Python-level name hash.
@@ -164,7 +168,7 @@ _UNARY = {
     Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.SIGMOID, Op.RELU, Op.GELU, Op.ERF, Op.SIGN, Op.FLOOR,
     Op.CEIL, Op.ROUND, Op.CLIP, Op.CAST, Op.COPY, Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN,
     Op.ISINF, Op.ISFINITE, Op.ACOS, Op.ACOSH, Op.ASIN, Op.ASINH, Op.ATAN, Op.ATANH, Op.COSH,
-    Op.SINH, Op.LOG2, Op.LOG10, Op.TRUNC, Op.SIGNBIT,
+    Op.SINH, Op.LOG2, Op.LOG10, Op.TRUNC, Op.SIGNBIT, Op.REAL, Op.IMAG, Op.CONJ,
 }  # fmt: skip
 _BINARY = {
     Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.EQ,

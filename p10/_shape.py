@@ -433,6 +433,10 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
             f"vecdot: the contracted axis {axis} has size {n1} in {x1.shape} and {n2} in "
             f"{x2.shape}; it must be the same in both (it is not broadcast)"
         )
+    if x1.dtype.kind == "c":
+        from p10._complex import conj
+
+        x1 = conj(x1)  # NOTE: the standard's vecdot conjugates the first vector
     prod = multiply(x1, x2)
     out = _sum(prod, axis=neg)
     return out if out.dtype == prod.dtype else astype(out, prod.dtype)

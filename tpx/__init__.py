@@ -512,9 +512,18 @@ __all__ += [
     "trunc",
 ]  # Array API elementwise functions (issue 18)
 
-from p10 import uint16, uint32, uint64  # noqa: E402
+from p10 import complex64, complex128, conj, imag, real, uint16, uint32, uint64  # noqa: E402
 
-__all__ += ["uint16", "uint32", "uint64"]  # Array API dtypes (issue 18)
+__all__ += [
+    "complex64",
+    "complex128",
+    "conj",
+    "imag",
+    "real",
+    "uint16",
+    "uint32",
+    "uint64",
+]  # Array API dtypes and complex functions (issue 18)
 
 from p10 import (  # noqa: E402  Array API compositions (issue 18); torch-style sort stays
     broadcast_arrays,

@@ -352,7 +352,7 @@ class Tensor(TorchMethods, NumpyInterop, TensorMethods):
         >>> tp.zeros(2).requires_grad_().requires_grad
         True
         """
-        if requires_grad and self._t.dtype.kind != "f":
+        if requires_grad and self._t.dtype.kind not in "fc":
             raise RequiresGradError(
                 f"only floating tensors can require grad, got {self._t.dtype.name}; "
                 "cast first with .astype(tp.float32)"
@@ -514,7 +514,7 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
         raw = value._t if isinstance(value, Tensor) else p10.asarray(value)
         if raw is self._t:  # `p.data -= ...` wrote in place already
             return
-        if self._rg and raw.dtype.kind != "f":
+        if self._rg and raw.dtype.kind not in "fc":
             raise RequiresGradError(
                 f"data: a tensor that requires grad cannot take a {raw.dtype.name} value; "
                 "cast it to a floating dtype first"
@@ -833,7 +833,7 @@ def _record(
     meta = _node_meta.get(key)
     if meta is None:
         meta = _new_meta(key, raw, out)
-    if meta[1][1].kind != "f":
+    if meta[1][1].kind not in "fc":
         return wrap(out)
     # NOTE: the edges first: a leaf's AccumulateGrad made here must get a smaller sequence
     # number than this node (the engine runs nodes by decreasing number)

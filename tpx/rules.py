@@ -37,6 +37,8 @@ from typing import Any
 
 import p10
 from p10 import Op
+from tpx._complex_rules import RULES as COMPLEX_RULES
+from tpx._complex_rules import conjugate_rules
 from tpx._graph import Rule, RuleContext
 from tpx._linalg_rules import RULES as LINALG_RULES
 
@@ -97,7 +99,7 @@ def _fit(ctx: RuleContext, grads: Grads) -> Grads:
 def _cast_to(g: Any, dtype: Any) -> Any:
     if g is None or g.dtype == dtype:
         return g
-    return p10.astype(g, dtype) if dtype.kind == "f" else None
+    return p10.astype(g, dtype) if dtype.kind in "fc" else None
 
 
 def _zeros(ctx: RuleContext, i: int, like: Any) -> Any:
@@ -909,8 +911,10 @@ RULES: dict[Any, Rule] = {
     Op.COPYSIGN: Rule(_copysign, _XY),
     Op.NEXTAFTER: Rule(_nextafter),
     **LINALG_RULES,
+    **COMPLEX_RULES,
 }
 """The gradient rule of every differentiable op."""
+conjugate_rules(RULES)  # complex inputs: PyTorch's convention (see tpx._complex_rules)
 
 NON_DIFFERENTIABLE: frozenset[Any] = frozenset(
     {

@@ -30,7 +30,7 @@ Kernel = Callable[..., Any]
 # Every dtype a kernel may produce; the P10 set plus what NumPy's reductions can return.
 _DTYPE_NAMES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float32", "float64",
+    "float32", "float64", "complex64", "complex128",
 )  # fmt: skip
 
 
@@ -62,7 +62,11 @@ class Lib:
     def cast(self, a: Any, dt: np.dtype) -> Any:
         """``a`` converted to the NumPy dtype ``dt`` (itself when it has it already)."""
         target = self.xp_of[np.dtype(dt)]
-        return a if a.dtype == target else self.xp.astype(a, target)
+        if a.dtype == target:
+            return a
+        if np.dtype(dt).kind != "c" and self.np_of[a.dtype].kind == "c":
+            a = self.xp.real(a)  # NOTE: complex -> real keeps the real part
+        return self.xp.astype(a, target)
 
     def promote(self, *arrays: Any) -> list[Any]:
         """The arrays cast to their common dtype under NumPy's promotion table."""
@@ -180,9 +184,17 @@ def _binary(lib: Lib) -> dict[Op, Kernel]:
     def where(c, a, b):
         return xp.where(c, *lib.promote(a, b))
 
+    def floordiv(a, b):
+        out = xp.floor_divide(a, b)
+        if lib.dtype(out).kind != "f":
+            return out
+        # NOTE: the standard's special cases with one infinite operand (see numpy_backend)
+        one_inf = xp.logical_xor(xp.isinf(a), xp.isinf(b))
+        return xp.where(one_inf, xp.floor(xp.divide(a, b)), out)
+
     table = {
         Op.ADD: xp.add, Op.SUB: xp.subtract, Op.MUL: xp.multiply, Op.DIV: xp.divide,
-        Op.FLOORDIV: xp.floor_divide, Op.MOD: xp.remainder, Op.POW: xp.pow,
+        Op.FLOORDIV: floordiv, Op.MOD: xp.remainder, Op.POW: xp.pow,
         Op.MAXIMUM: xp.maximum, Op.MINIMUM: xp.minimum, Op.EQ: xp.equal, Op.NE: xp.not_equal,
         Op.LT: xp.less, Op.LE: xp.less_equal, Op.GT: xp.greater, Op.GE: xp.greater_equal,
         Op.BITWISE_AND: xp.bitwise_and, Op.BITWISE_OR: xp.bitwise_or,

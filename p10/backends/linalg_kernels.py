@@ -1,4 +1,5 @@
-"""Kernels of the linalg ops (issue 18): the NumPy spec kernels and the Array API ones.
+"""Kernels of the linalg and complex-number ops (issue 18): the NumPy spec kernels and the
+Array API ones.
 
 Every kernel works on the last two axes and keeps the batch axes. Decompositions whose factors
 are defined only up to signs (``qr``, ``eigh``, ``svd``) run the NumPy spec kernel on the host
@@ -46,7 +47,18 @@ def _solve(a, b):
     return np.linalg.solve(a, b)
 
 
+def _real(x):
+    return np.real(x).copy()
+
+
+def _imag(x):
+    return np.imag(x).copy()
+
+
 KERNELS = {
+    Op.REAL: _real,
+    Op.IMAG: _imag,
+    Op.CONJ: np.conj,
     Op.INV: np.linalg.inv,
     Op.SOLVE: _solve,
     Op.DET: np.linalg.det,
@@ -64,9 +76,12 @@ def array_api_kernels(lib: Any) -> dict[Op, Any]:
     library's ``linalg`` extension (a missing one raises when called)."""
     from p10.backends.array_api_kernels import _on_host
 
+    xp = lib.xp
+    table = _complex_kernels(xp)
     if lib.cpu:
-        return {op: _on_host(lib, spec) for op, spec in KERNELS.items()}
-    la = lib.xp.linalg
+        table.update({op: _on_host(lib, spec) for op, spec in KERNELS.items() if op not in table})
+        return table
+    la = xp.linalg
 
     def slogdet(a, *, part):
         return la.slogdet(a)[0 if part == "sign" else 1]
@@ -82,7 +97,7 @@ def array_api_kernels(lib: Any) -> dict[Op, Any]:
             return la.svdvals(a)
         return la.svd(a, full_matrices=full_matrices)[0 if part == "u" else 2]
 
-    return {
+    return table | {
         Op.INV: la.inv,
         Op.SOLVE: la.solve,
         Op.DET: la.det,
@@ -92,3 +107,16 @@ def array_api_kernels(lib: Any) -> dict[Op, Any]:
         Op.EIGH: eigh,
         Op.SVD: svd,
     }
+
+
+def _complex_kernels(xp: Any) -> dict[Op, Any]:
+    def real(x):
+        return xp.real(x) if xp.isdtype(x.dtype, "complex floating") else xp.asarray(x, copy=True)
+
+    def imag(x):
+        return xp.imag(x) if xp.isdtype(x.dtype, "complex floating") else xp.zeros_like(x)
+
+    def conj(x):
+        return xp.conj(x) if xp.isdtype(x.dtype, "complex floating") else xp.asarray(x, copy=True)
+
+    return {Op.REAL: real, Op.IMAG: imag, Op.CONJ: conj}

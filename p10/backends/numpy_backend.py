@@ -61,6 +61,24 @@ def _logsumexp(x, *, axis=None, keepdims=False):
     return out.reshape(()) if x.ndim == 0 else out  # NOTE: scipy gives 0-d input keepdims (1,)
 
 
+def _floordiv(a, b):
+    out = np.floor_divide(a, b)
+    if out.dtype.kind == "f":
+        # NOTE: the standard's special cases: with one infinite operand the result is
+        # floor(a / b) (inf // 2 is inf, -1 // inf is -0), where NumPy gives NaN or -1
+        one_inf = np.isinf(a) ^ np.isinf(b)
+        if one_inf.any():
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = np.where(one_inf, np.floor(np.true_divide(a, b)), out)
+    return out
+
+
+def _cast(x, *, dtype):
+    if x.dtype.kind == "c" and dtype.kind != "c":
+        x = x.real  # NOTE: complex -> real keeps the real part, without NumPy's warning
+    return x.astype(dtype)
+
+
 def _cumsum(x, *, axis=0):
     return np.cumsum(x, axis=axis)
 
@@ -223,7 +241,7 @@ KERNELS = {
     Op.CEIL: np.ceil,
     Op.ROUND: np.round,
     Op.CLIP: _clip,
-    Op.CAST: lambda x, *, dtype: x.astype(dtype),
+    Op.CAST: _cast,
     Op.COPY: np.copy,
     Op.LOGICAL_NOT: np.logical_not,
     Op.BITWISE_INVERT: np.invert,
@@ -234,7 +252,7 @@ KERNELS = {
     Op.SUB: np.subtract,
     Op.MUL: np.multiply,
     Op.DIV: np.true_divide,
-    Op.FLOORDIV: np.floor_divide,
+    Op.FLOORDIV: _floordiv,
     Op.MOD: np.remainder,
     Op.POW: np.power,
     Op.MAXIMUM: np.maximum,

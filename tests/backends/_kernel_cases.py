@@ -249,4 +249,21 @@ add(Op.SVD, "s", F433, full_matrices=False, part="s")
 add(Op.SVD, "u", F433, full_matrices=False, part="u")
 add(Op.SVD, "vh-full", F433, full_matrices=True, part="vh")
 
+
+def z(shape: tuple[int, ...]) -> Maker:
+    """Complex128 values with uniform parts."""
+    return lambda rng: rng.uniform(-2, 2, shape) + 1j * rng.uniform(-2, 2, shape)
+
+
+add(Op.REAL, "complex", z((2, 3)))
+add(Op.IMAG, "complex", z((2, 3)))
+add(Op.CONJ, "complex", z((2, 3)))
+add(Op.REAL, "of-real", F34)
+add(Op.IMAG, "of-real", F34)
+add(Op.CONJ, "of-real", F34)
+add(Op.ABS, "complex", z((3,)))
+add(Op.EXP, "complex", z((3,)))
+add(Op.MUL, "complex", z((2, 3)), z((3,)))
+add(Op.CAST, "complex-to-real", z((3,)), dtype=np.dtype("float64"))
+
 COVERED = {c.op for c in CASES}

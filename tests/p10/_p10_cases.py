@@ -267,8 +267,33 @@ def _nn_cases() -> list[KernelCase]:
     ]
 
 
+def c64(*shape: int) -> np.ndarray:
+    """Complex64 values with standard normal parts."""
+    return (f32(*shape) + 1j * f32(*shape)).astype(np.complex64)
+
+
+def _complex_cases() -> list[KernelCase]:
+    """Complex dtypes (issue 18): the new ops, and common ones on complex inputs."""
+    z = c64(2, 3)
+    return [
+        _case(Op.REAL, z),
+        _case(Op.REAL, f32(3), name="of-real"),
+        _case(Op.IMAG, z),
+        _case(Op.IMAG, f64(3), name="of-real"),
+        _case(Op.CONJ, z),
+        _case(Op.CONJ, f32(3), name="of-real"),
+        _case(Op.ABS, z, name="complex"),
+        _case(Op.EXP, z, name="complex"),
+        _case(Op.MUL, z, c64(3), name="complex"),
+        _case(Op.MATMUL, c64(2, 3), c64(3, 2), name="complex"),
+        _case(Op.CAST, z, name="complex-to-real", dtype=np.dtype("float32")),
+        _case(Op.CAST, f32(3), name="real-to-complex", dtype=np.dtype("complex128")),
+    ]
+
+
 KERNEL_CASES: list[KernelCase] = (
-    _unary_cases()
+    _complex_cases()
+    + _unary_cases()
     + _binary_cases()
     + _reduction_cases()
     + _linalg_cases()

@@ -84,10 +84,12 @@ def test_namespace_info_lists_dtypes_devices_and_defaults() -> None:
     info = p10.__array_namespace_info__()
     assert info.default_device() == "cpu" and info.devices()[0] == "cpu"
     assert list(info.dtypes(kind="unsigned integer")) == ["uint8", "uint16", "uint32", "uint64"]
-    assert list(info.dtypes(kind="complex floating")) == []
+    assert list(info.dtypes(kind="complex floating")) == ["complex64", "complex128"]
     assert info.default_dtypes()["real floating"] == p10.float32
+    assert info.default_dtypes()["complex floating"] == p10.complex64
     with p10.default_dtype("float64"):
         assert info.default_dtypes()["real floating"] == p10.float64
+        assert info.default_dtypes()["complex floating"] == p10.complex128
     assert info.capabilities()["boolean indexing"] is True
 
 
@@ -110,10 +112,11 @@ def test_finfo_fields_are_python_numbers() -> None:
         p10.finfo(p10.int32)
 
 
-def test_isdtype_complex_floating_is_false_for_every_p10_dtype() -> None:
+def test_isdtype_complex_floating_is_true_only_for_the_complex_dtypes() -> None:
     info = p10.__array_namespace_info__()
-    assert not any(p10.isdtype(d, "complex floating") for d in info.dtypes().values())
-    assert p10.isdtype(p10.uint32, "numeric")
+    found = [d for d in info.dtypes().values() if p10.isdtype(d, "complex floating")]
+    assert found == [p10.complex64, p10.complex128]
+    assert p10.isdtype(p10.uint32, "numeric") and p10.isdtype(p10.complex64, "numeric")
 
 
 def test_astype_to_device_and_to_device() -> None:

@@ -91,8 +91,8 @@ def test_creation_errors_name_the_function():
         p10.ones((2.5,))
     with pytest.raises(p10.ArgumentError, match="arange: step must not be zero"):
         p10.arange(0, 3, 0)
-    with pytest.raises(p10.DTypeError, match="dtype 'complex64' is not supported"):
-        p10.zeros(2, dtype="complex64")
+    with pytest.raises(p10.DTypeError, match="dtype 'float16' is not supported"):
+        p10.zeros(2, dtype="float16")
     with pytest.raises(p10.DTypeError, match="asarray: dtype <U1 is not supported"):
         p10.asarray(["a"])
     with pytest.raises(p10.ShapeError, match="asarray: cannot make a tensor from list"):
@@ -112,8 +112,8 @@ def test_finfo_iinfo_isdtype_can_cast():
     assert not p10.isdtype(p10.float64, "complex floating")
     with pytest.raises(p10.DTypeError, match="unknown kind"):
         p10.isdtype(p10.int8, "complex")
-    with pytest.raises(p10.DTypeError):
-        p10.finfo("complex128")
+    assert p10.finfo("complex128").bits == 64  # a complex dtype reports its parts' limits
+    assert p10.finfo(p10.complex64).eps == np.finfo(np.float32).eps
 
 
 def test_result_type_of_python_scalars_alone():

@@ -522,3 +522,52 @@ case(Op.SVD, "vh-wide", lambda x: _gram(p10.linalg.svd(x, full_matrices=False).V
      u((3, 4)))  # fmt: skip
 case(Op.SVD, "pinv", p10.linalg.pinv, u((4, 3)))
 case(Op.SVD, "nuclear-norm", lambda x: p10.linalg.matrix_norm(x, ord="nuc"), u((3, 4)))
+
+# -- complex inputs (issue 18) --------------------------------------------------------------------
+# The inputs are the real and imaginary parts of complex tensors, the outputs the real and
+# imaginary parts of the result: the real Jacobian then checks PyTorch's convention (the
+# gradient of z = x + iy is dL/dx + i dL/dy) through every complex rule on the way.
+
+
+def _z(re: Any, im: Any) -> Any:
+    return re + im * 1j
+
+
+def _parts(w: Any) -> Any:
+    return p10.stack([p10.real(w), p10.imag(w)])
+
+
+def _cz1(fn: Callable[[Any], Any]) -> Callable[..., Any]:
+    return lambda a, b: _parts(fn(_z(a, b)))
+
+
+def _cz2(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    return lambda a, b, c, d: _parts(fn(_z(a, b), _z(c, d)))
+
+
+_Z3 = (u((3,)), u((3,)))
+_ZP = (away((3,), (0.0,), 0.4), u((3,), -1.0, 1.0))  # away from 0 (log, sqrt's branch cut)
+case(Op.MUL, "complex", _cz2(p10.multiply), *_Z3, *_Z3)
+case(Op.MUL, "complex-real", lambda a, b, r: _parts(_z(a, b) * r), *_Z3, u((3,)))
+case(Op.DIV, "complex", _cz2(p10.divide), *_Z3, *_ZP)
+case(Op.SUB, "complex", _cz2(p10.subtract), *_Z3, *_Z3)
+case(Op.NEG, "complex", _cz1(p10.negative), *_Z3)
+case(Op.EXP, "complex", _cz1(p10.exp), *_Z3)
+case(Op.LOG, "complex", _cz1(p10.log), *_ZP)
+case(Op.SQRT, "complex", _cz1(p10.sqrt), *_ZP)
+case(Op.SIN, "complex", _cz1(p10.sin), *_Z3)
+case(Op.TANH, "complex", _cz1(p10.tanh), *_Z3)
+case(Op.RECIPROCAL, "complex", _cz1(p10.reciprocal), *_ZP)
+case(Op.SQUARE, "complex", _cz1(p10.square), *_Z3)
+case(Op.ABS, "complex", lambda a, b: p10.abs(_z(a, b)), *_ZP)
+case(Op.REAL, "complex", lambda a, b: p10.real(_z(a, b) * _z(b, a)), *_Z3)
+case(Op.REAL, "real", lambda a: p10.real(a), u((3,)))
+case(Op.IMAG, "complex", lambda a, b: p10.imag(_z(a, b) * _z(b, a)), *_Z3)
+case(Op.IMAG, "real", lambda a: p10.imag(a) + a, u((3,)))
+case(Op.CONJ, "complex", _cz1(lambda z: p10.conj(z) * z * z), *_Z3)
+case(Op.CAST, "real-to-complex", lambda a: _parts(p10.astype(a, "complex128") * (1 + 2j)), u((3,)))
+case(Op.SUM, "complex", _cz1(lambda z: p10.sum(z * z, axis=0)), u((2, 3)), u((2, 3)))
+case(Op.MATMUL, "complex", _cz2(p10.matmul), u((2, 3)), u((2, 3)), u((3, 2)), u((3, 2)))
+case(Op.INV, "complex", _cz1(p10.linalg.inv), u((3, 3)), u((3, 3)))
+case(Op.DET, "complex", _cz1(p10.linalg.det), u((3, 3)), u((3, 3)))
+case(Op.SOLVE, "complex", _cz2(p10.linalg.solve), u((3, 3)), u((3, 3)), u((3, 2)), u((3, 2)))
