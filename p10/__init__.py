@@ -424,7 +424,7 @@ __all__ += [
     "uint64",
 ]  # Array API inspection and dtypes (issue 18)
 
-from p10 import linalg  # noqa: E402  the Array API linalg extension (issue 18)
+from p10 import fft, linalg  # noqa: E402  the Array API extensions (issue 18)
 from p10._manipulation import (  # noqa: E402  Array API compositions (issue 18)
     broadcast_arrays,
     count_nonzero,
@@ -455,6 +455,7 @@ __all__ += [
     "cumulative_prod",
     "cumulative_sum",
     "diff",
+    "fft",
     "linalg",
     "meshgrid",
     "moveaxis",

@@ -149,6 +149,10 @@ class Op(enum.Enum):
     REAL = "real"
     IMAG = "imag"
     CONJ = "conj"
+    # Array API fft extension (issue 18)
+    FFTN = "fftn"  # complex -> complex; params: s, axes (tuples), norm, inverse
+    RFFT = "rfft"  # real -> complex half spectrum; params: n, axis, norm
+    IRFFT = "irfft"  # complex half spectrum -> real; params: n, axis, norm
 
     # NOTE: members are singletons compared by identity, so the identity hash is exact; it makes
     # every kernel-table lookup several times cheaper than Enum's Python-level name hash.

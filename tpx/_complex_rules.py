@@ -53,7 +53,7 @@ RULES: dict[Op, Rule] = {
 """The rules of the complex-number ops, in enum order."""
 
 # Rules that already handle complex values, or that are not complex-analytic.
-_OWN = frozenset({Op.ABS, Op.CAST, Op.REAL, Op.IMAG, Op.CONJ})
+_OWN = frozenset({Op.ABS, Op.CAST, Op.REAL, Op.IMAG, Op.CONJ, Op.IRFFT})
 _REAL_ONLY = frozenset({Op.CHOLESKY, Op.QR, Op.EIGH, Op.SVD})
 
 

@@ -39,6 +39,7 @@ import p10
 from p10 import Op
 from tpx._complex_rules import RULES as COMPLEX_RULES
 from tpx._complex_rules import conjugate_rules
+from tpx._fft_rules import RULES as FFT_RULES
 from tpx._graph import Rule, RuleContext
 from tpx._linalg_rules import RULES as LINALG_RULES
 
@@ -912,6 +913,7 @@ RULES: dict[Any, Rule] = {
     Op.NEXTAFTER: Rule(_nextafter),
     **LINALG_RULES,
     **COMPLEX_RULES,
+    **FFT_RULES,
 }
 """The gradient rule of every differentiable op."""
 conjugate_rules(RULES)  # complex inputs: PyTorch's convention (see tpx._complex_rules)

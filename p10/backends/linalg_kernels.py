@@ -1,4 +1,4 @@
-"""Kernels of the linalg and complex-number ops (issue 18): the NumPy spec kernels and the
+"""Kernels of the linalg, fft and complex-number ops (issue 18): the NumPy spec kernels and the
 Array API ones.
 
 Every kernel works on the last two axes and keeps the batch axes. Decompositions whose factors
@@ -55,7 +55,15 @@ def _imag(x):
     return np.imag(x).copy()
 
 
+def _fftn(x, *, s, axes, norm="backward", inverse=False):
+    fn = np.fft.ifftn if inverse else np.fft.fftn
+    return fn(x, s=tuple(s), axes=tuple(axes), norm=norm)
+
+
 KERNELS = {
+    Op.FFTN: _fftn,
+    Op.RFFT: lambda x, *, n, axis, norm="backward": np.fft.rfft(x, n=n, axis=axis, norm=norm),
+    Op.IRFFT: lambda x, *, n, axis, norm="backward": np.fft.irfft(x, n=n, axis=axis, norm=norm),
     Op.REAL: _real,
     Op.IMAG: _imag,
     Op.CONJ: np.conj,
@@ -97,6 +105,7 @@ def array_api_kernels(lib: Any) -> dict[Op, Any]:
             return la.svdvals(a)
         return la.svd(a, full_matrices=full_matrices)[0 if part == "u" else 2]
 
+    table |= _fft_kernels(xp)
     return table | {
         Op.INV: la.inv,
         Op.SOLVE: la.solve,
@@ -120,3 +129,16 @@ def _complex_kernels(xp: Any) -> dict[Op, Any]:
         return xp.conj(x) if xp.isdtype(x.dtype, "complex floating") else xp.asarray(x, copy=True)
 
     return {Op.REAL: real, Op.IMAG: imag, Op.CONJ: conj}
+
+
+def _fft_kernels(xp: Any) -> dict[Op, Any]:
+    f = xp.fft
+
+    def fftn(x, *, s, axes, norm="backward", inverse=False):
+        return (f.ifftn if inverse else f.fftn)(x, s=tuple(s), axes=tuple(axes), norm=norm)
+
+    return {
+        Op.FFTN: fftn,
+        Op.RFFT: lambda x, *, n, axis, norm="backward": f.rfft(x, n=n, axis=axis, norm=norm),
+        Op.IRFFT: lambda x, *, n, axis, norm="backward": f.irfft(x, n=n, axis=axis, norm=norm),
+    }

@@ -265,5 +265,9 @@ add(Op.ABS, "complex", z((3,)))
 add(Op.EXP, "complex", z((3,)))
 add(Op.MUL, "complex", z((2, 3)), z((3,)))
 add(Op.CAST, "complex-to-real", z((3,)), dtype=np.dtype("float64"))
+add(Op.FFTN, "2d", z((2, 3)), s=(2, 4), axes=(0, 1), norm="backward", inverse=False)
+add(Op.FFTN, "inverse", z((2, 3)), s=(3,), axes=(1,), norm="ortho", inverse=True)
+add(Op.RFFT, "odd", f((2, 5), dtype=np.float64), n=5, axis=1, norm="backward")
+add(Op.IRFFT, "even", z((2, 3)), n=4, axis=1, norm="forward")
 
 COVERED = {c.op for c in CASES}

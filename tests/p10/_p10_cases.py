@@ -288,6 +288,10 @@ def _complex_cases() -> list[KernelCase]:
         _case(Op.MATMUL, c64(2, 3), c64(3, 2), name="complex"),
         _case(Op.CAST, z, name="complex-to-real", dtype=np.dtype("float32")),
         _case(Op.CAST, f32(3), name="real-to-complex", dtype=np.dtype("complex128")),
+        _case(Op.FFTN, z, s=(2, 4), axes=(0, 1), norm="backward", inverse=False),
+        _case(Op.FFTN, z, name="inverse-ortho", s=(2,), axes=(1,), norm="ortho", inverse=True),
+        _case(Op.RFFT, f32(2, 5), n=5, axis=1, norm="backward"),
+        _case(Op.IRFFT, z, n=4, axis=1, norm="forward"),
     ]
 
 

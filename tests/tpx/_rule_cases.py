@@ -571,3 +571,17 @@ case(Op.MATMUL, "complex", _cz2(p10.matmul), u((2, 3)), u((2, 3)), u((3, 2)), u(
 case(Op.INV, "complex", _cz1(p10.linalg.inv), u((3, 3)), u((3, 3)))
 case(Op.DET, "complex", _cz1(p10.linalg.det), u((3, 3)), u((3, 3)))
 case(Op.SOLVE, "complex", _cz2(p10.linalg.solve), u((3, 3)), u((3, 3)), u((3, 2)), u((3, 2)))
+
+# -- fft (issue 18): complex inputs as real and imaginary parts, as above -------------------------
+case(Op.FFTN, "fft", _cz1(p10.fft.fft), *_Z3)
+case(Op.FFTN, "ifft-ortho", _cz1(lambda z: p10.fft.ifft(z, norm="ortho")), *_Z3)
+case(Op.FFTN, "fft-pad", _cz1(lambda z: p10.fft.fft(z, n=5)), *_Z3)
+case(Op.FFTN, "fft-crop", _cz1(lambda z: p10.fft.fft(z, n=2, norm="forward")), *_Z3)
+case(Op.FFTN, "fftn-2d", _cz1(lambda z: p10.fft.fftn(z, s=(3, 2))), u((2, 3)), u((2, 3)))
+case(Op.RFFT, "even", lambda x: _parts(p10.fft.rfft(x)), u((4,)))
+case(Op.RFFT, "odd-pad", lambda x: _parts(p10.fft.rfft(x, n=5, norm="ortho")), u((3,)))
+case(Op.RFFT, "2d-axis0", lambda x: _parts(p10.fft.rfft(x, axis=0)), u((3, 2)))
+case(Op.IRFFT, "even", lambda a, b: p10.fft.irfft(_z(a, b)), u((3,)), u((3,)))
+case(Op.IRFFT, "odd", lambda a, b: p10.fft.irfft(_z(a, b), n=5, norm="ortho"), *_Z3)
+case(Op.IRFFT, "crop", lambda a, b: p10.fft.irfft(_z(a, b), n=2, norm="forward"), *_Z3)
+case(Op.IRFFT, "hfft-2d", lambda a, b: p10.fft.hfft(_z(a, b), axis=0), u((3, 2)), u((3, 2)))
