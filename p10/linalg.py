@@ -185,7 +185,14 @@ def slogdet(x: Any, /) -> SlogdetResult:
     (-1.0, 0.6931)
     """
     a = _matrices(x, "slogdet", square=True)
-    return SlogdetResult(apply(Op.SLOGDET, a, part="sign"), apply(Op.SLOGDET, a, part="logabsdet"))
+    if a.dtype.kind == "c":
+        # NOTE: a complex sign varies with the matrix: det / |det| carries its gradient
+        d = det(a)
+        mag = abs(d)
+        sign = where(mag == 0, 0.0, divide(d, astype(where(mag == 0, 1.0, mag), d.dtype)))
+    else:
+        sign = apply(Op.SLOGDET, a, part="sign")
+    return SlogdetResult(sign, apply(Op.SLOGDET, a, part="logabsdet"))
 
 
 def cholesky(x: Any, /, *, upper: bool = False) -> Any:

@@ -512,13 +512,28 @@ __all__ += [
     "trunc",
 ]  # Array API elementwise functions (issue 18)
 
-from p10 import complex64, complex128, conj, imag, real, uint16, uint32, uint64  # noqa: E402
+from p10 import (  # noqa: E402  # noqa: E402  Array API extensions
+    __array_namespace_info__,
+    complex64,
+    complex128,
+    conj,
+    fft,
+    imag,
+    linalg,
+    real,
+    uint16,
+    uint32,
+    uint64,
+)
 
 __all__ += [
+    "__array_namespace_info__",
     "complex64",
     "complex128",
     "conj",
+    "fft",
     "imag",
+    "linalg",
     "real",
     "uint16",
     "uint32",

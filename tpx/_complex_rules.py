@@ -55,6 +55,7 @@ RULES: dict[Op, Rule] = {
 # Rules that already handle complex values, or that are not complex-analytic.
 _OWN = frozenset({Op.ABS, Op.CAST, Op.REAL, Op.IMAG, Op.CONJ, Op.IRFFT})
 _REAL_ONLY = frozenset({Op.CHOLESKY, Op.QR, Op.EIGH, Op.SVD})
+_REAL_OUTPUT = _REAL_ONLY | {Op.SLOGDET}
 
 
 def _as_input_dtype(g: Any, dt: Any) -> Any:
@@ -65,9 +66,13 @@ def _as_input_dtype(g: Any, dt: Any) -> Any:
 
 
 def _wirtinger(op: Op, vjp: Any) -> Any:
+    # NOTE: an op's input is complex when its output is, except for ops with a real output
+    # (slogdet's logabsdet, svd's singular values, eigh's eigenvalues): those check the input
+    real_out = op in _REAL_OUTPUT
+
     @functools.wraps(vjp)
     def rule(ctx: RuleContext, g: Any) -> Grads:
-        if g.dtype.kind != "c":
+        if g.dtype.kind != "c" and not (real_out and ctx.input_dtypes[0].kind == "c"):
             return vjp(ctx, g)
         if op in _REAL_ONLY:
             raise RuleError(
