@@ -407,7 +407,8 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
     if ord == 1:
         return sum(a, axis=axes, keepdims=keepdims)
     if ord == 2:
-        return sqrt(sum(multiply(x, x), axis=axes, keepdims=keepdims))
+        sq = multiply(a, a) if x.dtype.kind == "c" else multiply(x, x)
+        return sqrt(sum(sq, axis=axes, keepdims=keepdims))
     p = float(ord)
     return pow(sum(pow(a, p), axis=axes, keepdims=keepdims), 1.0 / p)
 
@@ -421,7 +422,8 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     """
     a = _matrices(x, "matrix_norm")
     if ord == "fro":
-        out = sqrt(sum(multiply(a, a), axis=(-2, -1)))
+        m = abs(a) if a.dtype.kind == "c" else a
+        out = sqrt(sum(multiply(m, m), axis=(-2, -1)))
     elif ord == "nuc":
         out = sum(svdvals(a), axis=-1)
     elif ord in (2, -2):

@@ -61,6 +61,40 @@ def _logsumexp(x, *, axis=None, keepdims=False):
     return out.reshape(()) if x.ndim == 0 else out  # NOTE: scipy gives 0-d input keepdims (1,)
 
 
+def _complex_of(re, im):
+    """A complex array from its parts, keeping the signs of zeros (``re + 1j * im`` does not)."""
+    out = np.empty(np.broadcast(re, im).shape, np.result_type(re, im, np.complex64))
+    out.real, out.imag = re, im
+    return out
+
+
+def _expm1(x):
+    out = np.expm1(x)
+    if x.dtype.kind == "c":
+        # NOTE: NumPy's complex expm1 gives NaN at infinities where C99 (and the standard) give
+        # exp(z) - 1 (-1 + 0j at -inf + inf j), and -0 + 0j at -0 + 0j where they give 0 + 0j
+        bad = ~np.isfinite(x)
+        if bad.any():
+            with np.errstate(invalid="ignore"):
+                out = np.where(bad, np.exp(x) - 1, out)
+        zero = x == 0
+        if zero.any():
+            out = np.where(zero, _complex_of(0.0, x.imag).astype(x.dtype), out)
+    return out
+
+
+def _tanh(x):
+    out = np.tanh(x)
+    if x.dtype.kind == "c":
+        # NOTE: the standard's tanh(+-inf + iy) for finite y is +-1 with a zero imaginary part of
+        # y's sign; NumPy's takes the sign of sin(2y)
+        edge = np.isinf(x.real) & np.isfinite(x.imag)
+        if edge.any():
+            fix = _complex_of(np.sign(x.real), np.copysign(0.0, x.imag)).astype(x.dtype)
+            out = np.where(edge, fix, out)
+    return out
+
+
 def _floordiv(a, b):
     out = np.floor_divide(a, b)
     if out.dtype.kind == "f":
@@ -224,14 +258,14 @@ KERNELS = {
     Op.EXP: np.exp,
     Op.LOG: np.log,
     Op.LOG1P: np.log1p,
-    Op.EXPM1: np.expm1,
+    Op.EXPM1: _expm1,
     Op.SQRT: np.sqrt,
     Op.SQUARE: np.square,
     Op.RECIPROCAL: np.reciprocal,
     Op.SIN: np.sin,
     Op.COS: np.cos,
     Op.TAN: np.tan,
-    Op.TANH: np.tanh,
+    Op.TANH: _tanh,
     Op.SIGMOID: special.expit,
     Op.RELU: _relu,
     Op.GELU: _gelu,
