@@ -148,3 +148,21 @@ def test_floor_divide_special_cases_with_one_infinite_operand() -> None:
     out = _np(x // y)
     np.testing.assert_array_equal(out, [inf, -inf, -0.0, -0.0, 3.0])
     assert np.signbit(out[2]) and np.signbit(out[3])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_complex_special_values_of_expm1_and_tanh_follow_the_standard() -> None:
+    inf, nan = float("inf"), float("nan")
+    z = np.array([complex(-inf, inf), complex(-0.0, 0.0), complex(inf, nan)])
+    out = _np(p10.expm1(p10.asarray(z, dtype="complex128")))
+    assert out[0] == -1 and not np.signbit(out[1].real) and np.isinf(out[2].real)
+    t = _np(p10.tanh(p10.asarray(np.array([complex(inf, 2.0), complex(-inf, -2.0)]))))
+    assert t.tolist() == [1 + 0j, -1 - 0j]
+    assert not np.signbit(t[0].imag) and np.signbit(t[1].imag)
+
+
+def test_norms_of_complex_tensors_are_real() -> None:
+    z = p10.asarray(Z)
+    assert p10.linalg.vector_norm(z).dtype == p10.float64
+    np.testing.assert_allclose(_np(p10.linalg.vector_norm(z)), np.linalg.norm(Z))
+    np.testing.assert_allclose(_np(p10.linalg.matrix_norm(z)), np.linalg.norm(Z))
