@@ -213,8 +213,9 @@ def _describe(comps: list[list[str]], edges: dict[str, set[str]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("packages", nargs="*", default=list(PACKAGES))
-    parser.add_argument("--function-level", action="store_true",
-                        help="also list cycles that go through imports inside functions")  # fmt: skip
+    parser.add_argument(
+        "--function-level", action="store_true", help="also list cycles through function imports"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 on a module-level cycle")
     args = parser.parse_args(argv)
     total = 0
