@@ -155,6 +155,7 @@ from tpx._function import Function, FunctionCtx, register_rule
 from tpx._graph import AccumulateGrad, GradFn, Node, Rule, RuleContext
 from tpx._materialize import materialize
 from tpx._mode import (
+    BackwardInfo,
     add_observer,
     current_scope,
     detect_anomaly,
@@ -236,13 +237,14 @@ long = int64
 __version__ = "0.1.0"
 
 # NOTE: last, as PyTorch loads torch.nn and torch.optim: these modules import tpx themselves
-from tpx import autograd, data, nn, optim, utils  # noqa: E402
+from tpx import autograd, data, nn, observe, optim, utils  # noqa: E402
 from tpx.nn import load, save  # noqa: E402
 
 __all__ = [
     "AccumulateGrad",
     "AnomalyError",
     "BackwardError",
+    "BackwardInfo",
     "CompileStats",
     "CompileWarning",
     "CompiledFunction",
@@ -393,6 +395,7 @@ __all__ = [
     "normal",
     "not_equal",
     "numel",
+    "observe",
     "ones",
     "ones_like",
     "optim",

@@ -156,7 +156,8 @@ def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] 
         _run_fast(order, grads, retain_graph, False)
         return None
     # observers (a capture): the same loop, which then also emits the events
-    _mode.emit("on_backward_start", roots, dict(grads), order)
+    info = _mode.backward_info(None, False, retain_graph)
+    _mode.emit("on_backward_start", roots, dict(grads), order, info)
     try:
         _run_fast(order, grads, retain_graph, True)
     finally:
@@ -269,7 +270,8 @@ def _run_general(
     results: list[Any] = [None] * (len(targets) if targets is not None else 0)
     useful = _useful(order, targets)
     if observed:
-        _mode.emit("on_backward_start", roots, dict(grads), order)
+        info = _mode.backward_info(targets, create_graph, retain_graph)
+        _mode.emit("on_backward_start", roots, dict(grads), order, info)
     try:
         for node in order:
             g = grads.pop(node, None)

@@ -140,7 +140,7 @@ def print_report(console: Console, r: ABReport, limit: int, show_all: bool) -> N
 
 
 def _report(target: str, args: tuple[str, ...], overrides: list, opts: dict) -> ABReport:
-    from tpx_inspect.cli import load_trace
+    from tpx_inspect._cli_base import load_trace
 
     path = Path(target)
     propagate = opts.pop("propagate")

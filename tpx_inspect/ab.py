@@ -192,7 +192,7 @@ class LossRecorder:
         self._scalars: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def on_node_forward(self, node: Any, inputs: tuple, output: Any, seconds: float) -> None:
-        raw = output._t
+        raw = output.p10
         if raw.ndim == 0 or math.prod(raw.shape) == 1:
             self._scalars[node] = float(np.asarray(raw.numpy()).reshape(-1)[0])
 

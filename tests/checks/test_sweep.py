@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _rule_cases import CASES
 
 import tpx as tp
+from tests.helpers.rule_cases import CASES
 from tpx.rules import RULES, Rule
 from tpx_inspect.checks import capture_call, local_check, run_graph_checks
 

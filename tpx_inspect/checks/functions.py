@@ -19,6 +19,7 @@ from typing import Any
 
 import p10
 import tpx
+from tpx import observe
 from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
 
 NOT_IMPORTED = (
@@ -40,15 +41,7 @@ def live_function_classes() -> dict[str, type]:
     >>> live_function_classes()["Twice"] is Twice
     True
     """
-    found: dict[str, type] = {}
-    stack = list(tpx.Function.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        op = cls.__dict__.get("_op")
-        if op is not None:
-            found.setdefault(op.value, cls)
-        stack.extend(cls.__subclasses__())
-    return found
+    return observe.function_classes()
 
 
 def function_info(cls: type) -> dict[str, Any]:
@@ -56,8 +49,8 @@ def function_info(cls: type) -> dict[str, Any]:
 
     A class defined inside a function (``<locals>`` in its qualname) cannot be imported.
 
-    >>> function_info(tpx.Function)["path"]
-    'tpx._function:Function'
+    >>> function_info(tpx.Function)["importable"]
+    True
     """
     # NOTE: the file of forward's code, not inspect.getsourcefile: a script's classes live in
     # a __main__ that is no longer the script's once the run ended.
