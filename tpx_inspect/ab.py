@@ -236,7 +236,7 @@ class ABReport:
         """Print the report's tables (as ``tpx-inspect ab`` does) to a rich console."""
         from rich.console import Console
 
-        from tpx_inspect._cli_ab import print_report
+        from tpx_inspect._ab_tables import print_report
 
         print_report(console or Console(width=200), self, limit, show_all)
 
