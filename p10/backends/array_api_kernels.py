@@ -102,11 +102,13 @@ def _reduce_dtype(ufunc: np.ufunc, dt: np.dtype) -> np.dtype:
 
 # -- elementwise -------------------------------------------------------------------------------
 def _standard(lib: Lib, arity: int) -> dict[Op, Kernel]:
-    """The kernels of the op-spec entries that the Array API names as P10 does (``spec.xp``)."""
+    """The kernels of the op-spec entries that the Array API names as P10 does (``spec.xp``);
+    one the namespace lacks gets the host fallback or the missing-kernel error (see
+    :func:`generic_kernels`)."""
     return {
         op: getattr(lib.xp, spec.function_name)
         for op, spec in SPEC_OF.items()
-        if spec.xp and spec.arity == arity
+        if spec.xp and spec.arity == arity and hasattr(lib.xp, spec.function_name)
     }
 
 
@@ -350,7 +352,8 @@ def _gelu(erf: Kernel, tanh_form: Kernel) -> Kernel:
     return gelu
 
 
-_OUTSIDE = (Op.ERF, Op.EINSUM)
+# Ops the standard lacks, and op-spec entries the namespace lacks: NumPy's kernel on the host
+_OUTSIDE = (Op.ERF, Op.EINSUM, *SPEC_OF)
 
 
 def generic_kernels(lib: Lib, extras: dict[Op, Kernel] | None = None) -> dict[Op, Kernel]:
@@ -366,7 +369,7 @@ def generic_kernels(lib: Lib, extras: dict[Op, Kernel] | None = None) -> dict[Op
     table.update(extras or {})
     for op in _OUTSIDE:
         if op not in table:
-            why = "not in the Array API standard"
+            why = f"not in the Array API standard or not in {lib.xp.__name__}"
             table[op] = host_fallback(lib, op) if lib.cpu else missing(lib, op, why)
     if Op.GELU not in (extras or {}):
         table[Op.GELU] = _gelu(table[Op.ERF], table[Op.GELU])
