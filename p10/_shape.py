@@ -7,8 +7,9 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-from p10._elementwise import astype, multiply, operands, promote_mixed
+from p10._elementwise import operands, promote_mixed
 from p10._errors import ArgumentError, AxisError, ShapeError
+from p10._functions import astype, multiply
 from p10._ops import Op
 from p10._reductions import normalize_axes, normalize_axis
 from p10._tensor import apply
@@ -434,9 +435,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
             f"{x2.shape}; it must be the same in both (it is not broadcast)"
         )
     if x1.dtype.kind == "c":
-        from p10._complex import conj
-
-        x1 = conj(x1)  # NOTE: the standard's vecdot conjugates the first vector
+        x1 = apply(Op.CONJ, x1)  # NOTE: the standard's vecdot conjugates the first vector
     prod = multiply(x1, x2)
     out = _sum(prod, axis=neg)
     return out if out.dtype == prod.dtype else astype(out, prod.dtype)

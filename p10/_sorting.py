@@ -17,7 +17,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from p10._elementwise import (
+from p10._elementwise import operands
+from p10._errors import ArgumentError, ShapeError
+from p10._functions import (
     astype,
     isnan,
     less,
@@ -25,10 +27,8 @@ from p10._elementwise import (
     logical_and,
     logical_not,
     logical_or,
-    operands,
     where,
 )
-from p10._errors import ArgumentError, ShapeError
 from p10._index_ops import take, take_along_axis
 from p10._ops import Op
 from p10._reductions import normalize_axis, prod, sum

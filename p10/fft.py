@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from p10._complex import conj
 from p10._creation import asarray
 from p10._dtypes import REAL_OF, default_complex_dtype, to_dtype
-from p10._elementwise import astype, operands
+from p10._elementwise import operands
 from p10._errors import ArgumentError, DTypeError
+from p10._functions import astype
 from p10._manipulation import roll
 from p10._ops import Op
 from p10._reductions import normalize_axis
@@ -207,7 +207,7 @@ def hfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backwa
     >>> p10.fft.hfft(p10.asarray([1.0, 0.0])).tolist()
     [1.0, 1.0]
     """
-    return irfft(conj(_complex(x, "hfft")), n=n, axis=axis, norm=_SWAP[_norm(norm, "hfft")])
+    return irfft(_conj(_complex(x, "hfft")), n=n, axis=axis, norm=_SWAP[_norm(norm, "hfft")])
 
 
 def ihfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
@@ -217,7 +217,11 @@ def ihfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backw
     >>> p10.real(p10.fft.ihfft(p10.asarray([1.0, 1.0]))).tolist()
     [1.0, 0.0]
     """
-    return conj(rfft(x, n=n, axis=axis, norm=_SWAP[_norm(norm, "ihfft")]))
+    return _conj(rfft(x, n=n, axis=axis, norm=_SWAP[_norm(norm, "ihfft")]))
+
+
+def _conj(x: Any) -> Any:
+    return apply(Op.CONJ, x)
 
 
 def _freq_dtype(dtype: Any) -> np.dtype:

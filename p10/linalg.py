@@ -22,21 +22,20 @@ import numpy as np
 
 from p10._creation import arange, eye
 from p10._dtypes import finfo
-from p10._elementwise import (
+from p10._elementwise import operands, to_float
+from p10._errors import ArgumentError, ShapeError
+from p10._functions import (
     abs,
     astype,
     divide,
     greater,
     multiply,
     not_equal,
-    operands,
     pow,
     sqrt,
     subtract,
-    to_float,
     where,
 )
-from p10._errors import ArgumentError, ShapeError
 from p10._ops import Op
 from p10._reductions import max, min, normalize_axes, normalize_axis, sum
 from p10._shape import (

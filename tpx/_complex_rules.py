@@ -18,6 +18,7 @@ rules handle complex values themselves:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -108,6 +109,6 @@ def conjugate_rules(rules: dict[Any, Rule]) -> None:
     """Wrap every holomorphic rule of ``rules`` (in place) with PyTorch's complex convention."""
     for op, r in rules.items():
         if op is Op.ABS:
-            rules[op] = Rule(_abs_of_complex(r.vjp), r.save, r.save_output, r.cross)
+            rules[op] = dataclasses.replace(r, vjp=_abs_of_complex(r.vjp))
         elif isinstance(op, Op) and op not in _OWN:
-            rules[op] = Rule(_wirtinger(op, r.vjp), r.save, r.save_output, r.cross)
+            rules[op] = dataclasses.replace(r, vjp=_wirtinger(op, r.vjp))

@@ -12,9 +12,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from scipy import special
 
+from p10 import _numpy_special
 from p10._backend import Backend
 from p10._indexing import fill_key
-from p10._ops import Op
+from p10._ops import SPEC_OF, Op
 from p10.backends import linalg_kernels
 
 
@@ -29,11 +30,6 @@ def _gelu(x, *, approximate="none"):
         inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1.0 + np.tanh(inner))
     return 0.5 * x * (1.0 + special.erf(x * (1.0 / math.sqrt(2.0))))
-
-
-def _relu(x):
-    # NOTE: np.maximum keeps NaN, as torch.relu does.
-    return np.maximum(x, x.dtype.type(0))
 
 
 def _reduce(ufunc):
@@ -59,58 +55,6 @@ def _var(x, *, axis=None, keepdims=False, correction=0.0):
 def _logsumexp(x, *, axis=None, keepdims=False):
     out = special.logsumexp(x, axis=axis, keepdims=keepdims).astype(x.dtype, copy=False)
     return out.reshape(()) if x.ndim == 0 else out  # NOTE: scipy gives 0-d input keepdims (1,)
-
-
-def _complex_of(re, im):
-    """A complex array from its parts, keeping the signs of zeros (``re + 1j * im`` does not)."""
-    out = np.empty(np.broadcast(re, im).shape, np.result_type(re, im, np.complex64))
-    out.real, out.imag = re, im
-    return out
-
-
-def _expm1(x):
-    out = np.expm1(x)
-    if x.dtype.kind == "c":
-        # NOTE: NumPy's complex expm1 gives NaN at infinities where C99 (and the standard) give
-        # exp(z) - 1 (-1 + 0j at -inf + inf j), and -0 + 0j at -0 + 0j where they give 0 + 0j
-        bad = ~np.isfinite(x)
-        if bad.any():
-            with np.errstate(invalid="ignore"):
-                out = np.where(bad, np.exp(x) - 1, out)
-        zero = x == 0
-        if zero.any():
-            out = np.where(zero, _complex_of(0.0, x.imag).astype(x.dtype), out)
-    return out
-
-
-def _tanh(x):
-    out = np.tanh(x)
-    if x.dtype.kind == "c":
-        # NOTE: the standard's tanh(+-inf + iy) for finite y is +-1 with a zero imaginary part of
-        # y's sign; NumPy's takes the sign of sin(2y)
-        edge = np.isinf(x.real) & np.isfinite(x.imag)
-        if edge.any():
-            fix = _complex_of(np.sign(x.real), np.copysign(0.0, x.imag)).astype(x.dtype)
-            out = np.where(edge, fix, out)
-    return out
-
-
-def _floordiv(a, b):
-    out = np.floor_divide(a, b)
-    if out.dtype.kind == "f":
-        # NOTE: the standard's special cases: with one infinite operand the result is
-        # floor(a / b) (inf // 2 is inf, -1 // inf is -0), where NumPy gives NaN or -1
-        one_inf = np.isinf(a) ^ np.isinf(b)
-        if one_inf.any():
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out = np.where(one_inf, np.floor(np.true_divide(a, b)), out)
-    return out
-
-
-def _cast(x, *, dtype):
-    if x.dtype.kind == "c" and dtype.kind != "c":
-        x = x.real  # NOTE: complex -> real keeps the real part, without NumPy's warning
-    return x.astype(dtype)
 
 
 def _cumsum(x, *, axis=0):
@@ -253,57 +197,10 @@ def _avg_pool2d(x, *, kernel_size, stride, padding=(0, 0)):
 
 
 KERNELS = {
-    Op.NEG: np.negative,
-    Op.ABS: np.abs,
-    Op.EXP: np.exp,
-    Op.LOG: np.log,
-    Op.LOG1P: np.log1p,
-    Op.EXPM1: _expm1,
-    Op.SQRT: np.sqrt,
-    Op.SQUARE: np.square,
-    Op.RECIPROCAL: np.reciprocal,
-    Op.SIN: np.sin,
-    Op.COS: np.cos,
-    Op.TAN: np.tan,
-    Op.TANH: _tanh,
-    Op.SIGMOID: special.expit,
-    Op.RELU: _relu,
+    **{op: spec.numpy for op, spec in SPEC_OF.items() if spec.numpy is not None},
     Op.GELU: _gelu,
-    Op.ERF: special.erf,
-    Op.SIGN: np.sign,
-    Op.FLOOR: np.floor,
-    Op.CEIL: np.ceil,
-    Op.ROUND: np.round,
     Op.CLIP: _clip,
-    Op.CAST: _cast,
-    Op.COPY: np.copy,
-    Op.LOGICAL_NOT: np.logical_not,
-    Op.BITWISE_INVERT: np.invert,
-    Op.ISNAN: np.isnan,
-    Op.ISINF: np.isinf,
-    Op.ISFINITE: np.isfinite,
-    Op.ADD: np.add,
-    Op.SUB: np.subtract,
-    Op.MUL: np.multiply,
-    Op.DIV: np.true_divide,
-    Op.FLOORDIV: _floordiv,
-    Op.MOD: np.remainder,
-    Op.POW: np.power,
-    Op.MAXIMUM: np.maximum,
-    Op.MINIMUM: np.minimum,
-    Op.EQ: np.equal,
-    Op.NE: np.not_equal,
-    Op.LT: np.less,
-    Op.LE: np.less_equal,
-    Op.GT: np.greater,
-    Op.GE: np.greater_equal,
-    Op.LOGICAL_AND: np.logical_and,
-    Op.LOGICAL_OR: np.logical_or,
-    Op.LOGICAL_XOR: np.logical_xor,
-    Op.BITWISE_AND: np.bitwise_and,
-    Op.BITWISE_OR: np.bitwise_or,
-    Op.BITWISE_XOR: np.bitwise_xor,
-    Op.WHERE: np.where,
+    Op.CAST: _numpy_special.cast,
     Op.SUM: _reduce(np.add),
     Op.MEAN: _mean,
     Op.PROD: _reduce(np.multiply),
@@ -341,25 +238,6 @@ KERNELS = {
     Op.FOLD: _fold,
     Op.MAX_POOL2D: _max_pool2d,
     Op.AVG_POOL2D: _avg_pool2d,
-    Op.ACOS: np.arccos,
-    Op.ACOSH: np.arccosh,
-    Op.ASIN: np.arcsin,
-    Op.ASINH: np.arcsinh,
-    Op.ATAN: np.arctan,
-    Op.ATANH: np.arctanh,
-    Op.COSH: np.cosh,
-    Op.SINH: np.sinh,
-    Op.LOG2: np.log2,
-    Op.LOG10: np.log10,
-    Op.TRUNC: np.trunc,
-    Op.SIGNBIT: np.signbit,
-    Op.ATAN2: np.arctan2,
-    Op.LOGADDEXP: np.logaddexp,
-    Op.HYPOT: np.hypot,
-    Op.COPYSIGN: np.copysign,
-    Op.NEXTAFTER: np.nextafter,
-    Op.BITWISE_LEFT_SHIFT: np.left_shift,
-    Op.BITWISE_RIGHT_SHIFT: np.right_shift,
     **linalg_kernels.KERNELS,
 }
 
