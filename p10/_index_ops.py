@@ -82,6 +82,12 @@ def normalize_key(x: Any, key: Any, op: str = "getitem") -> tuple[tuple, list[An
         else:
             t = operand(k, x) if is_tensor(k) else operand(np.asarray(k), x)
             if t.dtype.kind == "b":
+                dims = x.shape[axis : axis + t.ndim]
+                if t.ndim and tuple(t.shape) != tuple(dims):
+                    raise IndexOutOfRangeError(
+                        f"{op}: a bool mask of shape {t.shape} does not match the shape {dims} "
+                        f"of the axes it indexes in {x.shape}; masks must match exactly"
+                    )
                 for part in nonzero(t):
                     out.append(IndexSlot(len(tensors)))
                     tensors.append(part)

@@ -98,3 +98,14 @@ def test_roll_tril_triu_match_numpy() -> None:
     assert p10.triu(t, k=-1).tolist() == np.triu(x, -1).tolist()
     with pytest.raises(p10.ShapeError, match="tril"):
         p10.tril(p10.ones(3))
+
+
+def test_a_bool_mask_must_match_the_axes_it_indexes() -> None:
+    with pytest.raises(IndexError, match="bool mask of shape"):
+        p10.zeros(0)[p10.asarray([False])]
+    with pytest.raises(p10.IndexOutOfRangeError, match="masks must match exactly"):
+        p10.zeros((2, 3))[:, p10.asarray([True, False])]
+    assert p10.arange(6).reshape((2, 3))[:, p10.asarray([True, False, True])].tolist() == [
+        [0, 2],
+        [3, 5],
+    ]

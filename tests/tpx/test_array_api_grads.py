@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _fd import check_vjp
 
 import p10
 import tpx as tp
+from tests.helpers.fd import check_vjp
 
 RNG = np.random.default_rng(18)
 
