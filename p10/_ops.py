@@ -53,7 +53,7 @@ STRUCTURAL = (
     "max_pool2d",  # params: kernel_size, stride, padding
     "avg_pool2d",  # params: kernel_size, stride, padding
 )  # fmt: skip
-# Issue 18's extensions, after the LATER_SPECS elementwise members, with their params.
+# Issue 18's linalg and fft extensions, with their params.
 EXTENSIONS = (
     # linalg, over the last two axes, batched
     "inv",
@@ -72,8 +72,10 @@ EXTENSIONS = (
 # Params of the hand-written elementwise ops: gelu: approximate ("none" | "tanh"); clip: min,
 # max (Python scalars or None); cast: dtype. where's inputs: condition, x1, x2.
 
+# NOTE: the extensions precede LATER_SPECS so that a new op-spec entry (appended to
+# LATER_SPECS, docs/adding-an-op.md) is the last member and its rule the last of the table
 _NAMES = (
-    [s.name for s in SPECS] + list(STRUCTURAL) + [s.name for s in LATER_SPECS] + list(EXTENSIONS)
+    [s.name for s in SPECS] + list(STRUCTURAL) + list(EXTENSIONS) + [s.name for s in LATER_SPECS]
 )
 
 

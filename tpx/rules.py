@@ -891,6 +891,8 @@ RULES: dict[Any, Rule] = {
     Op.FOLD: Rule(_fold),
     Op.MAX_POOL2D: Rule(_max_pool2d, _X, save_output=True),
     Op.AVG_POOL2D: Rule(_avg_pool2d),
+    **LINALG_RULES,
+    **FFT_RULES,
     Op.ACOS: Rule(_acos, _X),
     Op.ACOSH: Rule(_acosh, _X),
     Op.ASIN: Rule(_asin, _X),
@@ -908,8 +910,6 @@ RULES: dict[Any, Rule] = {
     Op.COPYSIGN: Rule(_copysign, _XY),
     Op.NEXTAFTER: Rule(_nextafter),
     **COMPLEX_RULES,
-    **LINALG_RULES,
-    **FFT_RULES,
 }
 """The gradient rule of every differentiable op."""
 conjugate_rules(RULES)  # complex inputs: PyTorch's convention (see tpx._complex_rules)
