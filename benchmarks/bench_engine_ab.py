@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -35,8 +36,17 @@ def export(rev: str, into: Path) -> Path:
         check=True,
         capture_output=True,
     ).stdout
+    into.mkdir(parents=True)
     with tarfile.open(fileobj=BytesIO(tar)) as archive:
         archive.extractall(into, filter="data")
+    return into
+
+
+def snapshot(into: Path) -> Path:
+    """A copy of this checkout's ``p10`` and ``tpx``: edits during the run change nothing."""
+    for package in ("p10", "tpx"):
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / package, into / package, ignore=ignore)
     return into
 
 
@@ -96,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     best: dict[str, dict[str, float]] = {"old": {}, "new": {}}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tpx-engine-ab-") as tmp:
-        trees = {"old": export(args.rev, Path(tmp)), "new": ROOT}
+        trees = {"old": export(args.rev, Path(tmp) / "old"), "new": snapshot(Path(tmp) / "new")}
         for r in range(args.rounds):
             for version in ("old", "new") if r % 2 == 0 else ("new", "old"):
                 for name, seconds in run_version(trees[version], args.quick, args.cases).items():

@@ -489,9 +489,8 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
         >>> (x ** 2).sum().backward(); x.grad.tolist()
         [2.0, 4.0]
         """
-        from tpx._engine import backward
-
-        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph)
+        grads = None if gradient is None else (gradient,)
+        _engine_backward((self,), grads, retain_graph, create_graph)
 
     def _accumulator(self) -> AccumulateGrad:
         acc = self._accum() if self._accum is not None else None
@@ -688,6 +687,21 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
         raw = value._t if isinstance(value, Tensor) else value
         self._t._setitem(key, raw)
         self._ver = self._t.version
+
+
+def _no_engine(*args: Any) -> None:
+    raise RuntimeError("backward: tpx._engine was not imported; import tpx")
+
+
+# NOTE: the engine imports this module and plugs its backward in here (see use_engine), so
+# that imports go one way, engine -> tensor
+_engine_backward = _no_engine
+
+
+def use_engine(backward: Any) -> None:
+    """Make ``Tensor.backward`` call ``backward`` (``tpx._engine`` does, when imported)."""
+    global _engine_backward
+    _engine_backward = backward
 
 
 def _check_grad_assignment(t: Tensor, value: Any) -> None:
