@@ -304,6 +304,11 @@ class Tensor(TorchMethods, NumpyInterop, TensorMethods):
     def __p10_apply__(op: Any, inputs: tuple, params: dict) -> Any:
         return apply_op(op, inputs, params)
 
+    @staticmethod
+    def _wrap(raw: p10.Tensor) -> Tensor:
+        """``wrap`` for the mixins' methods (they cannot import this module)."""
+        return wrap(raw)
+
     # -- shortcuts of the hottest operators (see _fast_binary) -----------------------------
     __add__ = _fast_binary(Op.ADD, P.__add__, M.__add__)
     __radd__ = _fast_binary(Op.ADD, P.__add__, M.__radd__, P.__radd__)

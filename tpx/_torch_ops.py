@@ -32,7 +32,6 @@ __all__ = [
     "ge",
     "gt",
     "index_select",
-    "is_tensor",
     "isclose",
     "le",
     "lt",
@@ -280,18 +279,6 @@ def numel(x: Any) -> int:
     6
     """
     return math.prod(x.shape)
-
-
-def is_tensor(x: Any) -> builtins.bool:
-    """Whether ``x`` is a ``tpx.Tensor``.
-
-    >>> import tpx as tp
-    >>> tp.is_tensor(tp.zeros(1)), tp.is_tensor([1.0])
-    (True, False)
-    """
-    from tpx._tensor import Tensor
-
-    return isinstance(x, Tensor)
 
 
 def topk(x: Any, k: int, dim: int = -1, largest: builtins.bool = True,
