@@ -113,7 +113,8 @@ def backward(
     previous = state.grad_enabled
     state.grad_enabled = create_graph
     if run.observed:
-        _mode.emit("on_backward_start", roots, dict(grads), order)
+        info = _mode.backward_info(run.targets, create_graph, run.retain_graph)
+        _mode.emit("on_backward_start", roots, dict(grads), order, info)
     try:
         _run(order, grads, run)
     finally:

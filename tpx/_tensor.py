@@ -329,16 +329,8 @@ class Tensor(TorchMethods, NumpyInterop, TensorMethods):
     __matmul__ = _fast_binary(Op.MATMUL, P.__matmul__, M.__matmul__)
     matmul = _fast_binary(Op.MATMUL, P.matmul, M.matmul)
     __neg__ = _fast_unary(Op.NEG, P.__neg__, M.__neg__)
-    exp = _fast_unary(Op.EXP, P.exp, M.exp)
-    log = _fast_unary(Op.LOG, P.log, M.log)
-    tanh = _fast_unary(Op.TANH, P.tanh, M.tanh)
-    sigmoid = _fast_unary(Op.SIGMOID, P.sigmoid, M.sigmoid)
-    relu = _fast_unary(Op.RELU, P.relu, M.relu)
     sum = _fast_reduce(Op.SUM, P.sum, M.sum)  # a dtype= argument takes the slow path
     mean = _fast_reduce(Op.MEAN, P.mean, M.mean)
-    sqrt = _fast_unary(Op.SQRT, P.sqrt, M.sqrt)
-    sin = _fast_unary(Op.SIN, P.sin, M.sin)
-    cos = _fast_unary(Op.COS, P.cos, M.cos)
 
     def __init__(self, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> None:
         raw = data._t if isinstance(data, Tensor) else data

@@ -7,9 +7,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from _rule_cases import CASES
 
 import tpx as tp
+from tests.helpers.rule_cases import CASES
 from tpx.rules import RULES
 from tpx_inspect.checks import capture_call, local_check, run_graph_checks
 

@@ -17,7 +17,6 @@ import numpy as np
 import p10
 import tpx
 from tpx import FunctionCtx, RuleContext
-from tpx._tensor import wrap
 from tpx_inspect.checks.record import NodeRecord
 
 
@@ -112,7 +111,7 @@ class Replay:
 
     def _function_forward(self, xs: Sequence[Any]) -> tuple[Any, FunctionCtx]:
         ctx = FunctionCtx(tuple(e is not None for e in self.node.edges))
-        args = [wrap(self._tensor(x)) if isinstance(x, np.ndarray) else x for x in xs]
+        args = [tpx.asarray(self._tensor(x)) if isinstance(x, np.ndarray) else x for x in xs]
         with tpx.no_grad():
             out = self.node.function.forward(ctx, *args)
         return out, ctx
@@ -120,7 +119,8 @@ class Replay:
     def _function_vjp(self, xs: Sequence[Any], g: np.ndarray) -> tuple[Any, ...]:
         out, ctx = self._function_forward(xs)
         with tpx.no_grad():
-            grads = self.node.function.backward(ctx, wrap(self._tensor(np.asarray(g, out.dtype))))
+            grad_output = tpx.asarray(self._tensor(np.asarray(g, out.dtype)))
+            grads = self.node.function.backward(ctx, grad_output)
         grads = grads if isinstance(grads, tuple) else (grads,)
         return tuple(_numpy(gi) for gi in grads)
 
