@@ -30,7 +30,8 @@ from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext, hooked
 from tpx._leaf import accumulate_leaf, pre_hooks
 from tpx._mode import NAN_CHECKS, state
 from tpx._saved_checks import verify_checksums
-from tpx._tensor import Tensor, use_engine, wrap
+from tpx._tensor import Tensor, wrap
+from tpx._tensor_autograd import use_engine
 
 P10Tensor = p10.Tensor
 _new = object.__new__

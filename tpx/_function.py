@@ -17,8 +17,9 @@ from tpx import _mode
 from tpx._errors import DefinitionError
 from tpx._graph import GradFn, Rule, RuleContext, user_frame
 from tpx._mode import SAVED_CHECKS, state
+from tpx._recording import _edge
 from tpx._saved_checks import record_checksums
-from tpx._tensor import Tensor, _edge, wrap
+from tpx._tensor import Tensor, wrap
 from tpx.rules import RULES
 
 
