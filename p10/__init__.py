@@ -6,9 +6,11 @@
 tensor([[22., 32.]], dtype=float32)
 """
 
+import sys as _sys
 import types as _types
 
-from p10 import _methods
+from p10 import _backend, _tensor_api
+from p10 import backends as _backends
 from p10._backend import (
     Backend,
     CustomOp,
@@ -68,7 +70,7 @@ from p10._errors import (
 )
 from p10._functions import FUNCTIONS as _FUNCTIONS
 from p10._functions import astype, clip, gelu, positive, where
-from p10._index_ops import getitem, index_add, index_put, nonzero, take, take_along_axis
+from p10._index_ops import getitem, index_add, index_put, nonzero, repeat, take, take_along_axis
 from p10._indexing import IndexSlot
 from p10._lazy import fetch, materialize
 from p10._nn import avg_pool2d, conv2d, fold, log_softmax, max_pool2d, softmax, unfold
@@ -79,6 +81,7 @@ from p10._overrides import (
     kernel_overrides,
     override_kernel,
 )
+from p10._products import einsum, matmul, outer, tensordot, vecdot
 from p10._reductions import (
     all,
     any,
@@ -98,26 +101,20 @@ from p10._shape import (
     broadcast_shapes,
     broadcast_to,
     concat,
-    einsum,
     expand,
     expand_dims,
     flatten,
     flip,
-    matmul,
     matrix_transpose,
-    outer,
     pad,
     permute_dims,
-    repeat,
     reshape,
     split,
     squeeze,
     stack,
     swapaxes,
-    tensordot,
     tile,
     unsqueeze,
-    vecdot,
 )
 from p10._tensor import Tensor, apply, execute
 from p10.backends import numpy_backend as _numpy_backend
@@ -127,7 +124,8 @@ __array_api_version__ = "2024.12"
 __version__ = "0.1.0"
 
 register_backend(_numpy_backend.make_backend())
-_methods.bind_functions()
+_backend.add_resolver(_backends.resolve)
+_tensor_api.install(_sys.modules[__name__])
 
 bool = bool_
 e = 2.718281828459045
