@@ -123,6 +123,7 @@ from tpx._function import Function, FunctionCtx, register_rule
 from tpx._graph import AccumulateGrad, GradFn, Node, Rule, RuleContext
 from tpx._materialize import materialize
 from tpx._mode import (
+    BackwardInfo,
     add_observer,
     current_scope,
     detect_anomaly,
@@ -204,7 +205,7 @@ long = int64
 __version__ = "0.1.0"
 
 # NOTE: last, as PyTorch loads torch.nn and torch.optim: these modules import tpx themselves
-from tpx import autograd, data, nn, optim, utils  # noqa: E402
+from tpx import autograd, data, nn, observe, optim, utils  # noqa: E402
 from tpx.nn import load, save  # noqa: E402
 
 # the op-spec table's functions (p10._opspec), where tpx defines no PyTorch-style one itself
