@@ -41,6 +41,7 @@ from p10._creation import (
     zeros_like,
 )
 from p10._dtypes import (
+    FInfo,
     bool_,
     can_cast,
     default_dtype,
@@ -57,6 +58,9 @@ from p10._dtypes import (
     result_type,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from p10._errors import (
     ArgumentError,
@@ -72,7 +76,17 @@ from p10._functions import FUNCTIONS as _FUNCTIONS
 from p10._functions import astype, clip, gelu, positive, where
 from p10._index_ops import getitem, index_add, index_put, nonzero, repeat, take, take_along_axis
 from p10._indexing import IndexSlot
+from p10._info import ArrayNamespaceInfo, __array_namespace_info__
 from p10._lazy import fetch, materialize
+from p10._manipulation import (
+    broadcast_arrays,
+    count_nonzero,
+    cumulative_sum,
+    diff,
+    meshgrid,
+    moveaxis,
+    unstack,
+)
 from p10._nn import avg_pool2d, conv2d, fold, log_softmax, max_pool2d, softmax, unfold
 from p10._ops import OP_INFO, Op
 from p10._overrides import (
@@ -135,18 +149,6 @@ nan = float("nan")
 newaxis = None
 
 globals().update(_FUNCTIONS)  # the op-spec table's functions (p10._opspec)
-
-from p10._dtypes import FInfo, uint16, uint32, uint64  # noqa: E402
-from p10._info import ArrayNamespaceInfo, __array_namespace_info__  # noqa: E402
-from p10._manipulation import (  # noqa: E402  Array API compositions (issue 18)
-    broadcast_arrays,
-    count_nonzero,
-    cumulative_sum,
-    diff,
-    meshgrid,
-    moveaxis,
-    unstack,
-)
 
 __all__ = sorted(
     [n for n, v in globals().items() if n[0] != "_" and not isinstance(v, _types.ModuleType)]
