@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import math
 import os
+import weakref
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 
 from p10._indexing import IndexSlot
 from tpx import AccumulateGrad
+from tpx_inspect._batch_stats import BATCHED, BatchStore, fill_rows
 from tpx_inspect._lazy import is_lazy, lazy_record, record_values, snapshot, summarize_lazy
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -24,11 +26,11 @@ from tpx_inspect.records import (
     Graph,
     GraphTables,
     NodeTable,
-    ValueStore,
 )
 from tpx_inspect.summary import PREVIEW, dtype_name, stats_row, to_numpy
 
 _seq = attrgetter("seq")
+_NUMBERS = (float, int, bool, complex)
 
 
 def saved_meta(saved: tuple | None) -> tuple:
@@ -83,37 +85,65 @@ class PendingNode:
             self.consts = tuple(snapshot(c) for c in self.consts)
             return
         self.out = _Frozen(self.raw, keep)
-        self.consts = tuple(None if c is None else _Frozen(c, keep) for c in self.consts)
         self.raw = None
+        for c in self.consts:
+            if c is not None:
+                break
+        else:
+            return
+        # NOTE: a Python number is immutable: summarized when the graph is built
+        self.consts = tuple(
+            [c if c is None or c.__class__ in _NUMBERS else _Frozen(c, keep) for c in self.consts]
+        )
 
 
 class _Frozen:
-    """A summary row computed at forward time, with a copy of the value when it is small."""
+    """A value as it was at forward time: a copy of a small float value (summarized later,
+    with the other small values of its graph, see ``_batch_stats``), or the summary row of a
+    larger one computed now, with a copy of the value when the policy keeps it."""
 
-    __slots__ = ("head", "row", "value")
+    __slots__ = ("_row", "head", "kept", "value")
 
     def __init__(self, x: Any, keep: Callable[[Any], bool]) -> None:
-        a = to_numpy(x)
-        self.row, self.head = stats_row(a)
-        self.value = np.array(a, copy=True) if keep(a) else None
+        a = getattr(x, "_data", None)
+        if a.__class__ is not np.ndarray:
+            a = to_numpy(x)
+        self.kept = keep(a)
+        if a.dtype.kind == "f" and a.size <= BATCHED:
+            self._row: list | None = None
+            self.head: tuple = ()
+            self.value = np.array(a, copy=True)
+        else:
+            self._row, self.head = stats_row(a)
+            self.value = np.array(a, copy=True) if self.kept else None
+
+    @property
+    def row(self) -> list:
+        """The summary row (computed on first use for a deferred value)."""
+        if self._row is None:
+            self._row, self.head = stats_row(self.value)
+        return self._row
 
     @classmethod
     def of(cls, row: list, head: tuple, value: np.ndarray | None) -> _Frozen:
         """A summary computed elsewhere (a lazy tensor's, see ``_lazy``)."""
         f = object.__new__(cls)
-        f.row, f.head, f.value = row, head, value
+        f._row, f.head, f.value, f.kept = row, head, value, value is not None
         return f
 
 
 class _Tables:
-    """Collects the summary rows of one graph; a value summarized twice gets one row."""
+    """Collects the summary rows of one graph; a value summarized twice gets one row. Rows
+    are made at the end (:meth:`summaries`), the small float values all together."""
 
     def __init__(self, builder: GraphBuilder, full: bool) -> None:
         self.builder = builder
         self.full = full
-        self.rows: list[list[float]] = []
-        self.heads: list[tuple] = []
+        self.arrays: list[np.ndarray | None] = []  # None: the row is known (``done``)
+        self.vids: list[int] = []
+        self.done: dict[int, tuple[list, tuple]] = {}
         self.memo: dict[int, int] = {}
+        self._made: tuple[np.ndarray, np.ndarray] | None = None
 
     def add(self, x: Any) -> int:
         if x is None:
@@ -122,32 +152,47 @@ class _Tables:
         row = self.memo.get(key)
         if row is not None:
             return row
+        row = self.memo[key] = len(self.vids)
         if self.builder.prefetched:
             x = self.builder.prefetched.get(key, x)
+        vid = -1
         if x.__class__ is _Frozen:
-            stats, head, value = x.row, x.head, x.value
+            if x._row is None:
+                self.arrays.append(x.value)
+            else:
+                self.arrays.append(None)
+                self.done[row] = (x._row, x.head)
+            if self.full and x.kept:
+                vid = self.builder.store.adopt(x.value)
         else:
             a = to_numpy(x)
-            stats, head = stats_row(a, PREVIEW if self.full else 0)
-            value = a if self.full and self.builder.keep(a) else None
-        vid = self.builder.store.add(value) if self.full and value is not None else -1
-        if not self.full:
-            head = ()
-        self.rows.append([*stats, float(vid), float(len(head))])
-        self.heads.append(head)
-        self.memo[key] = len(self.rows) - 1
-        return len(self.rows) - 1
+            self.arrays.append(a)
+            if self.full and self.builder.keep(a):
+                vid = self.builder.store.reserve(a)
+        self.vids.append(vid)
+        return row
 
     def finite(self) -> bool:
-        return not any(r[5] or r[6] for r in self.rows)
+        table = self.summaries()[0]
+        return not table[:, 5:7].any()
 
     def summaries(self) -> tuple[np.ndarray, np.ndarray]:
-        table = np.array(self.rows, np.float64).reshape(-1, len(SUMMARY_COLUMNS))
-        if not self.full:
-            return table, np.zeros((0, PREVIEW))
-        pad = [math.nan] * PREVIEW
-        previews = [list(h) + pad[len(h) :] for h in self.heads]
-        return table, np.array(previews, np.float64).reshape(-1, PREVIEW)
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def _make(self) -> tuple[np.ndarray, np.ndarray]:
+        table = np.zeros((len(self.vids), len(SUMMARY_COLUMNS)), np.float64)
+        table[:, 8] = self.vids
+        self.builder.store.flush()
+        previews = np.full((len(self.vids), PREVIEW), math.nan) if self.full else None
+        fill_rows(self.arrays, table, previews)
+        for i, (row, head) in self.done.items():
+            table[i, :8] = row
+            if previews is not None:
+                previews[i, : len(head)] = head
+                table[i, 9] = len(head)
+        return table, previews if previews is not None else np.zeros((0, PREVIEW))
 
 
 class GraphBuilder:
@@ -157,9 +202,11 @@ class GraphBuilder:
         self.root = root
         self.keep = keep
         self.labels = labels
-        self.store = ValueStore()
+        self.store = BatchStore()
         self.structures: dict[tuple, tuple[int, NodeTable]] = {}
         self._sources: dict[Any, list] = {}
+        self._metas: dict[int, tuple] = {}
+        self._names: dict[Any, str] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
 
     def prefetch(self, order: list, pending: Any, backward: Any) -> dict[int, _Frozen]:
@@ -193,37 +240,39 @@ class GraphBuilder:
     def _build(self, run, gid, kind, step, roots, order, pending, backward, timing) -> Graph:
         raw = sorted(order, key=_seq)
         index = {n: i for i, n in enumerate(raw)}
+        pend = _pending_of(raw, pending)
         root_ids = tuple(sorted({index[r] for r in roots}))
         key = (root_ids, tuple(_node_key(n, index, self.labels) for n in raw))
         known = self.structures.get(key)
         is_new = known is None
         if known is None:
-            nodes = self._nodes(raw, index, set(root_ids), pending)
+            nodes = self._nodes(raw, index, set(root_ids), pend)
             known = self.structures[key] = (len(self.structures), nodes)
         sid, nodes = known
         ex = _executed(backward, index)
         full = is_new
-        tables = self._tables(raw, pending, ex, backward, index, full)
+        tables = self._tables(raw, pend, ex, backward, index, full)
         if tables is None:  # a known structure with a NaN/Inf: keep it in full
             full = True
-            tables = self._tables(raw, pending, ex, backward, index, full)
+            tables = self._tables(raw, pend, ex, backward, index, full)
         return Graph(
             id=gid, run=run, step=step, kind=kind, structure=sid,
             detail="full" if full else "stats", nodes=nodes, roots=root_ids, tables=tables,
-            peak_saved_bytes=_peak(raw, pending),
+            peak_saved_bytes=_peak(pend),
             backward_seconds=sum(e[2] for e in ex.values()) if timing else 0.0,
             values=self.store,
         )  # fmt: skip
 
     def _tables(
-        self, raw: list, pending: Any, ex: dict, b: Any, index: dict, full: bool
+        self, raw: list, pend: list, ex: dict, b: Any, index: dict, full: bool
     ) -> GraphTables | None:
         t = _Tables(self, full)
+        add = t.add
         rows, times, gout, consts = [], [], [], []
         for i, n in enumerate(raw):
-            p = pending.get(n)
+            p = pend[i]
             leaf = n.__class__ is AccumulateGrad
-            out = t.add(n.variable if leaf else (None if p is None else p.out or p.raw))
+            out = add(n.variable if leaf else (None if p is None else p.out or p.raw))
             e = ex.get(i)
             fwd = p.seconds if p is not None else 0.0
             if e is None:
@@ -231,13 +280,14 @@ class GraphBuilder:
                 times.append((fwd, math.nan))
             else:
                 released = e[4] if e[3] and p is not None and p.saved else -1
-                rows.append((out, t.add(e[0]), e[4], released))
+                rows.append((out, add(e[0]), e[4], released))
                 times.append((fwd, e[2]))
             if full and not leaf:
                 gins = e[1] if e is not None else ()
+                k = len(gins)
                 for j in range(len(n.edges)):
-                    gout.append(t.add(gins[j]) if j < len(gins) else -1)
-                    consts.append(t.add(p.consts[j]) if p is not None else -1)
+                    gout.append(add(gins[j]) if j < k else -1)
+                    consts.append(add(p.consts[j]) if p is not None else -1)
         if not full and not t.finite():
             return None
         accs = self._accumulations(b, index, t) if full else []
@@ -256,22 +306,22 @@ class GraphBuilder:
             if node in index:
                 row = t.add(g)
                 out.append((index[node], -1, row, row))
+        add, get = t.add, index.get
         for target, contribution, total, source in b.accs:
-            if target in index:
-                src = index.get(source, -1)
-                out.append((index[target], src, t.add(contribution), t.add(total)))
+            i = get(target)
+            if i is not None:
+                out.append((i, get(source, -1), add(contribution), add(total)))
         return out
 
     # -- static records -------------------------------------------------------------------------
-    def _nodes(self, raw: list, index: dict, roots: set, pending: Any) -> NodeTable:
-        cols: dict[str, list[Any]] = {f: [] for f in NODE_FIELDS}
-        for i, n in enumerate(raw):
-            if n.__class__ is AccumulateGrad:
-                row = self._leaf(n)
-            else:
-                row = self._op(n, index, i in roots, pending.get(n))
-            for f, v in zip(NODE_FIELDS, row):
-                cols[f].append(v)
+    def _nodes(self, raw: list, index: dict, roots: set, pend: list) -> NodeTable:
+        rows = [
+            self._leaf(n) if n.__class__ is AccumulateGrad else self._op(n, index, i in roots, p)
+            for i, (n, p) in enumerate(zip(raw, pend))
+        ]
+        cols: dict[str, list[Any]] = {f: list(c) for f, c in zip(NODE_FIELDS, zip(*rows))}
+        if not rows:
+            cols = {f: [] for f in NODE_FIELDS}
         overrides = [getattr(n, "overrides", None) for n in raw]
         if any(overrides):  # an optional column: only traces of override experiments have it
             cols["overrides"] = [None if o is None else dict(o) for o in overrides]
@@ -285,17 +335,33 @@ class GraphBuilder:
                 _dtype_name(var.dtype), [])  # fmt: skip
 
     def _op(self, n: Any, index: dict, is_root: bool, p: Any) -> tuple:
-        inputs = [
-            [None if e is None else index[e], list(shape), _dtype_name(dtype)]
-            for e, (shape, dtype) in zip(n.edges, n.in_meta)
-        ]
-        shape, dtype = n.out_meta
-        saved = [[s[0], list(s[1]), s[2], s[3]] for s in (p.saved if p else ())]
-        src = self._source(n)
+        # NOTE: the JSON forms of the shared shape/dtype metadata and of the op's name are
+        # made once and shared by the rows (the columns are read, never written)
+        ins = self._meta_json(n.in_meta)
+        shape, dtype = self._meta_json(n.out_meta, pair=True)
+        inputs = [[None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, ins)]
+        saved = [[s[0], list(s[1]), s[2], s[3]] for s in p.saved] if p is not None else []
+        name = self._names.get(n.op)
+        if name is None:
+            name = self._names[n.op] = n.name
         return (
-            "loss" if is_root else "op", n.op.value, n.name, "", params_to_json(n.params),
-            n.scope, src, inputs, list(shape), _dtype_name(dtype), saved,
+            "loss" if is_root else "op", n.op.value, name, "",
+            params_to_json(n.params) if n.params else {}, n.scope, self._source(n), inputs,
+            shape, dtype, saved,
         )  # fmt: skip
+
+    def _meta_json(self, meta: tuple, pair: bool = False) -> Any:
+        """``[(list(shape), dtype name), ...]`` of a node's ``(shape, dtype)`` pairs, cached
+        by identity (TPX shares the metadata tuples between nodes; the entry keeps one alive,
+        so its id is not reused)."""
+        hit = self._metas.get(id(meta))
+        if hit is None or hit[0] is not meta:
+            if len(self._metas) > 4096:
+                self._metas.clear()
+            pairs = (meta,) if pair else meta
+            made = [(list(s), _dtype_name(d)) for s, d in pairs]
+            hit = self._metas[id(meta)] = (meta, made[0] if pair else made)
+        return hit[1]
 
     def _source(self, n: Any) -> list | None:
         code = n.code
@@ -307,7 +373,15 @@ class GraphBuilder:
             if path.startswith(self.root + os.sep):
                 path = os.path.relpath(path, self.root)
             src = self._sources[(code, n.lineno)] = [path, n.lineno, code.co_name]
-        return list(src)
+        return src
+
+
+def _pending_of(raw: list, pending: Any) -> list:
+    """``pending.get(n)`` for each node, read once (a WeakKeyDictionary lookup is slow)."""
+    if not isinstance(pending, weakref.WeakKeyDictionary):
+        return [pending.get(n) for n in raw]
+    data, ref = pending.data, weakref.ref
+    return [data.get(ref(n)) for n in raw]
 
 
 def _executed(b: Any, index: dict) -> dict[int, tuple]:
@@ -321,10 +395,9 @@ def _executed(b: Any, index: dict) -> dict[int, tuple]:
     return out
 
 
-def _peak(raw: list, pending: Any) -> int:
+def _peak(pend: list) -> int:
     seen: dict[int, int] = {}
-    for n in raw:
-        p = pending.get(n)
+    for p in pend:
         if p is not None:
             for s in p.saved:
                 seen[s[4]] = s[3]
