@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tpx_inspect.checks.record import BackwardRecord, Contribution, GraphRecord
+from tpx_inspect.checks.record import Contribution, GraphRecord
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 
@@ -30,12 +30,12 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _comparisons(
-    graph: GraphRecord, bw: BackwardRecord, target: int, parts: list[Contribution], runs: dict
+    graph: GraphRecord, seeds: dict, target: int, parts: list[Contribution], runs: dict
 ) -> list[tuple[Any, Any]]:
     """``(got, expected)`` of each contribution of ``target`` in order (each total against the
     previous total plus the contribution), then the gradient the node ran with against the
     final total (unless a hook may have changed it)."""
-    running = dict(zip(bw.roots, bw.seeds)).get(target)
+    running = seeds.get(target)
     out = []
     for c in parts:
         try:
@@ -121,7 +121,8 @@ def accumulation_check(graph: GraphRecord) -> CheckResult:
         for ex in bw.executions:
             runs.setdefault(ex.node, ex)
         targets = list(by_target.items())
-        pairs = [_comparisons(graph, bw, t, parts, runs) for t, parts in targets]
+        seeds = dict(zip(bw.roots, bw.seeds))
+        pairs = [_comparisons(graph, seeds, t, parts, runs) for t, parts in targets]
         flat = _all_close([p for ps in pairs for p in ps])
         pos = 0
         for (target, parts), ps in zip(targets, pairs):
