@@ -69,7 +69,7 @@ def _group(
     idx: list[int], arrays: list[np.ndarray], table: np.ndarray, previews: np.ndarray | None
 ) -> None:
     # NOTE: one column per array, C order: axis-0 sums add the elements in order (see above)
-    stacked = np.stack(arrays)
+    stacked = np.array(arrays)  # NOTE: one shape and dtype: a stack, made in C
     m = stacked.size // len(arrays)
     cols = np.ascontiguousarray(stacked.reshape(len(arrays), m).T, dtype=np.float64)
     finite = np.isfinite(cols)
@@ -142,7 +142,7 @@ class BatchStore(ValueStore):
                 self._arrays[i] = _frozen_copy(a)
         self._later = []
         for ids in groups.values():
-            stack = np.stack([self._arrays[i] for i in ids])
+            stack = np.array([self._arrays[i] for i in ids])
             stack.flags.writeable = False
             for i, view in zip(ids, stack):
                 self._arrays[i] = view
