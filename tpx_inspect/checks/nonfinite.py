@@ -9,7 +9,6 @@ produced it too.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -20,43 +19,9 @@ from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 
 def _finite(x: Any) -> bool:
-    known = _known.get(id(x))
-    if known is not None and known[0] is x:
-        return known[1]
     if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
         return True
     return bool(np.isfinite(x).all())
-
-
-_known: dict[int, tuple[Any, bool]] = {}  # id -> (array, finite) while a check runs
-
-
-def _learn(values: list[Any], chunk: int = 4096) -> None:
-    """Fill ``_known`` for the float arrays among ``values``: those of one shape and dtype
-    tested together, ``chunk`` at a time (the same test as ``_finite``, fewer calls)."""
-    groups: dict[tuple, list[np.ndarray]] = {}
-    for x in values:
-        if x.__class__ is np.ndarray and x.dtype.kind == "f" and id(x) not in _known:
-            _known[id(x)] = (x, True)
-            groups.setdefault((x.shape, x.dtype.str), []).append(x)
-    for (shape, _), xs in groups.items():
-        for lo in range(0, len(xs), chunk):
-            part = xs[lo : lo + chunk]
-            flat = np.array(part).reshape(len(part), math.prod(shape))
-            for x, ok in zip(part, np.isfinite(flat).all(axis=1).tolist()):
-                _known[id(x)] = (x, ok)
-
-
-def _graph_values(graph: GraphRecord) -> list[Any]:
-    out: list[Any] = []
-    for n in graph.nodes:
-        out += [n.output, *(n.inputs or ())]
-    for bw in graph.backwards:
-        for ex in bw.executions:
-            out += [ex.grad_output, *ex.grad_inputs]
-        for c in bw.contributions:
-            out += [c.value, c.total]
-    return out
 
 
 def _kind(x: np.ndarray) -> str:
@@ -145,11 +110,7 @@ def nonfinite_check(graph: GraphRecord) -> CheckResult:
     [('nonfinite-backward', 'SqrtBackward')]
     """
     start = time.perf_counter()
-    try:
-        _learn(_graph_values(graph))
-        findings = forward_findings(graph) + backward_findings(graph)
-    finally:
-        _known.clear()
+    findings = forward_findings(graph) + backward_findings(graph)
     skips = tuple(Skip(NO_VALUES, n.id) for n in graph.nodes if n.output is None)
     checked = len(graph.nodes) - len(skips) + sum(len(bw.executions) for bw in graph.backwards)
     return CheckResult("nonfinite", checked, tuple(findings), len(skips),
