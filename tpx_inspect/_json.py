@@ -19,6 +19,8 @@ import json
 import math
 from typing import Any
 
+from tpx_inspect._schema import quote
+
 try:  # NOTE: optional (the ``inspect`` extra): the standard library does the same, slower
     import orjson
 except ImportError:  # pragma: no cover - exercised by tests that block the import
@@ -48,7 +50,7 @@ def strict_float(text: str) -> float:
     """A JSON number as a float; ``ValueError`` when it is out of range (``1e400``)."""
     v = float(text)
     if not math.isfinite(v):
-        raise ValueError(f"the number {text[:30]} is out of range")
+        raise ValueError(f"the number {quote(text, 30)} is out of range")
     return v
 
 

@@ -29,6 +29,7 @@ from tpx_inspect._trace_load import (
     sidecar_path,
 )
 from tpx_inspect._util import paused_gc, replace_file
+from tpx_inspect._version import version_fields
 from tpx_inspect.records import (
     SUMMARY_COLUMNS,
     Graph,
@@ -64,7 +65,7 @@ def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict
     kept = _KeptValues(trace)
     runs = [_run_json(r, arrays, kept) for r in trace.runs]
     _values_arrays(kept.values, arrays)
-    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "meta": trace.meta, "runs": runs}
+    doc: dict[str, Any] = {"format": FORMAT, **version_fields(), "meta": trace.meta, "runs": runs}
     if trace.plans:
         doc["plans"] = [dict(p) for p in trace.plans]
     if inline:

@@ -9,9 +9,9 @@ import os
 
 import numpy as np
 import pytest
-from _inspect_graphs import small_capture
 
 import tpx_inspect
+from tests.inspect._inspect_graphs import small_capture
 from tpx_inspect import TraceFormatError, _json
 from tpx_inspect.format import to_json
 
