@@ -23,8 +23,9 @@ import numpy as np
 
 import tpx
 from tpx import observe
-from tpx_inspect._build import GraphBuilder, PendingNode
+from tpx_inspect._build import GraphBuilder
 from tpx_inspect._lazy import lazy_record
+from tpx_inspect._pending import PendingNode
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
 from tpx_inspect.format import save
