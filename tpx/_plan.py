@@ -110,6 +110,7 @@ class Plan:
     # (slot, holder, "data" | "grad", shape, backend dtype) of each state value read at the start
     state_meta: list[tuple] = field(default_factory=list)
     has_arg_holders: bool = False
+    removed: dict[str, int] = field(default_factory=dict)  # steps removed by tpx._plan_passes
 
     @property
     def steps(self) -> list[Step]:
@@ -124,7 +125,9 @@ def lower(plan: Plan) -> Plan:
     _write_in_place(plan)
     last = _last_uses(plan)
     _reuse_dying(plan, last)
-    plan.fixed = [(i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST)]
+    plan.fixed = [
+        (i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST) and i in last
+    ]
     plan.fresh = _fresh_constants(plan)
     plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
     plan.state_meta = [m for m in plan.state_meta if m[0] in last]
@@ -132,7 +135,7 @@ def lower(plan: Plan) -> Plan:
     for seg in plan.segments:
         seg.bindings = [i for i in seg.bindings if i in last]
     live, peak = 0, 0
-    const_bytes = sum(s.nbytes for s in plan.slots if s.kind == CONST)
+    const_bytes = sum(s.nbytes for i, s in enumerate(plan.slots) if s.kind == CONST and i in last)
     position = 0
     for seg in plan.segments:
         seg.frees = []
@@ -140,7 +143,7 @@ def lower(plan: Plan) -> Plan:
             if step.out is not None:
                 live += plan.slots[step.out].nbytes
             peak = max(peak, live)
-            dead = [i for i in _reads(step) if last.get(i) == position and _owned(plan, i)]
+            dead = [i for i in step_reads(step) if last.get(i) == position and _owned(plan, i)]
             if step.out is not None and last.get(step.out, -1) <= position:
                 dead.append(step.out)  # never read: dropped at once
             live -= sum(plan.slots[i].nbytes for i in set(dead))
@@ -150,6 +153,15 @@ def lower(plan: Plan) -> Plan:
         seg.run = _generate(seg)
     plan.peak_bytes = peak + const_bytes
     return plan
+
+
+def escape_slots(plan: Plan) -> set[int]:
+    """Slots whose value leaves the plan: returned, written to a ``.grad``, given to an island."""
+    out = set(_output_slots(plan.outputs))
+    for seg in plan.segments:
+        out |= {i for _, i in seg.writeback if i is not None}
+        out |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
+    return out
 
 
 _BINARY = frozenset(
@@ -162,14 +174,11 @@ def _elide_broadcasts(plan: Plan) -> None:
     every reader is an elementwise binary kernel whose other operand already has the result's
     shape: the kernel's own broadcasting computes the same values, bit for bit, without the
     view (a reduction's gradient meets its consumer this way)."""
-    escaping = set(_output_slots(plan.outputs))
-    for seg in plan.segments:
-        escaping |= {i for _, i in seg.writeback if i is not None}
-        escaping |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
+    escaping = escape_slots(plan)
     for seg in plan.segments:
         readers: dict[int, list[int]] = {}
         for k, step in enumerate(seg.steps):
-            for i in _reads(step):
+            for i in step_reads(step):
                 readers.setdefault(i, []).append(k)
         for k in reversed(range(len(seg.steps))):
             step = seg.steps[k]
@@ -199,14 +208,11 @@ def _write_in_place(plan: Plan) -> None:
     """``t = op(d, x)`` followed by ``d[...] = t`` (an in-place operator that eager code ran
     out of place, then wrote back) becomes the backend's in-place kernel ``d op= x`` when it
     has one: the same values in ``d``, without the temporary and the copy."""
-    escaping = set(_output_slots(plan.outputs))
-    for seg in plan.segments:
-        escaping |= {i for _, i in seg.writeback if i is not None}
-        escaping |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
+    escaping = escape_slots(plan)
     for seg in plan.segments:
         reads: dict[int, int] = {}
         for step in seg.steps:
-            for i in _reads(step):
+            for i in step_reads(step):
                 reads[i] = reads.get(i, 0) + 1
         steps = seg.steps
         for k in range(1, len(steps)):
@@ -336,7 +342,8 @@ def _owned(plan: Plan, i: int) -> bool:
     return plan.slots[i].kind != CONST  # constants stay counted: the plan holds them
 
 
-def _reads(step: Step) -> list[int]:
+def step_reads(step: Step) -> list[int]:
+    """The slots a step reads (its array inputs and the arrays in a setitem key)."""
     ids = [i for i in step.inputs if i.__class__ is int]
     if step.kind == "setitem":
         ids += [i for i in _key_slots(step.params["key"])]
@@ -362,7 +369,7 @@ def _last_uses(plan: Plan) -> dict[int, int]:
     position = 0
     for seg in plan.segments:
         for step in seg.steps:
-            for i in _reads(step):
+            for i in step_reads(step):
                 last[i] = position
             position += 1
         for _, slot in seg.writeback:
@@ -592,6 +599,7 @@ def describe(plan: Plan) -> dict[str, Any]:
         "peak_bytes": plan.peak_bytes,
         "eager_peak_bytes": plan.eager_peak_bytes,
         "islands": sum(seg.island is not None for seg in plan.segments),
+        "removed": dict(plan.removed),
         "kernel_seconds": plan.kernel_seconds,
     }
 
