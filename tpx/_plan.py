@@ -600,6 +600,7 @@ def describe(plan: Plan) -> dict[str, Any]:
         "eager_peak_bytes": plan.eager_peak_bytes,
         "islands": sum(seg.island is not None for seg in plan.segments),
         "removed": dict(plan.removed),
+        "outputs": _output_slots(plan.outputs),
         "kernel_seconds": plan.kernel_seconds,
     }
 
