@@ -69,3 +69,35 @@ def _linked(kernel: dict[str, Any], graphs: list[dict[int, int]], graph_ids: lis
         if seq in ids and len(graphs) == len(graph_ids):
             return {**kernel, "graph": graph_ids[k], "node_id": ids[seq]}
     return {**kernel, "graph": None, "node_id": None}
+
+
+def plans_view(trace: Trace) -> list[dict[str, Any]]:
+    """The plans of ``trace`` for the viewer: per plan its name, memory figures and kernels
+    (each with its seconds, when timed, and the captured ``graph`` / ``node_id`` it links to).
+    A pure function of the trace (the server's ``/api/runs/{run}/plans`` answers it).
+
+    >>> import tpx as tp
+    >>> x = tp.ones(3, requires_grad=True)
+    >>> view = plans_view(capture_plan(tp.compile(lambda: (x * 2).sum().backward())))
+    >>> [(k["op"], k["node_id"], k["seconds"] >= 0) for k in view[0]["kernels"]][:1]
+    [('broadcast_to', 2, True)]
+    """
+    out = []
+    for k, plan in enumerate(trace.plans):
+        seconds = plan.get("kernel_seconds") or []
+        kernels = [
+            {**kernel, "seconds": seconds[i] if i < len(seconds) else None}
+            for i, kernel in enumerate(plan.get("kernels", []))
+        ]
+        out.append(
+            {
+                "index": k,
+                "name": plan.get("name", f"plan {k}"),
+                "peak_bytes": plan.get("peak_bytes"),
+                "eager_peak_bytes": plan.get("eager_peak_bytes"),
+                "islands": plan.get("islands", 0),
+                "buffers": len(plan.get("buffers", [])),
+                "kernels": kernels,
+            }
+        )
+    return out
