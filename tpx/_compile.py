@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 import p10
 from tpx import _mode, _record
-from tpx._plan import Plan, describe, lower, replay, resolve, time_kernels
-from tpx._plan_passes import optimize
+from tpx._plan import Plan, describe, replay, resolve, time_kernels
+from tpx._plan_passes import lower, optimize
 
 F = TypeVar("F", bound=Callable[..., Any])
 

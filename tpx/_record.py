@@ -247,7 +247,7 @@ class Recorder:
             if a.__class__ is backend.array_type and backend.may_share_memory(out, a)
         ]
         i = self._new_slot(out, backend, KERNEL, None, op in VIEW_OPS and bool(shared))
-        if shared:  # NOTE: never written in place by the plan (see tpx._plan._reuse_dying)
+        if shared:  # NOTE: never written in place by the plan (see tpx._plan_passes._reuse_dying)
             self.aliased.update([i, *shared])
         self._step(Step(kind, op.value, fn, tuple(inputs), params, i))
 
