@@ -117,6 +117,11 @@ class Plan:
         """Every kernel step, in order."""
         return [s for seg in self.segments for s in seg.steps]
 
+    @property
+    def output_slots(self) -> list[int]:
+        """The slots of the returned tensors, in the order of the flattened outputs."""
+        return _output_slots(self.outputs)
+
 
 def escape_slots(plan: Plan) -> set[int]:
     """Slots whose value leaves the plan: returned, written to a ``.grad``, given to an island."""

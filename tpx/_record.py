@@ -619,7 +619,7 @@ class _Muted:
         self.inner, self.rec = inner, rec
 
     def __getattr__(self, name: str) -> Any:
-        fn = getattr(self.inner, name)
+        fn = _mode._adapt(name, getattr(self.inner, name))  # NOTE: before *args hides arity
         rec = self.rec
 
         def handler(*args: Any) -> Any:

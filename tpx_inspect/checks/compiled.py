@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 import tpx
+from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
 
 
@@ -63,6 +64,16 @@ def _flat(result: Any) -> list[np.ndarray]:
     return [np.array(t.numpy()) for t in [*outs, *grads] if t is not None]
 
 
+@register_check(
+    "replay",
+    subject="function",
+    rank=70,
+    summary=(
+        "the plan `tpx.compile` records for the function is replayed twice and compared bitwise "
+        "with eager calls; a difference names the plan's kernel that made the value, its node "
+        "and source line."
+    ),
+)
 def replay_check(
     fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0, replays: int = 2
 ) -> CheckResult:
