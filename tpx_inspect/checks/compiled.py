@@ -71,7 +71,9 @@ def _flat(result: Any) -> list[np.ndarray]:
     summary=(
         "the plan `tpx.compile` records for the function is replayed twice and compared bitwise "
         "with eager calls; a difference names the plan's kernel that made the value, its node "
-        "and source line."
+        "and source line. `tpx-inspect check SCRIPT` also runs it on every compiled function "
+        "the script calls: its first two replays, each in a forked copy of the process, against "
+        "the eager call from the same state (outputs, parameters, `.grad`)."
     ),
 )
 def replay_check(
