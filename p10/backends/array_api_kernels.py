@@ -374,7 +374,7 @@ def generic_kernels(lib: Lib, extras: dict[Op, Kernel] | None = None) -> dict[Op
         table.update(part(lib))
     table.update(array_api_nn.kernels(lib))
     table.update(array_api_index.kernels(lib))
-    table.update(linalg_kernels.array_api_kernels(lib))
+    table.update(linalg_kernels.array_api_kernels(lib, _on_host))
     if hasattr(lib.xp, "einsum"):
         table[Op.EINSUM] = lambda *ops, subscripts: lib.xp.einsum(subscripts, *lib.promote(*ops))
     table.update(extras or {})

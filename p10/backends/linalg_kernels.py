@@ -68,15 +68,13 @@ KERNELS = {
 """The NumPy spec kernel of every linalg op."""
 
 
-def array_api_kernels(lib: Any) -> dict[Op, Any]:
+def array_api_kernels(lib: Any, on_host: Any) -> dict[Op, Any]:
     """Kernels for an Array API library: the host spec kernels on a CPU device, else the
     library's ``linalg`` extension (a missing one raises when called)."""
-    from p10.backends.array_api_kernels import _on_host
-
     xp = lib.xp
     table = _complex_kernels(xp)
     if lib.cpu:
-        table.update({op: _on_host(lib, spec) for op, spec in KERNELS.items()})
+        table.update({op: on_host(lib, spec) for op, spec in KERNELS.items()})
         return table
     la = xp.linalg
 
