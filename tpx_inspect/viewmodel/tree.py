@@ -4,10 +4,11 @@
 are the graph's nodes. Groups are the scopes (``s:model.blocks.3``); N identical consecutive
 sibling scopes folded into one repeat group (``r:s:model.blocks.0+40``, drawn "x40", expanding
 to its copies); loops of unscoped code found from repeated source lines (iterations
-``l:<first>-<last>`` inside a repeat group ``r:l:<first>-<last>+<N>``), so an unscoped graph gets a hierarchy too; and
-the parameters and leaves of a group folded into ``p:<group>`` when there are many. Every
-leaf (parameter, buffer, input) sits in the innermost group holding all its consumers. Ids are
-derived from scope paths and node ids only, so they are the same in every layout and request.
+``l:<first>-<last>`` inside a repeat group ``r:l:<first>-<last>+<N>``), so an unscoped graph
+gets a hierarchy too; and the parameters and leaves of a group folded into ``p:<group>`` when
+there are many. Every leaf (parameter, buffer, input) sits in the innermost group holding all
+its consumers. Ids are derived from scope paths and node ids only, so they are the same in
+every layout and request.
 Every walk is iterative.
 
 >>> import tpx as tp, tpx_inspect
