@@ -221,7 +221,8 @@ def _place_leaves(t: _Tree, c: Columns, leaves: list[int]) -> None:
                 home[s] = g if s not in home else t.lca(home[s], g, depth)
     for i in leaves:
         fallback = "s:" + c.scope[i] if "s:" + c.scope[i] in t.parent else ROOT
-        t.owner[i] = home.get(i, fallback)
+        g = home.get(i, fallback)
+        t.owner[i] = t.parent[g] if t.kind[g] == "repeat" else g  # type: ignore[assignment]
 
 
 @lru_cache(maxsize=65536)
@@ -322,18 +323,24 @@ def _fold_repeats(
     seq_of: dict[str, tuple] = {}
 
     def same(a: str, b: str) -> bool:
-        if t.kind[b] != "scope" or (_template(t.label[a]), size[a]) != (
-            _template(t.label[b]), size[b]):  # fmt: skip
+        if t.kind[b] != "scope" or _template(t.label[a]) != _template(t.label[b]):
             return False
         if not cache:
-            cache.extend((_node_tokens(c), c.csr()))
+            leaf = np.array([k in LEAF_KINDS for k in c.kind], bool)
+            cache.extend((_node_tokens(c), c.csr(), leaf))
         for g in (a, b):
             if g not in seq_of:
-                seq_of[g] = _structure(c, cache[0], cache[1], _members(kids, g))
+                m = _members(kids, g)
+                # NOTE: ops only: the block holding the model's input x differs by that leaf
+                seq_of[g] = _structure(c, cache[0], cache[1], m[~cache[2][m]])
         return all(np.array_equal(x, y) for x, y in zip(seq_of[a], seq_of[b]))
 
     for g in [g for g in kids if t.kind[g] in ("root", "scope", "loop")]:
-        seq, out, i = kids[g], [], 0
+        # NOTE: leaves first (they have no inputs: drawn on top anyway), so that a weight
+        # shared by the blocks does not split their run
+        seq = [x for x in kids[g] if x[0] == "n" and c.kind[int(x[1:])] in LEAF_KINDS]
+        seq += [x for x in kids[g] if not (x[0] == "n" and c.kind[int(x[1:])] in LEAF_KINDS)]
+        out, i = [], 0
         while i < len(seq):
             j = i + 1
             if seq[i][0] == "s":
