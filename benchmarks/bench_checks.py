@@ -13,6 +13,7 @@ numpy backend. The false-positive sweep runs every check on every case of the TP
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -21,15 +22,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import tpx as tp
-from tpx_inspect.checks import (
-    accumulation_check,
-    capture_call,
-    kernel_check,
-    local_check,
-    nonfinite_check,
-    order_check,
-    run_graph_checks,
-)
+from tpx_inspect.checks import capture_call, kernel_check, run_graph_checks
+from tpx_inspect.checks.registry import CheckContext
+from tpx_inspect.checks.registry import checks as graph_checks_of
 
 
 def build(nodes: int):
@@ -66,13 +61,9 @@ def bench_graph(nodes: int, rounds: int) -> None:
     graph = capture_call(f, inputs)
     record_s = time.perf_counter() - start
     n = len(graph.nodes)
-    checks = {
-        "local": lambda: local_check(graph),
-        "accumulation": lambda: accumulation_check(graph),
-        "kernel (spec replay)": lambda: kernel_check(graph, include_spec=True),
-        "order": lambda: order_check(graph),
-        "nonfinite": lambda: nonfinite_check(graph),
-    }
+    # every registered graph check; the kernel check also replays numpy nodes on the spec
+    checks = {s.name: functools.partial(s, graph, CheckContext()) for s in graph_checks_of("graph")}
+    checks["kernel"] = lambda: kernel_check(graph, include_spec=True)
     print(f"graph: {n} nodes ({n - 3} ops); record + backward with values: {record_s:.3f} s")
     total = 0.0
     for name, run in checks.items():

@@ -189,7 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pinned for the run: {bt.blas_description()}")
         if bt.torch is not None:
             bt.torch.set_num_threads(1)
-        rows = [bt.measure(c, args.rounds, target_s=0.2) for c in cases(args.quick)]
+        # NOTE: a transformer step takes ~40 ms: longer rounds, so that a round is not
+        # decided by one preemption on a shared machine
+        rows = [
+            bt.measure(c, args.rounds, target_s=0.8 if c.name == "transformer" else 0.2)
+            for c in cases(args.quick)
+        ]
     print(report(rows))
     for name, fn in PLANS.items():
         s = fn.stats

@@ -2,9 +2,9 @@
 with OLD (TPX and P10 of a git revision, by default e93dec6, the main branch before issue 12
 merged the backward loops and recording paths) and with NEW (this checkout).
 
-Each round runs one subprocess per version, alternating which goes first, so both see the
-same machine load; each keeps its best time per case over the rounds. A ratio NEW / OLD above
-1.05 means the change made that row more than 5% slower (the limit issue 12 sets).
+Each round runs, case by case, one subprocess per version, alternating which goes first, so
+both see the same machine load; each keeps its best time per case over the rounds. A ratio
+NEW / OLD above 1.05 means the change made that row more than 5% slower (issue 12's limit).
 
     python benchmarks/bench_engine_ab.py [--rounds N] [--rev REV] [--quick] [CASE ...]
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -21,6 +22,7 @@ import tempfile
 import time
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -35,8 +37,17 @@ def export(rev: str, into: Path) -> Path:
         check=True,
         capture_output=True,
     ).stdout
+    into.mkdir(parents=True)
     with tarfile.open(fileobj=BytesIO(tar)) as archive:
         archive.extractall(into, filter="data")
+    return into
+
+
+def snapshot(into: Path) -> Path:
+    """A copy of this checkout's ``p10`` and ``tpx``: edits during the run change nothing."""
+    for package in ("p10", "tpx"):
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / package, into / package, ignore=ignore)
     return into
 
 
@@ -45,6 +56,7 @@ def worker(quick: bool, only: list[str]) -> dict[str, float]:
     from threadpoolctl import threadpool_limits
 
     sys.path.insert(0, str(HERE))
+    sys.modules["torch"] = None  # type: ignore[assignment]  # NOTE: no peer column: a quicker start
     import bench_tpx
 
     times = {}
@@ -58,6 +70,13 @@ def worker(quick: bool, only: list[str]) -> dict[str, float]:
             number = max(1, int(0.15 / max(single, 1e-9)))
             times[case.name] = min(bench_tpx._time(call, number) for _ in range(3)) / case.per
     return times
+
+
+def _bench_tpx() -> Any:
+    sys.path.insert(0, str(HERE))
+    import bench_tpx
+
+    return bench_tpx
 
 
 def run_version(tree: Path, quick: bool, only: list[str]) -> dict[str, float]:
@@ -96,10 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     best: dict[str, dict[str, float]] = {"old": {}, "new": {}}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tpx-engine-ab-") as tmp:
-        trees = {"old": export(args.rev, Path(tmp)), "new": ROOT}
+        trees = {"old": export(args.rev, Path(tmp) / "old"), "new": snapshot(Path(tmp) / "new")}
+        names = args.cases or [c.name for c in _bench_tpx().cases(args.quick)]
         for r in range(args.rounds):
-            for version in ("old", "new") if r % 2 == 0 else ("new", "old"):
-                for name, seconds in run_version(trees[version], args.quick, args.cases).items():
+            for name in names:  # one case per worker: OLD and NEW alternate case by case
+                for version in ("old", "new") if r % 2 == 0 else ("new", "old"):
+                    seconds = run_version(trees[version], args.quick, [name])[name]
                     best[version][name] = min(best[version].get(name, seconds), seconds)
     print(f"{args.rounds} alternating rounds in {time.perf_counter() - start:.0f} s, best of each")
     print(report(best["old"], best["new"], args.rev))

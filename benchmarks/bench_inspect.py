@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import tpx as tp  # noqa: E402
 import tpx_inspect  # noqa: E402
+from tpx_inspect import _json  # noqa: E402
 from tpx_inspect.export import to_dot  # noqa: E402
 
 STEPS = 200
@@ -97,9 +98,10 @@ def chain(n: int) -> tpx_inspect.Trace:
     return cap.trace
 
 
-def bench_save_load(n: int = 100_000) -> dict[str, float]:
-    """Seconds (wall, and CPU of this process) to capture, save, load and export DOT of an
-    n-node chain (the machine may be shared: CPU time is the steadier figure)."""
+def bench_save_load(n: int = 100_000, dot: bool = False) -> dict[str, float]:
+    """Seconds (wall, and CPU of this process) to capture, save, load (and with ``dot``
+    export DOT) of an n-node chain (the machine may be shared: CPU time is the steadier
+    figure)."""
     out: dict[str, float] = {}
     trace, out["capture_s"], out["capture_cpu_s"] = _timed(lambda: chain(n - 2))
     out["nodes"] = float(len(trace.graphs[0].nodes))
@@ -109,7 +111,9 @@ def bench_save_load(n: int = 100_000) -> dict[str, float]:
         out["json_mb"] = os.path.getsize(path) / 1e6
         out["npz_mb"] = os.path.getsize(path[:-5] + ".npz") / 1e6
         loaded, out["load_s"], out["load_cpu_s"] = _timed(lambda: tpx_inspect.load(path))
-    _, out["dot_s"], out["dot_cpu_s"] = _timed(lambda: to_dot(loaded.graphs[0]))
+    out["orjson"] = float(_json.orjson is not None)
+    if dot:
+        _, out["dot_s"], out["dot_cpu_s"] = _timed(lambda: to_dot(loaded.graphs[0]))
     return out
 
 
@@ -200,6 +204,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10x smaller sizes")
     parser.add_argument("--no-cluster", action="store_true")
+    parser.add_argument("--dot", action="store_true", help="also time the DOT export")
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
     print(f"BLAS: {_blas()}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -215,16 +220,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{cap['captured_s']:.3f} s ({cap['ratio']:.2f}x), CPU {cap['plain_cpu_s']:.3f} -> "
         f"{cap['captured_cpu_s']:.3f} s ({cap['ratio_cpu']:.2f}x) (goal <= 1.15x)"
     )
-    sl = bench_save_load(100_000 // scale)
+    sl = bench_save_load(100_000 // scale, args.dot)
+    json_lib = "orjson" if sl["orjson"] else "stdlib json"
     print(
-        f"100k-node chain (wall / CPU): capture {sl['capture_s']:.2f} / "
-        f"{sl['capture_cpu_s']:.2f} s,"
-        f" save {sl['save_s']:.2f} / {sl['save_cpu_s']:.2f} s ({sl['json_mb']:.1f} MB JSON + "
-        f"{sl['npz_mb']:.1f} MB npz), load {sl['load_s']:.2f} / {sl['load_cpu_s']:.2f} s "
-        f"(goal <= 0.5 s each), DOT {sl['dot_s']:.2f} / {sl['dot_cpu_s']:.2f} s"
+        f"{int(sl['nodes'])}-node chain (values=none; wall / CPU): capture "
+        f"{sl['capture_s']:.2f} / {sl['capture_cpu_s']:.2f} s, save {sl['save_s']:.2f} / "
+        f"{sl['save_cpu_s']:.2f} s ({sl['json_mb']:.1f} MB JSON + {sl['npz_mb']:.1f} MB npz), "
+        f"load {sl['load_s']:.2f} / {sl['load_cpu_s']:.2f} s (goal <= 0.5 s each; {json_lib})"
+        + (f", DOT {sl['dot_s']:.2f} / {sl['dot_cpu_s']:.2f} s" if args.dot else "")
     )
     sizes = tuple(k // scale for k in (1_000, 10_000, 100_000) if k // scale >= 100)
     bench_checks(sizes, None if args.no_cluster else 10_000 // scale)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return {"capture": cap, "chain": ch, "save_load": sl}
 
 

@@ -6,9 +6,11 @@
 tensor([[22., 32.]], dtype=float32)
 """
 
+import sys as _sys
 import types as _types
 
-from p10 import _methods
+from p10 import _backend, _tensor_api
+from p10 import backends as _backends
 from p10._backend import (
     Backend,
     CustomOp,
@@ -39,6 +41,7 @@ from p10._creation import (
     zeros_like,
 )
 from p10._dtypes import (
+    FInfo,
     bool_,
     can_cast,
     default_dtype,
@@ -55,6 +58,9 @@ from p10._dtypes import (
     result_type,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from p10._errors import (
     ArgumentError,
@@ -68,9 +74,19 @@ from p10._errors import (
 )
 from p10._functions import FUNCTIONS as _FUNCTIONS
 from p10._functions import astype, clip, gelu, positive, where
-from p10._index_ops import getitem, index_add, index_put, nonzero, take, take_along_axis
+from p10._index_ops import getitem, index_add, index_put, nonzero, repeat, take, take_along_axis
 from p10._indexing import IndexSlot
+from p10._info import ArrayNamespaceInfo, __array_namespace_info__
 from p10._lazy import fetch, materialize
+from p10._manipulation import (
+    broadcast_arrays,
+    count_nonzero,
+    cumulative_sum,
+    diff,
+    meshgrid,
+    moveaxis,
+    unstack,
+)
 from p10._nn import avg_pool2d, conv2d, fold, log_softmax, max_pool2d, softmax, unfold
 from p10._ops import OP_INFO, Op
 from p10._overrides import (
@@ -79,6 +95,7 @@ from p10._overrides import (
     kernel_overrides,
     override_kernel,
 )
+from p10._products import einsum, matmul, outer, tensordot, vecdot
 from p10._reductions import (
     all,
     any,
@@ -98,26 +115,20 @@ from p10._shape import (
     broadcast_shapes,
     broadcast_to,
     concat,
-    einsum,
     expand,
     expand_dims,
     flatten,
     flip,
-    matmul,
     matrix_transpose,
-    outer,
     pad,
     permute_dims,
-    repeat,
     reshape,
     split,
     squeeze,
     stack,
     swapaxes,
-    tensordot,
     tile,
     unsqueeze,
-    vecdot,
 )
 from p10._tensor import Tensor, apply, execute
 from p10.backends import numpy_backend as _numpy_backend
@@ -127,7 +138,8 @@ __array_api_version__ = "2024.12"
 __version__ = "0.1.0"
 
 register_backend(_numpy_backend.make_backend())
-_methods.bind_functions()
+_backend.add_resolver(_backends.resolve)
+_tensor_api.install(_sys.modules[__name__])
 
 bool = bool_
 e = 2.718281828459045
@@ -137,18 +149,6 @@ nan = float("nan")
 newaxis = None
 
 globals().update(_FUNCTIONS)  # the op-spec table's functions (p10._opspec)
-
-from p10._dtypes import FInfo, uint16, uint32, uint64  # noqa: E402
-from p10._info import ArrayNamespaceInfo, __array_namespace_info__  # noqa: E402
-from p10._manipulation import (  # noqa: E402  Array API compositions (issue 18)
-    broadcast_arrays,
-    count_nonzero,
-    cumulative_sum,
-    diff,
-    meshgrid,
-    moveaxis,
-    unstack,
-)
 
 __all__ = sorted(
     [n for n, v in globals().items() if n[0] != "_" and not isinstance(v, _types.ModuleType)]

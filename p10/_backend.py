@@ -195,6 +195,16 @@ def list_backends() -> list[str]:
     return list(_registry)
 
 
+# Functions that make a backend by name on first use, or return None for a name they do not
+# know: p10/__init__ adds p10.backends.resolve (the optional libraries: "torch", "dask", ...).
+_resolvers: list[Callable[[str, Any], Backend | None]] = []
+
+
+def add_resolver(resolve: Callable[[str, Any], Backend | None]) -> None:
+    """Let ``get_backend`` ask ``resolve(name, device)`` for a backend it has not registered."""
+    _resolvers.append(resolve)
+
+
 def get_backend(name: str | Backend | None = None, device: Any = None) -> Backend:
     """The backend called ``name`` (on ``device``); ``None`` gives the current default backend.
 
@@ -217,11 +227,10 @@ def get_backend(name: str | Backend | None = None, device: Any = None) -> Backen
     backend = _registry.get(name)
     if backend is not None and (device is None or str(device) == backend.device):
         return backend
-    from p10.backends import resolve
-
-    backend = resolve(name, device)
-    if backend is not None:
-        return backend
+    for resolve in _resolvers:
+        backend = resolve(name, device)
+        if backend is not None:
+            return backend
     known = ", ".join(_registry)
     where = f"{name!r}" if device is None else f"{name!r} on device {device!r}"
     raise BackendError(

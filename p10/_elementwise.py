@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from p10._backend import get_backend
+from p10._creation import asarray
 from p10._dtypes import get_default_dtype, weak_dtype
 from p10._errors import DTypeError
 from p10._ops import Op
@@ -85,8 +86,6 @@ def operand(value: Any, like: Any) -> Any:
         return scalar_tensor(value, like)
     if hasattr(cls, "__p10_apply__"):
         return value
-    from p10._creation import asarray
-
     return asarray(value, backend=like.backend if like is not None else None)
 
 
@@ -103,8 +102,6 @@ def operands(*values: Any) -> tuple[Any, ...]:
             like = v
             break
     if like is None:
-        from p10._creation import asarray
-
         like = asarray(values[0], backend=get_backend())
     return tuple([operand(v, like) for v in values])
 

@@ -1,11 +1,10 @@
-"""The P10 functions and Tensor methods of the op-spec table (:mod:`p10._opspec`), generated.
+"""The elementwise P10 functions: those of the op-spec table (:mod:`p10._opspec`), generated.
 
 Each entry with a generated function gets one here, named ``spec.function_name``, with the
 input handling its ``dtypes`` asks for (see :mod:`p10._opspec`) and a doctest built from its
-example; each of its ``methods`` becomes a method of the shared
-:class:`~p10._methods.TensorMethods` (``fast`` ones also get ``p10.Tensor``'s direct-kernel
-shortcut). The functions are attributes of this module, so ``from p10._functions import add``
-works as for a hand-written module.
+example (its ``methods`` are installed by :mod:`p10._tensor_api`). The functions are attributes
+of this module, so ``from p10._functions import add`` works as for a hand-written module. The
+hand-written elementwise functions (with params: ``gelu``, ``clip``, ``where``, ...) follow.
 
 >>> import p10
 >>> p10.expm1(p10.asarray([0.0])).tolist(), p10.ones(2).expm1().shape
@@ -17,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from p10._dtypes import to_dtype
 from p10._elementwise import (
     _SCALAR_TYPES,
     binary,
@@ -27,10 +27,9 @@ from p10._elementwise import (
     to_float,
 )
 from p10._errors import ArgumentError, DTypeError
-from p10._methods import TensorMethods
 from p10._ops import SPEC_OF, Op
 from p10._opspec import OpSpec
-from p10._tensor import Tensor, _fast_binary, _fast_unary, apply
+from p10._tensor import apply
 
 
 def _unary(op: Op, floating: bool) -> Callable[..., Any]:
@@ -96,44 +95,11 @@ def make_function(spec: OpSpec) -> Callable[..., Any]:
     return fn
 
 
-def _method(fn: Callable[..., Any], name: str, arity: int) -> Callable[..., Any]:
-    if arity == 1:
-
-        def method(self: Any) -> Any:
-            return fn(self)
-
-    else:
-
-        def method(self: Any, other: Any) -> Any:
-            return fn(self, other)
-
-    method.__name__ = name
-    method.__qualname__ = f"TensorMethods.{name}"
-    method.__doc__ = f"See :func:`p10.{fn.__name__}`."
-    return method
-
-
-def _install(spec: OpSpec, fn: Callable[..., Any]) -> None:
-    """``spec``'s methods on the shared mixin, and their shortcuts on ``p10.Tensor``."""
-    op = Op(spec.name)
-    for name in spec.methods:
-        slow = _method(fn, name, spec.arity)
-        setattr(TensorMethods, name, slow)
-        if not spec.fast:
-            continue
-        if spec.arity == 1:
-            fast = _fast_unary(op, slow, floating=spec.dtypes == "float")
-        else:
-            fast = _fast_binary(op, slow, floating=spec.dtypes == "float")
-        setattr(Tensor, name, fast)
-
-
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
 """The generated functions by name, in enum order."""
 for _spec in SPEC_OF.values():
     if _spec.function_name is not None:
         FUNCTIONS[_spec.function_name] = make_function(_spec)
-        _install(_spec, FUNCTIONS[_spec.function_name])
 globals().update(FUNCTIONS)
 
 
@@ -209,8 +175,6 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     >>> p10.astype(p10.asarray([1.7]), "float64", device="cpu").device
     'cpu'
     """
-    from p10._dtypes import to_dtype
-
     dt = to_dtype(dtype)
     if device is not None and str(device) != x.device:
         x = x.to(device=device)

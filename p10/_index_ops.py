@@ -6,11 +6,13 @@ from typing import Any
 
 import numpy as np
 
+from p10._creation import asarray
 from p10._elementwise import is_tensor, operand, operands
 from p10._errors import ArgumentError, DTypeError, IndexOutOfRangeError
 from p10._indexing import IndexSlot
 from p10._ops import Op
 from p10._reductions import normalize_axis
+from p10._shape import reshape
 from p10._tensor import Tensor, apply, wrap
 
 
@@ -170,9 +172,6 @@ def _expand_0d_masks(x: Any, key: Any) -> tuple[Any, Any]:
     items = key if isinstance(key, tuple) else (key,)
     if not any(_is_0d_mask(k) for k in items):
         return x, key
-    from p10._creation import asarray
-    from p10._shape import reshape
-
     consumed = sum(0 if k is None or k is Ellipsis or _is_0d_mask(k) else _width(k) for k in items)
     shape, axis, new_items = list(x.shape), 0, []
     for k in items:
@@ -222,8 +221,6 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
     """
     (x,) = operands(x)
     if axis is None:
-        from p10._shape import reshape
-
         x, axis = reshape(x, (-1,)), 0
     ax = normalize_axis(axis, x.ndim, "take")
     return getitem(x, (slice(None),) * ax + (operand(indices, x),))
@@ -255,3 +252,40 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
             ar = np.arange(x.shape[d], dtype=np.int64).reshape(shape)
             key.append(wrap(backend.from_numpy(ar), backend))
     return getitem(x, tuple(key))
+
+
+def repeat(x: Any, /, repeats: Any, *, axis: int | None = None) -> Any:
+    """Repeat each element ``repeats`` times along ``axis`` (flattened when None).
+
+    ``repeats`` is one int, or one count per element along the axis (a tensor or sequence of
+    non-negative ints, or a single one broadcast); per-element counts gather with ``take``.
+
+    >>> import p10
+    >>> p10.repeat(p10.asarray([1, 2]), 2).tolist()
+    [1, 1, 2, 2]
+    >>> p10.repeat(p10.asarray([1, 2]), p10.asarray([0, 3])).tolist()
+    [2, 2, 2]
+    """
+    (x,) = operands(x)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    ax = normalize_axis(axis, x.ndim, "repeat")
+    if isinstance(repeats, int) and not isinstance(repeats, bool):
+        if repeats < 0:
+            raise ArgumentError(f"repeat: repeats must be non-negative, got {repeats}")
+        return apply(Op.REPEAT, x, repeats=repeats, axis=ax)
+    return _repeat_each(x, repeats, ax)
+
+
+def _repeat_each(x: Any, repeats: Any, ax: int) -> Any:
+    counts = np.asarray(repeats.numpy() if hasattr(repeats, "numpy") else repeats)
+    n = x.shape[ax]
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or counts.size not in (1, n):
+        raise ArgumentError(
+            f"repeat: repeats must be an int or 1-D integers of length 1 or {n} (axis {ax} of "
+            f"{x.shape}), got {counts.dtype.name} of shape {counts.shape}"
+        )
+    if (counts < 0).any():
+        raise ArgumentError("repeat: repeats must be non-negative")
+    index = np.repeat(np.arange(n), np.broadcast_to(counts.reshape(-1), (n,)))
+    return take(x, asarray(index, backend=x.backend), axis=ax)

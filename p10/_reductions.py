@@ -9,6 +9,7 @@ from typing import Any
 from p10._dtypes import to_dtype
 from p10._elementwise import operands, to_float
 from p10._errors import AxisError, ShapeError
+from p10._functions import sqrt
 from p10._ops import Op
 from p10._tensor import apply
 
@@ -175,8 +176,6 @@ def std(x: Any, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool
     >>> p10.std(p10.asarray([1.0, 3.0])).item()
     1.0
     """
-    from p10._functions import sqrt
-
     return sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
 
 

@@ -17,7 +17,6 @@ from the kernel, takes the ordinary path, which also produces the named error.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,98 +33,7 @@ from p10._ops import Op
 VIEW_OPS = frozenset({Op.RESHAPE, Op.PERMUTE, Op.BROADCAST_TO, Op.GETITEM, Op.FLIP})
 
 
-_M = TensorMethods  # the shared methods: each fast path falls back to one of them
 _new = object.__new__
-
-
-def _named(method: Callable, slow: Callable) -> Callable:
-    method.__name__ = slow.__name__
-    method.__qualname__ = f"Tensor.{slow.__name__}"
-    method.__doc__ = slow.__doc__
-    method.__wrapped__ = slow  # type: ignore[attr-defined]  # inspect.signature shows slow's
-    return method
-
-
-def _fast_binary(
-    op: Op, slow: Callable, floating: bool = False, reflected: bool = False
-) -> Callable:
-    """``slow`` with a direct kernel call when both operands share backend and dtype, or when
-    the other operand is a Python int/float next to a floating tensor on a backend whose
-    kernels take weak scalars (``reflected``: the scalar is the left operand, ``2 - x``)."""
-
-    def method(self: Tensor, other: Any) -> Any:
-        backend = self._backend
-        cls = other.__class__
-        a = self._data
-        if cls is Tensor and other._backend is backend and not reflected:
-            b = other._data
-            # NOTE: the arrays' own dtype objects compared by identity: canonical instances in
-            # NumPy, torch, dask, array-api-strict, and a false "no" only costs the slow path
-            if not (
-                a.dtype is b.dtype or (backend.weak_scalars and _bool_and_float(backend, a, b))
-            ) or (floating and backend.dtype_of(a).kind != "f"):
-                return slow(self, other)
-            x, y = a, b
-        elif (cls is float or cls is int) and backend.weak_scalars:
-            # NOTE: floating tensors only: a weak scalar then never changes the dtype, and
-            # never overflows it (an int8 tensor plus 300 takes the slow path and its error)
-            if backend.dtype_of(a).kind != "f":
-                return slow(self, other)
-            x, y = (other, a) if reflected else (a, other)
-        else:
-            return slow(self, other)
-        try:
-            out = backend.kernels[op](x, y)
-        except Exception:
-            return slow(self, other)  # a missing kernel too: the slow path names it
-        if out.__class__ is not backend.array_type:
-            return wrap(out, backend)  # a 0-d input gives a NumPy scalar
-        # NOTE: wrap() inlined; a call costs a sixth of the time budget
-        t = _new(Tensor)
-        t._data, t._backend, t._vc = out, backend, None
-        return t
-
-    return _named(method, slow)
-
-
-def _bool_and_float(backend: Backend, a: Any, b: Any) -> bool:
-    """A bool array next to a floating one: P10 promotes the bool to the float's dtype, as a
-    NumPy-semantics kernel does by itself (True -> 1.0), so the kernel can take both as they
-    are (the mask product ``g * (x > 0)`` of a backward)."""
-    kinds = backend.dtype_of(a).kind + backend.dtype_of(b).kind
-    return kinds == "bf" or kinds == "fb"
-
-
-def _fast_inplace(op: Op, slow: Callable) -> Callable:
-    """``slow`` (compute out of place, then write) with the backend's in-place kernel."""
-
-    def method(self: Tensor, other: Any) -> Any:
-        if self._inplace(op, other):
-            return self
-        return slow(self, other)
-
-    return _named(method, slow)
-
-
-def _fast_unary(op: Op, slow: Callable, floating: bool = False) -> Callable:
-    """``slow`` with a direct kernel call (for ``floating`` ops only on floating tensors)."""
-
-    def method(self: Tensor) -> Any:
-        backend = self._backend
-        if not floating or backend.dtype_of(self._data).kind == "f":
-            try:
-                out = backend.kernels[op](self._data)
-            except Exception:
-                pass
-            else:
-                if out.__class__ is not backend.array_type:
-                    return wrap(out, backend)
-                t = _new(Tensor)
-                t._data, t._backend, t._vc = out, backend, None
-                return t
-        return slow(self)
-
-    return _named(method, slow)
 
 
 def _fast_axes(axis: Any, ndim: int) -> Any:
@@ -133,32 +41,6 @@ def _fast_axes(axis: Any, ndim: int) -> Any:
     if axis.__class__ is int and -ndim <= axis < ndim:
         return (axis % ndim,)
     return False
-
-
-def _fast_reduce(op: Op, slow: Callable, floating: bool = False) -> Callable:
-    """``slow`` with a direct kernel call for ``axis`` None or one int (and no other args)."""
-
-    def method(self: Tensor, axis: Any = None, keepdims: bool = False, *args, **kwargs) -> Any:
-        backend = self._backend
-        axes = None if axis is None else _fast_axes(axis, len(self._data.shape))
-        if (
-            axes is not False
-            and not (args or kwargs)
-            and (not floating or backend.dtype_of(self._data).kind == "f")
-        ):
-            try:
-                out = backend.kernels[op](self._data, axis=axes, keepdims=keepdims)
-            except Exception:
-                pass
-            else:
-                if out.__class__ is not backend.array_type:
-                    return wrap(out, backend)
-                t = _new(Tensor)
-                t._data, t._backend, t._vc = out, backend, None
-                return t
-        return slow(self, axis, keepdims, *args, **kwargs)
-
-    return _named(method, slow)
 
 
 class Tensor(TensorMethods):
@@ -173,46 +55,6 @@ class Tensor(TensorMethods):
     __slots__ = ("__weakref__", "_backend", "_data", "_vc")
     # NumPy defers to our reflected operators instead of converting us.
     __array_ufunc__ = None
-
-    def __init__(self, data: Any, *, dtype: Any = None, backend: str | Backend | None = None):
-        from p10._creation import asarray
-
-        t = asarray(data, dtype=dtype, backend=backend)
-        self._data, self._backend, self._vc = t._data, t._backend, None
-
-    # -- fast paths of the hottest operators and methods (see the module docstring) --------
-    __add__ = _fast_binary(Op.ADD, _M.__add__)
-    __radd__ = _fast_binary(Op.ADD, _M.__radd__, reflected=True)
-    __sub__ = _fast_binary(Op.SUB, _M.__sub__)
-    __rsub__ = _fast_binary(Op.SUB, _M.__rsub__, reflected=True)
-    __mul__ = _fast_binary(Op.MUL, _M.__mul__)
-    __rmul__ = _fast_binary(Op.MUL, _M.__rmul__, reflected=True)
-    __truediv__ = _fast_binary(Op.DIV, _M.__truediv__, floating=True)
-    __rtruediv__ = _fast_binary(Op.DIV, _M.__rtruediv__, floating=True, reflected=True)
-    __iadd__ = _fast_inplace(Op.ADD, _M.__iadd__)
-    __isub__ = _fast_inplace(Op.SUB, _M.__isub__)
-    __imul__ = _fast_inplace(Op.MUL, _M.__imul__)
-    __itruediv__ = _fast_inplace(Op.DIV, _M.__itruediv__)
-    add_ = _fast_inplace(Op.ADD, _M.add_)
-    sub_ = _fast_inplace(Op.SUB, _M.sub_)
-    mul_ = _fast_inplace(Op.MUL, _M.mul_)
-    div_ = _fast_inplace(Op.DIV, _M.div_)
-    __pow__ = _fast_binary(Op.POW, _M.__pow__)
-    __matmul__ = _fast_binary(Op.MATMUL, _M.__matmul__)
-    matmul = _fast_binary(Op.MATMUL, _M.matmul)
-    __eq__ = _fast_binary(Op.EQ, _M.__eq__)  # type: ignore[assignment]
-    __ne__ = _fast_binary(Op.NE, _M.__ne__)  # type: ignore[assignment]
-    __lt__ = _fast_binary(Op.LT, _M.__lt__)
-    __le__ = _fast_binary(Op.LE, _M.__le__)
-    __gt__ = _fast_binary(Op.GT, _M.__gt__)
-    __ge__ = _fast_binary(Op.GE, _M.__ge__)
-    __hash__ = TensorMethods.__hash__  # defining __eq__ would otherwise remove it
-    __neg__ = _fast_unary(Op.NEG, _M.__neg__)
-    __abs__ = _fast_unary(Op.ABS, _M.__abs__)
-    mean = _fast_reduce(Op.MEAN, _M.mean, floating=True)
-    max = _fast_reduce(Op.MAX, _M.max)
-    min = _fast_reduce(Op.MIN, _M.min)
-    sum = _fast_reduce(Op.SUM, _M.sum)  # a dtype= argument takes the slow path
 
     # -- core attributes ------------------------------------------------------------------
     @property
@@ -325,22 +167,6 @@ class Tensor(TensorMethods):
             suffix += f", backend='{self._backend.name}'"
         return f"tensor({body}{suffix})"
 
-    def to(
-        self, dtype: Any = None, *, backend: str | Backend | None = None, device: Any = None
-    ) -> Tensor:
-        """This tensor on another backend, device and/or dtype (a copy when changed).
-
-        >>> import p10
-        >>> p10.ones(2).to("float64").dtype, p10.ones(2).to(device="cpu").device
-        (dtype('float64'), 'cpu')
-        """
-        from p10._creation import asarray
-
-        if backend is None and dtype is None and device is None:
-            return self
-        target = backend if backend else self._backend
-        return asarray(self, dtype=dtype, backend=target, device=device)
-
     def __dlpack__(
         self,
         *,
@@ -371,17 +197,6 @@ class Tensor(TensorMethods):
             )
         self._write(Ellipsis, result)
         return self
-
-    def _setitem(self, key: Any, value: Any) -> None:
-        from p10._elementwise import operand
-        from p10._index_ops import drop_0d_masks, normalize_key
-        from p10._indexing import fill_key
-
-        key = drop_0d_masks(key)
-        if key is None:
-            return  # a False 0-d mask selects nothing
-        k, tensors = normalize_key(self, key, "setitem")
-        self._write(fill_key(k, tuple(t._data for t in tensors)), operand(value, self))
 
     def _write(self, key: Any, value: Tensor) -> None:
         if value.dtype != self.dtype and not np.can_cast(value.dtype, self.dtype, "same_kind"):

@@ -76,7 +76,7 @@ from p10 import (
 )
 from p10._functions import FUNCTIONS as _OP_FUNCTIONS
 from p10.random import Generator
-from tpx import _op_methods, cuda, rules
+from tpx import _op_methods, _recording, _shortcuts, cuda, rules
 from tpx._compile import CompiledFunction, CompileStats, CompileWarning, compile, eager_island
 from tpx._creation import (
     arange,
@@ -88,6 +88,7 @@ from tpx._creation import (
     from_numpy,
     full,
     full_like,
+    is_tensor,
     linspace,
     multinomial,
     normal,
@@ -171,7 +172,6 @@ from tpx._torch_ops import (
     ge,
     gt,
     index_select,
-    is_tensor,
     isclose,
     le,
     lt,

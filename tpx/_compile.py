@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 
 import p10
 from tpx import _mode, _record
-from tpx._plan import Plan, describe, lower, replay, resolve, time_kernels
+from tpx._plan import Plan, describe, replay, resolve, time_kernels
+from tpx._plan_passes import lower, optimize
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,19 +73,13 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _record.active is not None:  # called while another function records: inline it
             return self.fn(*args, **kwargs)
+        if _interceptors:
+            return _interceptors[-1](CompiledCall(self, args, kwargs))
         reason = _global_reason()
         flat: list[Any] = []
         key = None
         if reason is None:
-            try:
-                key = (
-                    _mode.state.grad_enabled,
-                    p10.get_default_dtype(),
-                    _key(args, flat),
-                    _key(kwargs, flat),
-                )
-            except _Unsupported as e:
-                reason = str(e)
+            key, reason = _signature(args, kwargs, flat)
         if reason is not None:
             self._warn(reason, _record.user_line(2))
             self.stats.eager_calls += 1
@@ -109,7 +104,7 @@ class CompiledFunction:
             plan = None
             if rec.stopped is None:
                 try:
-                    plan = lower(rec.finish(result))
+                    plan = lower(optimize(rec.finish(result)))
                 except _record.Stop as e:
                     rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else _record.user_line())
         finally:
@@ -158,8 +153,9 @@ class CompiledFunction:
         (['mul', 'exp'], 2)
         """
         flat: list[Any] = []
-        key = (_mode.state.grad_enabled, p10.get_default_dtype(), _key(args, flat),
-               _key(kwargs, flat))  # fmt: skip
+        key, reason = _signature(args, kwargs, flat)
+        if reason is not None:
+            return None
         if not isinstance(self._plans.get(key), Plan):
             self._record(key, flat, args, kwargs)
         plan = self._plans.get(key)
@@ -168,6 +164,86 @@ class CompiledFunction:
         has_island = any(seg.island is not None for seg in plan.segments)
         plan.kernel_seconds = None if has_island else time_kernels(plan, flat)
         return describe(plan)
+
+    @staticmethod
+    def intercept(handler: Callable[[CompiledCall], Any]) -> p10.Handle:
+        """Route every call of every compiled function through ``handler(call)``, which
+        returns the call's result (a checker that replays plans against eager calls, as
+        ``tpx-inspect check`` does); the handle's ``remove()`` ends it. Observers no longer
+        make calls fall back to eager then: a :class:`CompiledCall` records with them.
+
+        >>> import tpx as tp
+        >>> seen = []
+        >>> def handler(call):
+        ...     seen.append(call.plan is None)
+        ...     return call.record() if call.plan is None else call.replay()
+        >>> f = tp.compile(lambda x: x * 2)
+        >>> with tp.CompiledFunction.intercept(handler):
+        ...     _ = [f(tp.ones(2)) for _ in range(2)]
+        >>> seen
+        [True, False]
+        """
+        _interceptors.append(handler)
+
+        def remove() -> None:
+            if handler in _interceptors:
+                _interceptors.remove(handler)
+
+        return p10.Handle(remove)
+
+
+class CompiledCall:
+    """One call of a compiled function, as an interceptor (:meth:`CompiledFunction.intercept`)
+    sees it: it can run the call eagerly, record its plan, or replay the plan."""
+
+    def __init__(self, compiled: CompiledFunction, args: tuple, kwargs: dict) -> None:
+        self.compiled, self.args, self.kwargs = compiled, args, kwargs
+        self.flat: list[Any] = []
+        self.key, self.reason = _signature(args, kwargs, self.flat)
+        if self.reason is None and _mode.state.anomaly:
+            self.reason = "anomaly mode (tp.detect_anomaly) is on"
+
+    @property
+    def plan(self) -> Plan | None:
+        """The plan that a replay of this call would run (None: none, or its guards fail)."""
+        entry = self.compiled._plans.get(self.key) if self.reason is None else None
+        return entry if isinstance(entry, Plan) and _guard(entry, self.flat) else None
+
+    def eager(self) -> Any:
+        """Run the function eagerly (observers see it, nothing is recorded)."""
+        self.compiled.stats.eager_calls += 1
+        return self.compiled.fn(*self.args, **self.kwargs)
+
+    def record(self) -> Any:
+        """Run the function eagerly while recording its plan (or eagerly with the one
+        warning, on a graph break); observers see the eager call."""
+        if self.reason is not None:
+            self.compiled._warn(self.reason, _record.user_line(2))
+            return self.eager()
+        return self.compiled._record(self.key, self.flat, self.args, self.kwargs)
+
+    def replay(self) -> Any:
+        """Replay :attr:`plan` (observers see nothing: no graph is made)."""
+        plan = self.plan
+        if plan is None:
+            raise RuntimeError("CompiledCall.replay: this call has no plan (record it first)")
+        self.compiled.stats.replays += 1
+        return replay(plan, self.flat)
+
+    def state(self) -> list[tuple[str, Any]]:
+        """The state tensors of the plan (parameters and their ``.grad``), named, as they
+        are now: compare them after a replay and after an eager call."""
+        plan = self.plan or self.compiled._plans.get(self.key)
+        if not isinstance(plan, Plan):
+            return []
+        holders = resolve(plan.holders, self.flat)
+        out: list[tuple[str, Any]] = []
+        for h, t in enumerate(holders):
+            out += [(f"state {h} {tuple(t.shape)}", t), (f"state {h} .grad", t.grad)]
+        return out
+
+
+_interceptors: list[Callable[[CompiledCall], Any]] = []
 
 
 def compile(fn: F | None = None, *, cache_size: int = 8) -> Any:
@@ -244,6 +320,16 @@ def _global_reason() -> str | None:
     if _mode.state.anomaly:
         return "anomaly mode (tp.detect_anomaly) is on"
     return None
+
+
+def _signature(args: tuple, kwargs: dict, flat: list) -> tuple[tuple | None, str | None]:
+    """The cache key of a call, or the reason it cannot have one."""
+    try:
+        key = (_mode.state.grad_enabled, p10.get_default_dtype(), _key(args, flat),
+               _key(kwargs, flat))  # fmt: skip
+    except _Unsupported as e:
+        return None, str(e)
+    return key, None
 
 
 def _key(x: Any, flat: list) -> Any:

@@ -196,3 +196,13 @@ def from_dlpack(x: Any, *, requires_grad: bool = False) -> Tensor:
     """
     t = wrap(p10.from_dlpack(x))
     return t.requires_grad_(True) if requires_grad else t
+
+
+def is_tensor(x: Any) -> bool:
+    """Whether ``x`` is a ``tpx.Tensor``.
+
+    >>> import tpx as tp
+    >>> tp.is_tensor(tp.zeros(1)), tp.is_tensor([1.0])
+    (True, False)
+    """
+    return isinstance(x, Tensor)

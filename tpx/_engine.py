@@ -9,22 +9,29 @@ topological order: every node runs after all of its consumers, deterministically
 from __future__ import annotations
 
 import math
-import sys
-import threading
 import time
 from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
-import numpy as np
-
 import p10
 from tpx import _mode
-from tpx._errors import AnomalyError, BackwardError, InplaceError, RuleError
+from tpx._backward_errors import (
+    check_grad,
+    given_grad,
+    output_name,
+    raise_arity,
+    raise_bad_gradient,
+    raise_freed,
+    raise_modified,
+)
+from tpx._errors import BackwardError
 from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext, hooked
+from tpx._leaf import accumulate_leaf, pre_hooks
 from tpx._mode import NAN_CHECKS, state
 from tpx._saved_checks import verify_checksums
 from tpx._tensor import Tensor, wrap
+from tpx._tensor_autograd import use_engine
 
 P10Tensor = p10.Tensor
 _new = object.__new__
@@ -65,32 +72,15 @@ def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
                 "(a tensor of that shape), or reduce the output first (e.g. .sum())"
             )
         return _as_grad(p10.ones_like(t._t), create_graph)
-    graw = g._t if isinstance(g, Tensor) else _given_grad(t, g)
+    graw = g._t if isinstance(g, Tensor) else given_grad(t, g)
     if graw.shape != t.shape:
         raise BackwardError(
             f"gradient of shape {graw.shape} does not match the shape {t.shape} of "
-            f"{_output_name(t)}; pass a gradient of that shape"
+            f"{output_name(t)}; pass a gradient of that shape"
         )
     if create_graph and isinstance(g, Tensor):
         return g
     return _as_grad(graw, create_graph)
-
-
-def _given_grad(t: Tensor, g: Any) -> p10.Tensor:
-    """The ``gradient=`` of backward as a tensor of ``t``'s dtype, or an error naming ``t``."""
-    try:
-        return p10.asarray(g, dtype=t.dtype)
-    except (ValueError, TypeError, OverflowError) as exc:  # P10's errors are such builtins too
-        given = repr(g) if len(repr(g)) <= 60 else f"{type(g).__name__} {repr(g)[:57]}..."
-        raise BackwardError(
-            f"backward: gradient={given} is not numeric data for {_output_name(t)} of shape "
-            f"{t.shape} and dtype {t.dtype.name} ({type(exc).__name__}: {exc}); pass a tensor "
-            f"(or numbers) of that shape, e.g. tp.ones({t.shape}, dtype=tp.{t.dtype.name})"
-        ) from None
-
-
-def _output_name(t: Tensor) -> str:
-    return "a leaf tensor" if t.grad_fn is None else f"the output of {t.grad_fn.name}"
 
 
 def _as_grad(raw: p10.Tensor, create_graph: bool) -> Any:
@@ -214,7 +204,7 @@ def _run(order: list[Node], grads: dict, run: _Pass) -> None:
             if g is None:
                 continue
         if node.__class__ is AccumulateGrad:
-            _accumulate_leaf(node, g, run.create_graph)
+            accumulate_leaf(node, g, run.create_graph)
             if observed:
                 _mode.emit("on_node_executed", node, g, (), time.perf_counter() - start)
         else:
@@ -227,7 +217,7 @@ def _run(order: list[Node], grads: dict, run: _Pass) -> None:
 def _before(node: Node, g: Any, flags: int, run: _Pass) -> Any:
     """Hooks and tpx.grad targets of a flagged node; None when the walk stops at it."""
     if flags & _HOOKS:
-        g = _pre_hooks(node, g)
+        g = pre_hooks(node, g)
     if flags & _TARGET:
         run.results[run.targets[node]] = g if run.create_graph else wrap(g)
     return None if flags & _STOP else g
@@ -241,7 +231,7 @@ def _context(node: GradFn, g: Any, run: _Pass) -> RuleContext:
     ctx.needs_input_grad, ctx.function_ctx = node.needs_input_grad, node.ctx
     if saved is None:
         if node.freed:
-            _raise_freed(node)
+            raise_freed(node)
         ctx.inputs, ctx.output = (), None
     else:
         for value, version in zip(saved, node.versions):
@@ -249,9 +239,9 @@ def _context(node: GradFn, g: Any, run: _Pass) -> RuleContext:
                 if value.__class__ is P10Tensor:  # the counter itself: no property call
                     vc = value._vc
                     if vc is not None and vc[0] != version:
-                        _raise_modified(node, saved)
+                        raise_modified(node, saved)
                 elif value.version != version:  # a TPX tensor that a tp.Function saved
-                    _raise_modified(node, saved)
+                    raise_modified(node, saved)
         if node.checksums is not None:  # recorded under tp.set_saved_tensor_checks
             verify_checksums(node)
         if run.create_graph:
@@ -262,7 +252,7 @@ def _context(node: GradFn, g: Any, run: _Pass) -> RuleContext:
             node.saved = None
             node.freed = True
     if run.nan_checks:
-        _check_grad(node, g, "incoming gradient")
+        check_grad(node, g, "incoming gradient")
     return ctx
 
 
@@ -270,7 +260,7 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
     """Check each gradient the rule returned against its input, and add it to that input's."""
     edges = node.edges
     if grad_inputs.__class__ is not tuple or len(grad_inputs) != len(edges):
-        _raise_arity(node, grad_inputs)
+        raise_arity(node, grad_inputs)
     if run.observed or run.nan_checks or node._hooks is not None:
         grad_inputs = _after(node, g, grad_inputs, run, start)
     source = node if run.observed else None
@@ -284,7 +274,7 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         if (data.shape != shape and raw.shape != shape) or (
             data.dtype is not dtype and raw.dtype != dtype
         ):
-            _raise_bad_gradient(node, grad_inputs)
+            raise_bad_gradient(node, grad_inputs)
         if create_graph:
             raw = gi if gi.__class__ is Tensor else wrap(gi)
         _accumulate(grads, nxt, raw, source)
@@ -306,7 +296,7 @@ def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -
     if run.nan_checks:
         for i, gi in enumerate(grad_inputs):
             if gi is not None:
-                _check_grad(node, gi, f"gradient for input {i}")
+                check_grad(node, gi, f"gradient for input {i}")
     for fn in node._hooks or ():
         out = fn(node, grad_inputs, g)
         if out is not None:
@@ -323,115 +313,6 @@ def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
     grads[node] = total
     if source is not None:
         _mode.emit("on_grad_accumulated", node, g, total, source)
-
-
-def _pre_hooks(node: Node, g: Any) -> Any:
-    hooks = node.tensor_hooks
-    if hooks is None and node.__class__ is AccumulateGrad and node.variable._extra:
-        hooks = node.variable._extra.get("hooks")
-    for fn in hooks or ():
-        out = fn(g if g.__class__ is Tensor else wrap(g))
-        if out is not None:
-            g = out if state.grad_enabled else (out._t if isinstance(out, Tensor) else out)
-    for fn in node._pre_hooks or ():
-        out = fn(node, g)
-        if out is not None:
-            g = out
-    retain = node.retain
-    if retain is not None:
-        t = retain()
-        if t is not None:
-            with _LEAF_LOCKS[(id(t) >> 4) & 63]:  # a read-modify-write, as a leaf's
-                t._grad = _sum_grad(t._grad, g)
-    return g
-
-
-def _sum_grad(prev: Any, g: Any) -> Any:
-    if prev is not None:
-        return prev + (g if g.__class__ is Tensor else wrap(g))
-    return g if g.__class__ is Tensor else _owned(g)
-
-
-def _owned(g: p10.Tensor) -> Tensor:
-    # NOTE: a gradient may be the caller's `gradient=` or be shared with other leaves (the rule
-    # of add returns one value for both inputs), or be a read-only broadcast view; a `.grad`
-    # gets its own memory, so that `x.grad.mul_(0.5)` or `x.grad += ...` touch only it.
-    return wrap(p10.asarray(g, copy=True))
-
-
-def _holders(g: p10.Tensor) -> tuple[bool, int, int]:
-    """Whether ``g`` owns writable NumPy memory, and the reference counts of ``g`` and of it."""
-    arr = g._data
-    owns = arr.__class__ is np.ndarray and arr.base is None and arr.flags.writeable
-    return owns and g._vc is None, sys.getrefcount(g), sys.getrefcount(arr)
-
-
-def _sole_holders() -> tuple[bool, int, int]:
-    """What _unshared sees for a gradient that only _run's `g` holds, measured through the same
-    depth of calls rather than written down: interpreters that borrow references count fewer."""
-
-    def accumulate_leaf(g: p10.Tensor) -> tuple[bool, int, int]:
-        return unshared(g)
-
-    def unshared(g: p10.Tensor) -> tuple[bool, int, int]:
-        return _holders(g)
-
-    g = p10.zeros(1)
-    return accumulate_leaf(g)
-
-
-_SOLE_HOLDERS = _sole_holders()
-
-
-def _unshared(g: p10.Tensor) -> bool:
-    """True when nothing but the engine holds ``g`` and its memory: the leaf then takes it as
-    its ``.grad`` without a copy, as PyTorch's AccumulateGrad steals a gradient whose use count
-    is 1. Anything else (the caller's `gradient=`, a view, a value that a rule also gave to
-    another leaf, that a hook kept or that a Function saved) is copied by the caller."""
-    return _holders(g) == _SOLE_HOLDERS
-
-
-# NOTE: `.grad` is a read-modify-write: threads doing backward into one leaf would lose each
-# other's updates. A leaf takes one of these locks by its id (striped: no lock to create per
-# leaf, and leaves rarely share one); hooks run outside it, as they may run backward themselves.
-_LEAF_LOCKS = tuple(threading.Lock() for _ in range(64))
-
-
-def _accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
-    leaf = node.variable
-    with _LEAF_LOCKS[(id(leaf) >> 4) & 63]:
-        prev = leaf._grad
-        if prev is None:
-            if g.__class__ is Tensor:
-                leaf._grad = g if create_graph else _owned(g._t)
-            else:
-                leaf._grad = wrap(g) if _unshared(g) else _owned(g)
-        else:
-            leaf._grad = prev + (g if g.__class__ is Tensor else wrap(g))
-        prev = None
-    for fn in node._hooks or ():
-        fn(node, (), g)
-
-
-def _raise_freed(node: GradFn) -> None:
-    raise BackwardError(
-        f"trying to backward through {node.name} (at {node.source}) a second time, but "
-        "its saved values were freed after the first backward; pass retain_graph=True to "
-        "the first backward() if you need to run it twice"
-    )
-
-
-def _raise_modified(node: GradFn, saved: tuple) -> None:
-    for i, (value, version) in enumerate(zip(saved, node.versions)):
-        raw = value._t if value.__class__ is Tensor else value
-        if raw is not None and raw.version != version:
-            what = "its output" if i == len(saved) - 1 else f"input {i}"
-            raise InplaceError(
-                f"one of the values needed for gradient computation has been modified by "
-                f"an inplace operation: {what} of {node.name} (shape {raw.shape}, "
-                f"{raw.dtype.name}, recorded at {node.source}) is at version {raw.version}; "
-                f"expected version {version}. Clone it before modifying it in place"
-            )
 
 
 def _graph_inputs(node: GradFn, saved: tuple) -> tuple[tuple, Any]:
@@ -459,34 +340,6 @@ def _rewrap_output(out: p10.Tensor, node: GradFn) -> Tensor:
     t.grad_fn = node
     t._ver = out.version
     return t
-
-
-def _raise_arity(node: GradFn, grads: Any) -> None:
-    n = len(grads) if isinstance(grads, tuple) else type(grads).__name__
-    raise RuleError(
-        f"the rule of {node.op.value} ({node.name}) returned {n} gradients for "
-        f"{len(node.edges)} inputs; a rule returns a tuple with one gradient (or None) per input"
-    )
-
-
-def _raise_bad_gradient(node: GradFn, grads: tuple) -> None:
-    for i, (g, edge, (shape, dtype)) in enumerate(zip(grads, node.edges, node.in_meta)):
-        if edge is not None and g is not None and (g.shape != shape or g.dtype != dtype):
-            raise RuleError(
-                f"the rule of {node.op.value} ({node.name}) returned a gradient of shape "
-                f"{g.shape} {g.dtype.name} for input {i} of shape {tuple(shape)} {dtype.name}; "
-                "gradients must match their input (un-broadcast with tpx.rules.unbroadcast)"
-            )
-
-
-def _check_grad(node: GradFn, g: Any, what: str) -> None:
-    arr = np.asarray(g)
-    if not np.isfinite(arr).all():
-        kind = "NaN" if np.isnan(arr).any() else "Inf"
-        raise AnomalyError(
-            f"anomaly in backward of {node.op.value} ({node.name}): the {what} contains {kind}; "
-            f"the forward op was recorded at {node.source} in scope {node.scope or '<root>'}"
-        )
 
 
 def grad(
@@ -519,3 +372,6 @@ def grad(
                 "pass allow_unused=True to get None for it"
             )
     return tuple(results)
+
+
+use_engine(backward)

@@ -313,7 +313,7 @@ def _positional_count(fn: Callable[..., Any]) -> int:
 class BackwardInfo:
     """What kind of backward pass starts: the fourth argument of ``on_backward_start``.
 
-    ``targets`` holds the nodes whose gradients ``tpx.grad`` returns (in input order; a
+    ``targets`` holds the nodes whose gradients ``tpx.grad`` returns (in input order, each once; a
     leaf's node is its ``AccumulateGrad``), or ``None`` for ``.backward()``, which sums into
     the leaves' ``.grad``. ``tpx.grad`` runs only the nodes its targets need.
 

@@ -83,21 +83,17 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
 
 def _tensors(values: Any) -> list[Any]:
     """Every ``tpx.Tensor`` in ``values``, looking one level into lists and tuples."""
-    from tpx._tensor import Tensor
-
     found = []
     for v in values:
-        if isinstance(v, Tensor):
+        if isinstance(v, NumpyInterop):  # NOTE: tpx.Tensor is the class with this mixin
             found.append(v)
         elif isinstance(v, (list, tuple)):
-            found += [w for w in v if isinstance(w, Tensor)]
+            found += [w for w in v if isinstance(w, NumpyInterop)]
     return found
 
 
 def _to_numpy(value: Any) -> Any:
-    from tpx._tensor import Tensor
-
-    if isinstance(value, Tensor):
+    if isinstance(value, NumpyInterop):
         return np.asarray(value)
     if isinstance(value, (list, tuple)):
         return type(value)(_to_numpy(v) for v in value)

@@ -2,7 +2,7 @@
 
 Every method of the table is inherited from P10's shared mixin and records through
 ``__p10_apply__``; the ``fast`` ones here get TPX's direct-recording shortcut as well (see
-``tpx._tensor._fast_unary``), the same node as the general path's.
+``tpx._shortcuts._fast_unary``), the same node as the general path's.
 
 >>> import tpx as tp
 >>> x = tp.ones(2, requires_grad=True)
@@ -15,7 +15,8 @@ from __future__ import annotations
 import p10
 from p10._methods import TensorMethods
 from p10._ops import SPEC_OF
-from tpx._tensor import Tensor, _fast_binary, _fast_unary
+from tpx._shortcuts import _fast_binary, _fast_unary
+from tpx._tensor import Tensor
 
 
 def install() -> None:

@@ -1,6 +1,7 @@
 """A recorded plan: an ordered list of P10 kernel calls over numbered buffers, and its replay.
 
-A :class:`Plan` is what :func:`tpx.compile` lowers one recorded call into. Its buffers
+A :class:`Plan` is what :func:`tpx.compile` lowers one recorded call into (the passes and
+the lowering live in :mod:`tpx._plan_passes`). Its buffers
 (``slots``) are bound from the call's arguments, from the state tensors it reads and writes
 (parameters and their ``.grad``), held as captured arrays, or produced by a kernel step. Steps
 run in recorded order; each buffer is dropped right after its last reader (liveness), so the
@@ -15,12 +16,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from p10._ops import OP_INFO, Op
 from p10._tensor import Tensor as P10Tensor
 from p10._tensor import wrap as p10_wrap
 
@@ -110,6 +110,7 @@ class Plan:
     # (slot, holder, "data" | "grad", shape, backend dtype) of each state value read at the start
     state_meta: list[tuple] = field(default_factory=list)
     has_arg_holders: bool = False
+    removed: dict[str, int] = field(default_factory=dict)  # steps removed by tpx._plan_passes
 
     @property
     def steps(self) -> list[Step]:
@@ -122,226 +123,21 @@ class Plan:
         return _output_slots(self.outputs)
 
 
-def lower(plan: Plan) -> Plan:
-    """Compute liveness (the slots freed after each step), the peak memory, and generate the
-    replay function of each segment."""
-    _elide_broadcasts(plan)
-    _write_in_place(plan)
-    last = _last_uses(plan)
-    _reuse_dying(plan, last)
-    plan.fixed = [(i, s.source) for i, s in enumerate(plan.slots) if s.kind in (CAPTURE, CONST)]
-    plan.fresh = _fresh_constants(plan)
-    plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
-    plan.state_meta = [m for m in plan.state_meta if m[0] in last]
-    plan.has_arg_holders = any(h.__class__ is ArgRef for h in plan.holders)
+def escape_slots(plan: Plan) -> set[int]:
+    """Slots whose value leaves the plan: returned, written to a ``.grad``, given to an island."""
+    out = set(_output_slots(plan.outputs))
     for seg in plan.segments:
-        seg.bindings = [i for i in seg.bindings if i in last]
-    live, peak = 0, 0
-    const_bytes = sum(s.nbytes for s in plan.slots if s.kind == CONST)
-    position = 0
-    for seg in plan.segments:
-        seg.frees = []
-        for step in seg.steps:
-            if step.out is not None:
-                live += plan.slots[step.out].nbytes
-            peak = max(peak, live)
-            dead = [i for i in _reads(step) if last.get(i) == position and _owned(plan, i)]
-            if step.out is not None and last.get(step.out, -1) <= position:
-                dead.append(step.out)  # never read: dropped at once
-            live -= sum(plan.slots[i].nbytes for i in set(dead))
-            seg.frees.append(sorted(set(dead)))
-            position += 1
-        position += 1  # the boundary
-        seg.run = _generate(seg)
-    plan.peak_bytes = peak + const_bytes
-    return plan
-
-
-_BINARY = frozenset(
-    op.value for op, info in OP_INFO.items() if info.kind == "elementwise" and info.arity == 2
-)
-
-
-def _elide_broadcasts(plan: Plan) -> None:
-    """Drop ``broadcast_to`` steps (and ``reshape`` steps that only prepend size-1 axes) whose
-    every reader is an elementwise binary kernel whose other operand already has the result's
-    shape: the kernel's own broadcasting computes the same values, bit for bit, without the
-    view (a reduction's gradient meets its consumer this way)."""
-    escaping = set(_output_slots(plan.outputs))
-    for seg in plan.segments:
-        escaping |= {i for _, i in seg.writeback if i is not None}
-        escaping |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
-    for seg in plan.segments:
-        readers: dict[int, list[int]] = {}
-        for k, step in enumerate(seg.steps):
-            for i in _reads(step):
-                readers.setdefault(i, []).append(k)
-        for k in reversed(range(len(seg.steps))):
-            step = seg.steps[k]
-            if not _expands_only(plan, step) or step.out in escaping:
-                continue
-            users = [u for u in readers.get(step.out, []) if seg.steps[u] is not None]
-            src = step.inputs[0]
-            if not users or not all(
-                _broadcasts_itself(plan, seg.steps[u], step.out, src) for u in users
-            ):
-                continue
-            for u in users:
-                user = seg.steps[u]
-                inputs = tuple(
-                    src if x == step.out and x.__class__ is int else x for x in user.inputs
-                )
-                seg.steps[u] = replace(user, inputs=inputs)
-                readers.setdefault(src, []).append(u)
-            seg.steps[k] = None  # type: ignore[call-overload]
-        seg.steps = [s for s in seg.steps if s is not None]
-
-
-_INPLACE_OPS = ("add", "sub", "mul", "div")
-
-
-def _write_in_place(plan: Plan) -> None:
-    """``t = op(d, x)`` followed by ``d[...] = t`` (an in-place operator that eager code ran
-    out of place, then wrote back) becomes the backend's in-place kernel ``d op= x`` when it
-    has one: the same values in ``d``, without the temporary and the copy."""
-    escaping = set(_output_slots(plan.outputs))
-    for seg in plan.segments:
-        escaping |= {i for _, i in seg.writeback if i is not None}
-        escaping |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
-    for seg in plan.segments:
-        reads: dict[int, int] = {}
-        for step in seg.steps:
-            for i in _reads(step):
-                reads[i] = reads.get(i, 0) + 1
-        steps = seg.steps
-        for k in range(1, len(steps)):
-            put, calc = steps[k], steps[k - 1]
-            if put is None or calc is None or put.kind != "setitem":
-                continue
-            dst, value = put.inputs
-            if (
-                put.params["key"] is not Ellipsis
-                or calc.kind != "kernel"
-                or calc.op not in _INPLACE_OPS
-                or calc.out != value
-                or calc.inputs[0] != dst
-                or reads.get(value) != 1
-                or value in escaping
-                or plan.slots[value].shape != plan.slots[dst].shape
-                or plan.slots[value].dtype != plan.slots[dst].dtype
-            ):
-                continue
-            kernel = plan.backend_of[dst].inplace.get(Op(calc.op))
-            if kernel is None:
-                continue
-            steps[k - 1] = replace(calc, kind="inplace", kernel=kernel, out=None)
-            steps[k] = None  # type: ignore[call-overload]
-        seg.steps = [s for s in steps if s is not None]
-
-
-_REUSE_MIN_BYTES = 1 << 16  # below this, an allocation costs less than the in-place call
-_COMMUTATIVE = ("add", "mul")
-
-
-def _reuse_dying(plan: Plan, last: dict[int, int]) -> None:
-    """Buffer reuse by liveness: an elementwise ``add/sub/mul/div`` whose operand dies at this
-    step (made by the plan, shares memory with nothing, of the output's shape and dtype, large)
-    writes its result into that operand with the backend's in-place kernel. ``add``/``mul``
-    may reuse either operand (IEEE addition and multiplication commute, bit for bit)."""
-    position = 0
-    for seg in plan.segments:
-        for k, step in enumerate(seg.steps):
-            target = _dying_operand(plan, step, last, position)
-            if target is not None:
-                a, other = target
-                kernel = plan.backend_of[a].inplace.get(Op(step.op))
-                if kernel is not None:
-                    seg.steps[k] = replace(step, inputs=(a, other), kernel=_returning(kernel))
-            position += 1
-        position += 1
-
-
-def _dying_operand(plan: Plan, step: Step, last: dict, position: int) -> tuple | None:
-    if step.kind != "kernel" or step.op not in _INPLACE_OPS or step.out is None or step.params:
-        return None
-    out = plan.slots[step.out]
-    if out.nbytes < _REUSE_MIN_BYTES:
-        return None
-    first, second = step.inputs
-    candidates = [(first, second)]
-    if step.op in _COMMUTATIVE:
-        candidates.append((second, first))
-    for a, other in candidates:
-        if (
-            a.__class__ is int
-            and a != other
-            and plan.slots[a].kind == KERNEL
-            and a not in plan.aliased
-            and last.get(a) == position
-            and plan.slots[a].shape == out.shape
-            and plan.slots[a].dtype == out.dtype
-        ):
-            return a, other
-    return None
-
-
-def _returning(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    def in_place(dst: Any, other: Any) -> Any:
-        kernel(dst, other)
-        return dst
-
-    return in_place
-
-
-def _expands_only(plan: Plan, step: Step) -> bool:
-    if step.kind != "kernel" or step.out is None or step.inputs[0].__class__ is not int:
-        return False
-    shape, src = plan.slots[step.out].shape, plan.slots[step.inputs[0]].shape
-    if step.op == "broadcast_to":
-        return True
-    if step.op == "reshape":  # only size-1 axes added or removed in front
-        return _strip(shape) == _strip(src)
-    return False
-
-
-def _strip(shape: tuple) -> tuple:
-    k = 0
-    while k < len(shape) and shape[k] == 1:
-        k += 1
-    return shape[k:]
-
-
-def _broadcasts_itself(plan: Plan, user: Step, slot: int, src: int) -> bool:
-    if user.kind != "kernel" or user.op not in _BINARY or user.out is None or user.params:
-        return False
-    a, b = user.inputs
-    other = b if a == slot else a
-    if (a == slot) == (b == slot) or other.__class__ is not int:
-        return False
-    shape = plan.slots[user.out].shape
-    return plan.slots[other].shape == shape and len(plan.slots[src].shape) <= len(shape)
-
-
-def _fresh_constants(plan: Plan) -> list[int]:
-    """Constants that a step writes into or that leave the plan (returned, a ``.grad``): the
-    eager call makes them anew each time, so a replay gets a fresh copy of each."""
-    touched = set(_output_slots(plan.outputs))
-    for seg in plan.segments:
-        touched |= {s.inputs[0] for s in seg.steps if s.kind in ("inplace", "setitem")}
-        touched |= {i for _, i in seg.writeback if i is not None}
-        touched |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
-    return sorted(i for i in touched if i.__class__ is int and plan.slots[i].kind == CONST)
+        out |= {i for _, i in seg.writeback if i is not None}
+        out |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
+    return out
 
 
 def _copy(array: Any, backend: Any) -> Any:
     return backend.from_numpy(np.array(backend.to_numpy(array)))
 
 
-def _owned(plan: Plan, i: int) -> bool:
-    return plan.slots[i].kind != CONST  # constants stay counted: the plan holds them
-
-
-def _reads(step: Step) -> list[int]:
+def step_reads(step: Step) -> list[int]:
+    """The slots a step reads (its array inputs and the arrays in a setitem key)."""
     ids = [i for i in step.inputs if i.__class__ is int]
     if step.kind == "setitem":
         ids += [i for i in _key_slots(step.params["key"])]
@@ -359,27 +155,6 @@ class _KeySlot:
     """An array inside a ``setitem`` key, replaced by its slot."""
 
     slot: int
-
-
-def _last_uses(plan: Plan) -> dict[int, int]:
-    """slot -> the position (step index, boundaries counted) of its last reader."""
-    last: dict[int, int] = {}
-    position = 0
-    for seg in plan.segments:
-        for step in seg.steps:
-            for i in _reads(step):
-                last[i] = position
-            position += 1
-        for _, slot in seg.writeback:
-            if slot is not None:
-                last[slot] = position
-        for _, slot, kind in seg.island_inputs:
-            if kind != "arg":
-                last[slot] = position
-        position += 1
-    for i in _output_slots(plan.outputs):
-        last[i] = position + 1
-    return last
 
 
 def _output_slots(outputs: Any) -> list[int]:
@@ -597,6 +372,8 @@ def describe(plan: Plan) -> dict[str, Any]:
         "peak_bytes": plan.peak_bytes,
         "eager_peak_bytes": plan.eager_peak_bytes,
         "islands": sum(seg.island is not None for seg in plan.segments),
+        "removed": dict(plan.removed),
+        "outputs": _output_slots(plan.outputs),
         "kernel_seconds": plan.kernel_seconds,
     }
 

@@ -247,7 +247,7 @@ class Recorder:
             if a.__class__ is backend.array_type and backend.may_share_memory(out, a)
         ]
         i = self._new_slot(out, backend, KERNEL, None, op in VIEW_OPS and bool(shared))
-        if shared:  # NOTE: never written in place by the plan (see tpx._plan._reuse_dying)
+        if shared:  # NOTE: never written in place by the plan (see tpx._plan_passes._reuse_dying)
             self.aliased.update([i, *shared])
         self._step(Step(kind, op.value, fn, tuple(inputs), params, i))
 
@@ -594,6 +594,7 @@ def recording(rec: Recorder) -> Iterator[Recorder]:
                 op: _wrap_kernel(rec, b, op, fn, "inplace") for op, fn in s["inplace"].items()
             }
             _wrap_host(rec, b, s)
+        foreign = _mute_observers(rec)
         handle = _mode.add_observer(_Observer(rec))
         active = rec
         yield rec
@@ -601,8 +602,45 @@ def recording(rec: Recorder) -> Iterator[Recorder]:
         active = None
         if handle is not None:
             handle.remove()
+        if foreign:
+            _unmute_observers(foreign)
         for b, s in zip(backends, saved):
             for name, value in s.items():
                 setattr(b, name, value)
         if len(_registry) != len(backends) and rec.stopped is None:
             rec.stopped = ("a backend was first used inside the function", user_line())
+
+
+class _Muted:
+    """A registered observer seen through a recording: its handlers run as always, but the
+    kernels they call are not part of the recorded function (a capture copying values)."""
+
+    def __init__(self, inner: Any, rec: Recorder) -> None:
+        self.inner, self.rec = inner, rec
+
+    def __getattr__(self, name: str) -> Any:
+        fn = _mode._adapt(name, getattr(self.inner, name))  # NOTE: before *args hides arity
+        rec = self.rec
+
+        def handler(*args: Any) -> Any:
+            rec.depth += 1
+            try:
+                return fn(*args)
+            finally:
+                rec.depth -= 1
+
+        return handler
+
+
+def _mute_observers(rec: Recorder) -> list[Any]:
+    """Replace each registered observer by a :class:`_Muted` view of it; returns them."""
+    foreign = list(_mode.observers)
+    if foreign:
+        _mode.observers[:] = [_Muted(o, rec) for o in foreign]
+        _mode._index_handlers()
+    return foreign
+
+
+def _unmute_observers(foreign: list[Any]) -> None:
+    _mode.observers[:] = [o.inner if isinstance(o, _Muted) else o for o in _mode.observers]
+    _mode._index_handlers()

@@ -327,13 +327,13 @@ class TorchMethods:
         """
         gen = generator if generator is not None else p10.random.default_generator
         drawn = gen.uniform(a, b, self.shape, dtype=self.dtype, backend=self.backend)
-        return self._assign(_wrap(drawn))
+        return self._assign(self._wrap(drawn))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Any:
         """Fill with values drawn from a normal distribution; returns self."""
         gen = generator if generator is not None else p10.random.default_generator
         drawn = gen.normal(mean, std, self.shape, dtype=self.dtype, backend=self.backend)
-        return self._assign(_wrap(drawn))
+        return self._assign(self._wrap(drawn))
 
     def int(self) -> Any:
         """Converted to int32."""
@@ -346,19 +346,13 @@ class TorchMethods:
     def new_zeros(self, *size: Any, dtype: Any = None) -> Any:
         """Zeros of ``size`` with this tensor's dtype (or ``dtype``) and backend."""
         shape = T.shape_of(size, "new_zeros")
-        return _wrap(p10.zeros(shape, dtype=dtype or self.dtype, backend=self.backend))
+        return self._wrap(p10.zeros(shape, dtype=dtype or self.dtype, backend=self.backend))
 
     def new_ones(self, *size: Any, dtype: Any = None) -> Any:
         """Ones of ``size`` with this tensor's dtype (or ``dtype``) and backend."""
         shape = T.shape_of(size, "new_ones")
-        return _wrap(p10.ones(shape, dtype=dtype or self.dtype, backend=self.backend))
+        return self._wrap(p10.ones(shape, dtype=dtype or self.dtype, backend=self.backend))
 
     def new_tensor(self, data: Any, dtype: Any = None) -> Any:
         """A new tensor of ``data`` with this tensor's dtype (or ``dtype``) and backend."""
-        return _wrap(p10.asarray(data, dtype=dtype or self.dtype, backend=self.backend))
-
-
-def _wrap(raw: Any) -> Any:
-    from tpx._tensor import wrap  # NOTE: late: tpx._tensor imports this module
-
-    return wrap(raw)
+        return self._wrap(p10.asarray(data, dtype=dtype or self.dtype, backend=self.backend))

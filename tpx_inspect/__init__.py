@@ -41,15 +41,13 @@ API overview (others build the CLI, the server, the viewer and the checks on it)
 ((3, 2), (3, 2))
 """
 
+from tpx_inspect._run import ScriptResult, run_script, trace
 from tpx_inspect.capture import (
     DEFAULT_POLICY,
     FORMAT_VERSION,
     Capture,
     Policy,
-    ScriptResult,
     capture,
-    run_script,
-    trace,
 )
 from tpx_inspect.checks import (
     GradcheckError,

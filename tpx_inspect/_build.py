@@ -9,112 +9,42 @@ from __future__ import annotations
 import enum
 import math
 import os
+import weakref
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-import p10
 from p10 import IndexSlot
-from tpx import AccumulateGrad, observe
-from tpx_inspect._lazy import is_lazy, lazy_record, record_values, snapshot, summarize_lazy
+from tpx import AccumulateGrad
+from tpx_inspect._batch_stats import BatchStore, fill_rows
+from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
+from tpx_inspect._pending import _dtype_name, _Frozen
 from tpx_inspect.records import (
     NODE_FIELDS,
     SUMMARY_COLUMNS,
     Graph,
     GraphTables,
     NodeTable,
-    ValueStore,
 )
-from tpx_inspect.summary import PREVIEW, dtype_name, stats_row, to_numpy
+from tpx_inspect.summary import PREVIEW, to_numpy
 
 _seq = attrgetter("seq")
 
 
-def saved_meta(saved: tuple | None) -> tuple:
-    """``(slot, shape, dtype, bytes, key)`` of each value in a node's ``saved`` tuple; ``key``
-    identifies the memory so values saved twice are counted once."""
-    if not saved:
-        return ()
-    last = len(saved) - 1
-    out = []
-    for i, v in enumerate(saved):
-        if v is None:
-            continue
-        raw = observe.p10_tensor(v)
-        a = observe.native(raw) if isinstance(raw, p10.Tensor) else None
-        if a.__class__ is not np.ndarray:
-            if is_lazy(raw):  # its shape and dtype, without computing it
-                size = math.prod(raw.shape) * raw.dtype.itemsize
-                out.append((-1 if i == last else i, raw.shape, _dtype_name(raw.dtype), size, id(a)))
-                continue
-            a = to_numpy(v)
-        out.append((-1 if i == last else i, a.shape, _dtype_name(a.dtype), a.nbytes, id(a)))
-    return tuple(out)
-
-
-class PendingNode:
-    """What the forward of one node reported, until its backward ends."""
-
-    __slots__ = ("_meta", "_saved", "consts", "out", "raw", "seconds", "step")
-
-    def __init__(self, seconds: float, raw: Any, consts: tuple, saved: Any, step: int) -> None:
-        self.seconds = seconds
-        self.raw = raw
-        self.consts: tuple = consts
-        self._saved = saved  # the node's saved tuple as recorded (backward may free it later)
-        self._meta: tuple | None = None
-        self.step = step
-        self.out: _Frozen | None = None
-
-    @property
-    def saved(self) -> tuple:
-        """:func:`saved_meta` of what the node saved at forward time."""
-        if self._meta is None:
-            self._meta = saved_meta(self._saved)
-            self._saved = None
-        return self._meta
-
-    def freeze(self, keep: Callable[[Any], bool]) -> None:
-        """Summarize (and copy small values) now, before anything can write into them."""
-        if observe.native(self.raw).__class__ is not np.ndarray and is_lazy(self.raw):
-            # summarized with the whole backward, in one compute (see _lazy)
-            self.raw = snapshot(self.raw)
-            self.consts = tuple(snapshot(c) for c in self.consts)
-            return
-        self.out = _Frozen(self.raw, keep)
-        self.consts = tuple(None if c is None else _Frozen(c, keep) for c in self.consts)
-        self.raw = None
-
-
-class _Frozen:
-    """A summary row computed at forward time, with a copy of the value when it is small."""
-
-    __slots__ = ("head", "row", "value")
-
-    def __init__(self, x: Any, keep: Callable[[Any], bool]) -> None:
-        a = to_numpy(x)
-        self.row, self.head = stats_row(a)
-        self.value = np.array(a, copy=True) if keep(a) else None
-
-    @classmethod
-    def of(cls, row: list, head: tuple, value: np.ndarray | None) -> _Frozen:
-        """A summary computed elsewhere (a lazy tensor's, see ``_lazy``)."""
-        f = object.__new__(cls)
-        f.row, f.head, f.value = row, head, value
-        return f
-
-
 class _Tables:
-    """Collects the summary rows of one graph; a value summarized twice gets one row."""
+    """Collects the summary rows of one graph; a value summarized twice gets one row. Rows
+    are made at the end (:meth:`summaries`), the small float values all together."""
 
     def __init__(self, builder: GraphBuilder, full: bool) -> None:
         self.builder = builder
         self.full = full
-        self.rows: list[list[float]] = []
-        self.heads: list[tuple] = []
+        self.arrays: list[np.ndarray | None] = []  # None: the row is known (``done``)
+        self.vids: list[int] = []
+        self.done: dict[int, tuple[list, tuple]] = {}
         self.memo: dict[int, int] = {}
+        self._made: tuple[np.ndarray, np.ndarray] | None = None
 
     def add(self, x: Any) -> int:
         if x is None:
@@ -123,32 +53,47 @@ class _Tables:
         row = self.memo.get(key)
         if row is not None:
             return row
+        row = self.memo[key] = len(self.vids)
         if self.builder.prefetched:
             x = self.builder.prefetched.get(key, x)
+        vid = -1
         if x.__class__ is _Frozen:
-            stats, head, value = x.row, x.head, x.value
+            if x._row is None:
+                self.arrays.append(x.value)
+            else:
+                self.arrays.append(None)
+                self.done[row] = (x._row, x.head)
+            if self.full and x.kept:
+                vid = self.builder.store.adopt(x.value)
         else:
             a = to_numpy(x)
-            stats, head = stats_row(a, PREVIEW if self.full else 0)
-            value = a if self.full and self.builder.keep(a) else None
-        vid = self.builder.store.add(value) if self.full and value is not None else -1
-        if not self.full:
-            head = ()
-        self.rows.append([*stats, float(vid), float(len(head))])
-        self.heads.append(head)
-        self.memo[key] = len(self.rows) - 1
-        return len(self.rows) - 1
+            self.arrays.append(a)
+            if self.full and self.builder.keep(a):
+                vid = self.builder.store.reserve(a)
+        self.vids.append(vid)
+        return row
 
     def finite(self) -> bool:
-        return not any(r[5] or r[6] for r in self.rows)
+        table = self.summaries()[0]
+        return not table[:, 5:7].any()
 
     def summaries(self) -> tuple[np.ndarray, np.ndarray]:
-        table = np.array(self.rows, np.float64).reshape(-1, len(SUMMARY_COLUMNS))
-        if not self.full:
-            return table, np.zeros((0, PREVIEW))
-        pad = [math.nan] * PREVIEW
-        previews = [list(h) + pad[len(h) :] for h in self.heads]
-        return table, np.array(previews, np.float64).reshape(-1, PREVIEW)
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def _make(self) -> tuple[np.ndarray, np.ndarray]:
+        table = np.zeros((len(self.vids), len(SUMMARY_COLUMNS)), np.float64)
+        table[:, 8] = self.vids
+        self.builder.store.flush()
+        previews = np.full((len(self.vids), PREVIEW), math.nan) if self.full else None
+        fill_rows(self.arrays, table, previews)
+        for i, (row, head) in self.done.items():
+            table[i, :8] = row
+            if previews is not None:
+                previews[i, : len(head)] = head
+                table[i, 9] = len(head)
+        return table, previews if previews is not None else np.zeros((0, PREVIEW))
 
 
 class GraphBuilder:
@@ -158,9 +103,11 @@ class GraphBuilder:
         self.root = root
         self.keep = keep
         self.labels = labels
-        self.store = ValueStore()
+        self.store = BatchStore()
         self.structures: dict[tuple, tuple[int, NodeTable]] = {}
         self._sources: dict[Any, list] = {}
+        self._metas: dict[int, tuple] = {}
+        self._names: dict[Any, str] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
 
     def prefetch(self, order: list, pending: Any, backward: Any) -> dict[int, _Frozen]:
@@ -194,37 +141,39 @@ class GraphBuilder:
     def _build(self, run, gid, kind, step, roots, order, pending, backward, timing) -> Graph:
         raw = sorted(order, key=_seq)
         index = {n: i for i, n in enumerate(raw)}
+        pend = _pending_of(raw, pending)
         root_ids = tuple(sorted({index[r] for r in roots}))
         key = (root_ids, tuple(_node_key(n, index, self.labels) for n in raw))
         known = self.structures.get(key)
         is_new = known is None
         if known is None:
-            nodes = self._nodes(raw, index, set(root_ids), pending)
+            nodes = self._nodes(raw, index, set(root_ids), pend)
             known = self.structures[key] = (len(self.structures), nodes)
         sid, nodes = known
         ex = _executed(backward, index)
         full = is_new
-        tables = self._tables(raw, pending, ex, backward, index, full)
+        tables = self._tables(raw, pend, ex, backward, index, full)
         if tables is None:  # a known structure with a NaN/Inf: keep it in full
             full = True
-            tables = self._tables(raw, pending, ex, backward, index, full)
+            tables = self._tables(raw, pend, ex, backward, index, full)
         return Graph(
             id=gid, run=run, step=step, kind=kind, structure=sid,
             detail="full" if full else "stats", nodes=nodes, roots=root_ids, tables=tables,
-            peak_saved_bytes=_peak(raw, pending),
+            peak_saved_bytes=_peak(pend),
             backward_seconds=sum(e[2] for e in ex.values()) if timing else 0.0,
             values=self.store,
         )  # fmt: skip
 
     def _tables(
-        self, raw: list, pending: Any, ex: dict, b: Any, index: dict, full: bool
+        self, raw: list, pend: list, ex: dict, b: Any, index: dict, full: bool
     ) -> GraphTables | None:
         t = _Tables(self, full)
+        add = t.add
         rows, times, gout, consts = [], [], [], []
         for i, n in enumerate(raw):
-            p = pending.get(n)
+            p = pend[i]
             leaf = n.__class__ is AccumulateGrad
-            out = t.add(n.variable if leaf else (None if p is None else p.out or p.raw))
+            out = add(n.variable if leaf else (None if p is None else p.out or p.raw))
             e = ex.get(i)
             fwd = p.seconds if p is not None else 0.0
             if e is None:
@@ -232,13 +181,14 @@ class GraphBuilder:
                 times.append((fwd, math.nan))
             else:
                 released = e[4] if e[3] and p is not None and p.saved else -1
-                rows.append((out, t.add(e[0]), e[4], released))
+                rows.append((out, add(e[0]), e[4], released))
                 times.append((fwd, e[2]))
             if full and not leaf:
                 gins = e[1] if e is not None else ()
+                k = len(gins)
                 for j in range(len(n.edges)):
-                    gout.append(t.add(gins[j]) if j < len(gins) else -1)
-                    consts.append(t.add(p.consts[j]) if p is not None else -1)
+                    gout.append(add(gins[j]) if j < k else -1)
+                    consts.append(add(p.consts[j]) if p is not None else -1)
         if not full and not t.finite():
             return None
         accs = self._accumulations(b, index, t) if full else []
@@ -257,22 +207,22 @@ class GraphBuilder:
             if node in index:
                 row = t.add(g)
                 out.append((index[node], -1, row, row))
+        add, get = t.add, index.get
         for target, contribution, total, source in b.accs:
-            if target in index:
-                src = index.get(source, -1)
-                out.append((index[target], src, t.add(contribution), t.add(total)))
+            i = get(target)
+            if i is not None:
+                out.append((i, get(source, -1), add(contribution), add(total)))
         return out
 
     # -- static records -------------------------------------------------------------------------
-    def _nodes(self, raw: list, index: dict, roots: set, pending: Any) -> NodeTable:
-        cols: dict[str, list[Any]] = {f: [] for f in NODE_FIELDS}
-        for i, n in enumerate(raw):
-            if n.__class__ is AccumulateGrad:
-                row = self._leaf(n)
-            else:
-                row = self._op(n, index, i in roots, pending.get(n))
-            for f, v in zip(NODE_FIELDS, row):
-                cols[f].append(v)
+    def _nodes(self, raw: list, index: dict, roots: set, pend: list) -> NodeTable:
+        rows = [
+            self._leaf(n) if n.__class__ is AccumulateGrad else self._op(n, index, i in roots, p)
+            for i, (n, p) in enumerate(zip(raw, pend))
+        ]
+        cols: dict[str, list[Any]] = {f: list(c) for f, c in zip(NODE_FIELDS, zip(*rows))}
+        if not rows:
+            cols = {f: [] for f in NODE_FIELDS}
         overrides = [getattr(n, "overrides", None) for n in raw]
         if any(overrides):  # an optional column: only traces of override experiments have it
             cols["overrides"] = [None if o is None else dict(o) for o in overrides]
@@ -286,17 +236,33 @@ class GraphBuilder:
                 _dtype_name(var.dtype), [])  # fmt: skip
 
     def _op(self, n: Any, index: dict, is_root: bool, p: Any) -> tuple:
-        inputs = [
-            [None if e is None else index[e], list(shape), _dtype_name(dtype)]
-            for e, (shape, dtype) in zip(n.edges, n.in_meta)
-        ]
-        shape, dtype = n.out_meta
-        saved = [[s[0], list(s[1]), s[2], s[3]] for s in (p.saved if p else ())]
-        src = self._source(n)
+        # NOTE: the JSON forms of the shared shape/dtype metadata and of the op's name are
+        # made once and shared by the rows (the columns are read, never written)
+        ins = self._meta_json(n.in_meta)
+        shape, dtype = self._meta_json(n.out_meta, pair=True)
+        inputs = [[None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, ins)]
+        saved = [[s[0], list(s[1]), s[2], s[3]] for s in p.saved] if p is not None else []
+        name = self._names.get(n.op)
+        if name is None:
+            name = self._names[n.op] = n.name
         return (
-            "loss" if is_root else "op", n.op.value, n.name, "", params_to_json(n.params),
-            n.scope, src, inputs, list(shape), _dtype_name(dtype), saved,
+            "loss" if is_root else "op", n.op.value, name, "",
+            params_to_json(n.params) if n.params else {}, n.scope, self._source(n), inputs,
+            shape, dtype, saved,
         )  # fmt: skip
+
+    def _meta_json(self, meta: tuple, pair: bool = False) -> Any:
+        """``[(list(shape), dtype name), ...]`` of a node's ``(shape, dtype)`` pairs, cached
+        by identity (TPX shares the metadata tuples between nodes; the entry keeps one alive,
+        so its id is not reused)."""
+        hit = self._metas.get(id(meta))
+        if hit is None or hit[0] is not meta:
+            if len(self._metas) > 4096:
+                self._metas.clear()
+            pairs = (meta,) if pair else meta
+            made = [(list(s), _dtype_name(d)) for s, d in pairs]
+            hit = self._metas[id(meta)] = (meta, made[0] if pair else made)
+        return hit[1]
 
     def _source(self, n: Any) -> list | None:
         code = n.code
@@ -308,7 +274,15 @@ class GraphBuilder:
             if path.startswith(self.root + os.sep):
                 path = os.path.relpath(path, self.root)
             src = self._sources[(code, n.lineno)] = [path, n.lineno, code.co_name]
-        return list(src)
+        return src
+
+
+def _pending_of(raw: list, pending: Any) -> list:
+    """``pending.get(n)`` for each node, read once (a WeakKeyDictionary lookup is slow)."""
+    if not isinstance(pending, weakref.WeakKeyDictionary):
+        return [pending.get(n) for n in raw]
+    data, ref = pending.data, weakref.ref
+    return [data.get(ref(n)) for n in raw]
 
 
 def _executed(b: Any, index: dict) -> dict[int, tuple]:
@@ -322,10 +296,9 @@ def _executed(b: Any, index: dict) -> dict[int, tuple]:
     return out
 
 
-def _peak(raw: list, pending: Any) -> int:
+def _peak(pend: list) -> int:
     seen: dict[int, int] = {}
-    for n in raw:
-        p = pending.get(n)
+    for p in pend:
         if p is not None:
             for s in p.saved:
                 seen[s[4]] = s[3]
@@ -350,17 +323,6 @@ def _node_key(n: Any, index: dict, labels: dict) -> tuple:
     key = (n.op, n.scope, n.code, n.lineno, params, edges, n.in_meta, n.out_meta)
     overrides = n.overrides
     return key if overrides is None else (*key, tuple(sorted(overrides.items())))
-
-
-_DTYPES: dict[int, tuple[Any, str]] = {}
-
-
-def _dtype_name(dtype: Any) -> str:
-    # NOTE: keyed by identity (hashing a NumPy dtype is slow); the entry keeps the dtype alive
-    hit = _DTYPES.get(id(dtype))
-    if hit is None:
-        hit = _DTYPES[id(dtype)] = (dtype, "none" if dtype is None else dtype_name(dtype))
-    return hit[1]
 
 
 def params_to_json(params: dict[str, Any]) -> dict[str, Any]:

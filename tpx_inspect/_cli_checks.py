@@ -118,15 +118,17 @@ def check(ctx: click.Context, script: str, args: tuple[str, ...], as_json: bool,
       tpx-inspect check examples/train_mlp.py --json --only local,order -- --quick
     """
     from tpx_inspect._progress import CheckProgress
-    from tpx_inspect.checks import run_script_checks
+    from tpx_inspect.checks import compiled, run_script_checks
 
     path = check_script(script)
     checks = only_checks(only)
     progress = CheckProgress(tty=False if as_json else None)
-    with _quiet_stdout(as_json), _dask_client(workers, scheduler) as client, progress as p:
+    replaying = compiled.replaying()  # tpx.compile calls: plan vs eager, bitwise
+    with _quiet_stdout(as_json), _dask_client(workers, scheduler) as client, progress as p, \
+            replaying as replays:  # fmt: skip
         report = run_script_checks(str(path), list(args), checks, progress=p.check,
                                    node_progress=p.nodes, client=client)  # fmt: skip
-    _finish_report(ctx, report, as_json, strict)
+    _finish_report(ctx, compiled.add_to(report, replays), as_json, strict)
 
 
 def only_checks(only: str | None) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from types import ModuleType
 
 from tpx_inspect.errors import MissingDependencyError
 
-__all__ = ["CLI_MODULES", "OPTIONAL", "missing_message", "missing_modules", "require"]
+__all__ = ["CLI_MODULES", "OPTIONAL", "SPEEDUPS", "missing_message", "missing_modules", "require"]
 
 OPTIONAL: dict[str, tuple[str, str]] = {
     "click": ("click", "inspect"),
@@ -31,6 +31,7 @@ OPTIONAL: dict[str, tuple[str, str]] = {
     "uvicorn": ("uvicorn", "inspect"),
     "graphviz": ("graphviz", "inspect"),
     "h11": ("h11", "inspect"),
+    "orjson": ("orjson", "inspect"),
     "array_api_compat": ("array-api-compat", "backends"),
     "array_api_strict": ("array-api-strict", "backends"),
     "dask": ("dask", "backends"),
@@ -41,8 +42,14 @@ OPTIONAL: dict[str, tuple[str, str]] = {
 }
 """Import name -> (distribution, extra of ``tpx`` that installs it)."""
 
-CLI_MODULES = tuple(m for m, (_, extra) in OPTIONAL.items() if extra == "inspect")
-"""What ``tpx-inspect`` imports: the ``inspect`` extra."""
+SPEEDUPS = frozenset({"orjson"})
+"""Installed with the ``inspect`` extra, but only for speed: without them the standard
+library does the same work (``orjson``: the trace JSON, see ``tpx_inspect._json``)."""
+
+CLI_MODULES = tuple(
+    m for m, (_, extra) in OPTIONAL.items() if extra == "inspect" and m not in SPEEDUPS
+)
+"""What ``tpx-inspect`` imports: the ``inspect`` extra, less the :data:`SPEEDUPS`."""
 
 
 def install_command(modules: Iterable[str]) -> str:

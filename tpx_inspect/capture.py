@@ -12,22 +12,21 @@ import contextlib
 import functools
 import math
 import os
-import runpy
-import sys
 import threading
 import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
 import tpx
 from tpx import observe
-from tpx_inspect._build import GraphBuilder, PendingNode
+from tpx_inspect._build import GraphBuilder
 from tpx_inspect._lazy import lazy_record
+from tpx_inspect._pending import PendingNode
+from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
 from tpx_inspect.format import save
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
@@ -38,76 +37,6 @@ get_ident = threading.get_ident
 
 FORMAT_VERSION = 1
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
-
-VALUE_POLICIES = ("none", "small", "all")
-THREAD_POLICIES = ("current", "all")
-
-
-@dataclass(frozen=True)
-class Policy:
-    """Which backward steps a capture keeps.
-
-    All fields unset keeps every step. Otherwise a step is kept when it is among the ``first``
-    steps, or a multiple of ``every``, or (``nonfinite``) when its loss (a root's value) or a
-    gradient holds NaN/Inf. Steps of a structure already kept store per-node statistics only.
-
-    >>> Policy.parse("first:10,every:100,nonfinite")
-    Policy(first=10, every=100, nonfinite=True)
-    >>> Policy.parse("all").wants(12345), Policy(first=2).wants(2)
-    (True, False)
-    """
-
-    first: int | None = None
-    every: int | None = None
-    nonfinite: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("first", "every"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < (0 if name == "first" else 1)):
-                raise ValueError(f"Policy.{name} must be a positive integer or None, got {v!r}")
-
-    @property
-    def keeps_all(self) -> bool:
-        """True when every step is kept."""
-        return self.first is None and self.every is None and not self.nonfinite
-
-    def wants(self, step: int) -> bool:
-        """Whether ``step`` is kept regardless of its values."""
-        if self.keeps_all:
-            return True
-        if self.first is not None and step < self.first:
-            return True
-        return self.every is not None and step % self.every == 0
-
-    @classmethod
-    def parse(cls, spec: str | Policy) -> Policy:
-        """A policy from ``'all'`` or a comma list of ``first:N``, ``every:K``, ``nonfinite``."""
-        if isinstance(spec, Policy):
-            return spec
-        fields: dict[str, Any] = {}
-        for part in (p.strip() for p in spec.split(",")):
-            name, _, arg = part.partition(":")
-            if part == "all":
-                continue
-            if part == "nonfinite":
-                fields["nonfinite"] = True
-            elif name in ("first", "every") and arg.isdigit():
-                fields[name] = int(arg)
-            else:
-                raise ValueError(
-                    f"unknown capture policy {part!r} in {spec!r}; use 'all' or a comma list "
-                    "of 'first:N', 'every:K', 'nonfinite'"
-                )
-        return cls(**fields)
-
-    def to_json(self) -> dict[str, Any]:
-        """The policy as a JSON object."""
-        return {"first": self.first, "every": self.every, "nonfinite": self.nonfinite}
-
-
-DEFAULT_POLICY = Policy(first=10, every=100, nonfinite=True)
-"""Keep the first 10 steps, every 100th and any with a NaN/Inf: cheap for training loops."""
 
 
 class _Backward:
@@ -442,72 +371,6 @@ def capture(policy: Policy | str = DEFAULT_POLICY, **options: Any) -> Capture:
     return Capture(policy, **options)
 
 
-def trace(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Trace:
-    """Call ``fn(*args, **kwargs)`` under a capture that keeps every step; returns the trace
-    (with the exception recorded if ``fn`` raised; the exception is not re-raised).
-
-    >>> import tpx as tp, tpx_inspect
-    >>> def step(x):
-    ...     (x.exp() * 3).sum().backward()
-    >>> t = tpx_inspect.trace(step, tp.zeros(2, requires_grad=True))
-    >>> [n.op for n in t.graphs[0].nodes]
-    [None, 'exp', 'mul', 'sum']
-    """
-    cap = Capture("all")
-    try:
-        with cap:
-            fn(*args, **kwargs)
-    except Exception:
-        pass  # recorded in the trace by __exit__
-    return cap.trace
-
-
-@dataclass(frozen=True)
-class ScriptResult:
-    """What :func:`run_script` produced: the trace, the paths written, the script's error."""
-
-    trace: Trace
-    paths: tuple[str, str] | None
-    error: BaseException | None
-    exit_code: int
-
-
-def run_script(
-    script: str,
-    args: Iterable[str] = (),
-    *,
-    output: str | None = None,
-    policy: Policy | str = DEFAULT_POLICY,
-    **options: Any,
-) -> ScriptResult:
-    """Run a Python script as ``__main__`` under capture; always save to ``output`` (when
-    given), also when the script raises or calls ``sys.exit``. Never raises the script's
-    error: it is returned and recorded in the trace (for the CLI to report).
-    """
-    # NOTE: a script's threads are part of the run (a capture block's are not, by default)
-    options.setdefault("threads", "all")
-    cap = Capture(policy, name=os.path.basename(script), **options)
-    argv, path0 = sys.argv, sys.path[0] if sys.path else None
-    sys.argv = [script, *args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    error: BaseException | None = None
-    code = 0
-    try:
-        with cap:
-            runpy.run_path(script, run_name="__main__")
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        error = e if code else None
-    except BaseException as e:
-        error, code = e, 1
-    finally:
-        sys.argv = argv
-        if sys.path and sys.path[0] != path0:
-            sys.path.pop(0)
-    paths = cap.save(output) if output is not None else None
-    return ScriptResult(cap.trace, paths, error, code)
-
-
 def _clean_exit(exc: BaseException) -> bool:
     return isinstance(exc, SystemExit) and exc.code in (None, 0)
 
@@ -520,6 +383,6 @@ def _labels(params: Any) -> dict[int, tuple[str, Any]]:
 
 
 __all__ = [
-    "DEFAULT_POLICY", "FORMAT_VERSION", "Capture", "Policy", "ScriptResult", "capture",
-    "run_script", "summarize", "trace",
+    "DEFAULT_POLICY", "FORMAT_VERSION", "THREAD_POLICIES", "VALUE_POLICIES", "Capture",
+    "Policy", "capture", "summarize",
 ]  # fmt: skip

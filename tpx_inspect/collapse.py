@@ -11,8 +11,11 @@ and the server's layout share it. Everything here is iterative and deterministic
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tpx_inspect.records import Graph
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
+
 
 LARGE = 300
 """Graphs with more nodes than this are collapsed and stubbed by default."""

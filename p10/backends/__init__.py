@@ -22,6 +22,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from p10._backend import _registry, register_backend
+
 LIBRARIES: dict[str, str] = {
     "array_api_strict": "array_api_strict",
     "torch": "torch",
@@ -65,7 +67,6 @@ def enable(library: str, device: Any = None, *, name: str | None = None, **optio
     ...     p10.ones(2, backend="numpy_via_compat").tolist()
     [1.0, 1.0]
     """
-    from p10._backend import register_backend
     from p10.backends.array_api_backend import make_array_api_backend
 
     label = name or backend_name(library, device)
@@ -76,8 +77,6 @@ def resolve(name: str, device: Any = None) -> Any:
     """The backend for ``name`` (``"torch"``, ``"torch:cuda"``) and ``device``, made and
     registered on first use; ``None`` when ``name`` is no known library (used by
     :func:`p10.get_backend`)."""
-    from p10._backend import _registry
-
     library, _, dev = name.partition(":")
     if library not in LIBRARIES:
         return None

@@ -21,6 +21,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from p10._indexing import fill_key
 from p10._ops import Op
+from p10.backends.numpy_backend import KERNELS
 
 # NOTE: each round of a scatter-add costs a pass over the whole base; past this many repeats of
 # one position a CPU backend runs the NumPy spec kernel instead.
@@ -141,8 +142,6 @@ class Indexer:
         return self.xp.reshape(out, tuple(base.shape))
 
     def _host_index_add(self, base: Any, values: Any, index: tuple, key: tuple) -> Any:
-        from p10.backends.numpy_backend import KERNELS
-
         to_np = self.lib.to_numpy
         host = [to_np(base), to_np(values), *[to_np(i) for i in index]]
         return self.lib.from_numpy(np.asarray(KERNELS[Op.INDEX_ADD](*host, key=key)))

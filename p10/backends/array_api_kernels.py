@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from p10._backend import _registry
 from p10._errors import MissingKernelError
 from p10._ops import SPEC_OF, Op
-from p10.backends import array_api_index, array_api_nn
+from p10.backends import array_api_index, array_api_nn, numpy_backend
 
 Kernel = Callable[..., Any]
 # Every dtype a kernel may produce; the P10 set plus what NumPy's reductions can return.
@@ -300,8 +301,6 @@ def _softmax(lib: Lib) -> dict[Op, Kernel]:
 # -- outside the standard ----------------------------------------------------------------------
 def host_fallback(lib: Lib, op: Op) -> Kernel:
     """The NumPy spec kernel of ``op`` run on host copies of the inputs (CPU devices only)."""
-    from p10.backends import numpy_backend
-
     return _on_host(lib, numpy_backend.KERNELS[op])
 
 
@@ -335,8 +334,6 @@ class KernelTable(dict):
         self.lib = lib
 
     def __missing__(self, op: Any) -> Kernel:
-        from p10._backend import _registry
-
         spec = _registry["numpy"].kernels.get(op) if "numpy" in _registry else None
         if spec is None or isinstance(op, Op) or not self.lib.cpu:
             raise KeyError(op)

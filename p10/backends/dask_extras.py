@@ -36,7 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from p10._backend import get_backend
+from p10._errors import BackendError
+from p10._lazy import materialize
 from p10._ops import Op
+from p10._tensor import wrap
+from p10.backends.array_api_index import Indexer
 
 Kernel = Callable[..., Any]
 
@@ -78,8 +83,6 @@ def _compute(arrays: list[Any]) -> list[np.ndarray]:
 def _index_add(lib: Any) -> Kernel:
     import dask.array as da
 
-    from p10.backends.array_api_index import Indexer
-
     ix = Indexer(lib)
 
     def index_add(base, values, *index, key):
@@ -108,9 +111,6 @@ def kernels(lib: Any) -> dict[Op, Kernel]:
 
 def from_dask(array: Any, /, *, backend: str = "dask") -> Any:
     """A P10 tensor around an existing (lazy) ``dask.array.Array``, without computing it."""
-    from p10._backend import get_backend
-    from p10._tensor import wrap
-
     b = get_backend(backend)
     b.dtype_of(array)  # a KeyError here: a dtype P10 does not have
     return wrap(array, b)
@@ -121,8 +121,6 @@ def persist(*tensors: Any) -> None:
     cluster), so later graphs start from them instead of from their whole history. The same as
     :func:`p10.materialize`, also for ``tpx`` tensors (``tpx.materialize`` also takes modules,
     optimizers and gradients)."""
-    from p10._lazy import materialize
-
     materialize(*[getattr(t, "_t", t) for t in tensors])  # a tpx.Tensor holds a P10 tensor
 
 
@@ -157,8 +155,6 @@ def _refuse_in_spawned_child() -> None:
     # NOTE: the flag that multiprocessing itself checks: set while a new process imports the
     # parent's main script, before it runs its target
     if getattr(multiprocessing.current_process(), "_inheriting", False):
-        from p10._errors import BackendError
-
         script = getattr(sys.modules.get("__mp_main__"), "__file__", "the main script")
         raise BackendError(
             f"dask_extras.connect() ran while a new process imported {script} (a Dask worker "

@@ -117,14 +117,16 @@ def _index_put(base, values, *index, key):
     return out
 
 
+# NOTE: np.maximum.reduce / np.add.reduce are what np.max / np.sum run (same values), without
+# their Python wrappers: a quarter of the time of a small log_softmax.
 def _softmax(x, *, axis=-1):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
+    e = np.exp(x - np.maximum.reduce(x, axis, keepdims=True))
+    return e / np.add.reduce(e, axis, keepdims=True)
 
 
 def _log_softmax(x, *, axis=-1):
-    shifted = x - np.max(x, axis=axis, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    shifted = x - np.maximum.reduce(x, axis, keepdims=True)
+    return shifted - np.log(np.add.reduce(np.exp(shifted), axis, keepdims=True))
 
 
 def _windows(x, kernel_size, stride, dilation):

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from p10._indexing import fill_key
 from p10._ops import Op
 from p10.backends import array_api_nn
 from p10.backends.array_api_index import Indexer
@@ -155,8 +156,6 @@ def _indexing(lib: Any) -> dict[Op, Kernel]:
 
 
 def _fill(key: tuple, index: tuple) -> tuple:
-    from p10._indexing import fill_key
-
     return fill_key(key, index)
 
 

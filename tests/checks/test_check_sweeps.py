@@ -294,7 +294,7 @@ def _bug_nonfinite_backward():
 
 
 def _bug_replay(monkeypatch):
-    from test_replay_check import plant_wrong_lowering
+    from tests.checks.test_replay_check import plant_wrong_lowering
 
     plant_wrong_lowering(monkeypatch)
     try:

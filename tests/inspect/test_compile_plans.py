@@ -37,6 +37,12 @@ def test_plan_is_captured_saved_and_loaded(tmp_path) -> None:
     assert {"MatmulBackward", "TanhBackward"} <= {k["node"] for k in plan["kernels"]}
     assert {k["phase"] for k in plan["kernels"]} >= {"forward", "backward"}
     assert all(b["first"] <= b["last"] for b in plan["buffers"] if b["first"] >= 0)
+    # each kernel links to the captured node it came from (graph id and node id of the trace)
+    linked = [k for k in plan["kernels"] if k["node_id"] is not None]
+    assert len(linked) >= len(plan["kernels"]) - 2  # the optimizer's island steps: no node
+    graphs = {g.id: g for g in trace.graphs}
+    for k in linked:
+        assert graphs[k["graph"]].nodes[k["node_id"]].name == k["node"], k
     path = str(tmp_path / "t.json")
     tpx_inspect.save(trace, path)
     loaded = tpx_inspect.load(path)

@@ -54,3 +54,7 @@ def test_a_long_chain_is_walked_without_recursion(tmp_path: Path) -> None:
     _package(tmp_path, {"__init__.py": "", **files})
     [comp] = import_cycles.cycles("pkg", root=tmp_path)
     assert len(comp) == n
+
+
+def test_tpx_inspect_has_no_module_level_import_cycle():
+    assert import_cycles.cycles("tpx_inspect") == []

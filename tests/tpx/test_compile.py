@@ -319,3 +319,67 @@ def test_a_constant_that_leaves_the_plan_is_fresh_at_every_call() -> None:
         with tp.no_grad():
             g += 5.0  # the caller owns what it got back
     assert compiled.stats.replays == 2
+
+
+def test_dead_steps_are_dropped_and_constant_steps_folded() -> None:
+    # the unused exp and the loss value are dead; the backward root's ones / 4 is folded
+    def step(x: tp.Tensor) -> tp.Tensor:
+        x.grad = None
+        _unused = (x * 3.0).exp()
+        ((x * x).sum() / 4.0).backward()
+        return x.grad
+
+    compiled = tp.compile(step)
+    for k in range(3):
+        x = tp.asarray(np.arange(4.0) + k, requires_grad=True)
+        y = tp.asarray(np.arange(4.0) + k, requires_grad=True)
+        _assert_same(step(x), compiled(y))
+    (d,) = compiled.describe()
+    assert d["removed"]["dead"] >= 2 and d["removed"]["folded"] >= 1
+    assert "exp" not in [k["op"] for k in d["kernels"]]
+
+
+def test_a_captured_tensor_changed_between_calls_is_read_anew() -> None:
+    # a tensor made outside the function is captured by reference: never folded into a constant
+    c = tp.asarray([1.0, 2.0, 3.0])
+    compiled = tp.compile(lambda x: x * (c * 2.0))
+    x = tp.ones(3)
+    first = compiled(x).tolist()
+    with tp.no_grad():
+        c += 1.0
+    assert compiled(x).tolist() == [4.0, 6.0, 8.0] != first
+    assert compiled.stats.replays == 1
+
+
+def test_an_interceptor_records_under_an_observer_and_replays() -> None:
+    class Count:
+        n = 0
+
+        def on_node_recorded(self, node: Any, output: Any) -> None:
+            self.n += 1
+            _ = output.detach().numpy()  # as a capture keeps values: not a read inside fn
+
+    w = tp.asarray([0.5, -1.0], requires_grad=True)
+
+    def step(x: tp.Tensor) -> tp.Tensor:
+        w.grad = None
+        (w * x).tanh().sum().backward()
+        return w.grad
+
+    eager = Count()
+    with tp.add_observer(eager):
+        expected = step(tp.asarray([2.0, 3.0]))
+    compiled, count = tp.compile(step), Count()
+    with (
+        tp.add_observer(count),
+        tp.CompiledFunction.intercept(
+            lambda call: call.record() if call.plan is None else call.replay()
+        ),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error", tp.CompileWarning)
+        got = [compiled(tp.asarray([2.0, 3.0])) for _ in range(3)]
+    assert count.n == eager.n > 0  # the recording call was observed; replays make no nodes
+    assert compiled.stats.records == 1 and compiled.stats.replays == 2
+    _assert_same(expected, got[2])
+    assert "tanh" in [k.op for k in compiled.plans()[0].steps]

@@ -417,11 +417,11 @@ def test_leaf_grad_returned_by_a_function_is_not_shared():
 def test_leaf_takes_a_gradient_nothing_else_holds_without_a_copy(monkeypatch):
     # NOTE: a white-box check of a cost, not of a value: the fresh gradient of `x * 2` is moved
     # into x.grad (PyTorch steals it the same way); the shared one of `y + z` is copied once.
-    from tpx import _engine
+    from tpx import _leaf
 
     copies = []
-    original = _engine._owned
-    monkeypatch.setattr(_engine, "_owned", lambda g: copies.append(g) or original(g))
+    original = _leaf._owned
+    monkeypatch.setattr(_leaf, "_owned", lambda g: copies.append(g) or original(g))
     x = tp.ones(3, requires_grad=True)
     (x * 2).sum().backward()
     assert copies == [] and x.grad.tolist() == [2.0, 2.0, 2.0]

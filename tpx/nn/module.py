@@ -3,25 +3,22 @@
 A module holds parameters, buffers and child modules in three ordered dicts, so that
 ``named_parameters()`` and ``state_dict()`` list them in definition order. Calling a module
 runs ``forward`` inside ``tp.scope(<its path>)``: every graph node it records carries the
-module's dotted path (``model.blocks.0.attn.q_proj``), which the inspector shows. The
-outermost call also sets ``Tensor.name`` of every parameter and buffer to that path plus its
-attribute (``model.blocks.0.attn.q_proj.weight``), writing only names that are missing or stale.
+module's dotted path (``model.blocks.0.attn.q_proj``), which the inspector shows; the outermost
+call names each parameter and buffer (``Tensor.name``) by that path plus its attribute.
+Moving and saving the state: :mod:`tpx.nn._module_state`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
-
-import numpy as np
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import p10
 import tpx as tp
 from p10 import Handle
-from tpx._device import device_arg
-from tpx.nn._errors import LayerShapeError, StateDictError
-from tpx.nn.serialization import state_report
+from tpx.nn._errors import LayerShapeError
+from tpx.nn._module_state import ModuleState
 
 
 def Parameter(data: Any, requires_grad: bool = True) -> tp.Tensor:
@@ -41,11 +38,6 @@ def Parameter(data: Any, requires_grad: bool = True) -> tp.Tensor:
     return t.requires_grad_(requires_grad)
 
 
-class _IncompatibleKeys(NamedTuple):
-    missing_keys: list[str]
-    unexpected_keys: list[str]
-
-
 class _CallState(threading.local):
     """The modules running in this thread, and the paths of the outermost one's submodules."""
 
@@ -57,7 +49,7 @@ class _CallState(threading.local):
 _calls = _CallState()
 
 
-class Module:
+class Module(ModuleState):
     """Base class of every layer and model, as ``torch.nn.Module``.
 
     Subclasses assign parameters, buffers and submodules as attributes in ``__init__`` and
@@ -361,108 +353,6 @@ class Module:
             else:
                 p.grad = tp.zeros_like(p.grad)
 
-    def to(self, *args: Any, **kwargs: Any) -> Module:
-        """Move every floating parameter and buffer to a dtype and/or device, as PyTorch's
-        ``Module.to(dtype | device | tensor)``: parameters stay the same objects (their
-        ``.data`` changes), so an optimizer built before still holds them; returns self.
-
-        >>> import tpx as tp, tpx.nn as nn
-        >>> m = nn.Linear(2, 2); w = m.weight
-        >>> m.to(tp.float64).weight.dtype, m.weight is w, m.to("cpu") is m
-        (dtype('float64'), True, True)
-        """
-        from tpx._tensor import _to_args
-
-        dtype, dev, backend = _to_args(args, dict(kwargs))
-        if dev is not None and backend is None:
-            device_arg(dev, "Module.to")  # the CPU passes; a CUDA device raises, naming why
-        if dtype is None:
-            return self
-        for m in self.modules():
-            for p in m._parameters.values():
-                if p is not None and p.dtype.kind == "f":
-                    p.data = p.detach().astype(dtype)
-                    if p.grad is not None:
-                        p.grad = p.grad.astype(dtype)
-            for name, b in m._buffers.items():
-                if b is not None and b.dtype.kind == "f":
-                    m._buffers[name] = b.detach().astype(dtype)
-        return self
-
-    def cpu(self) -> Module:
-        """The module on the CPU, where it is: returns self."""
-        return self.to("cpu")
-
-    def double(self) -> Module:
-        """``to(tp.float64)``."""
-        return self.to(tp.float64)
-
-    def float(self) -> Module:
-        """``to(tp.float32)``."""
-        return self.to(tp.float32)
-
-    # -- state ----------------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of every parameter and persistent buffer as NumPy arrays, keyed by dotted
-        name; save it with :func:`tpx.nn.save`.
-
-        >>> import tpx.nn as nn
-        >>> {k: v.shape for k, v in nn.Linear(3, 2).state_dict().items()}
-        {'weight': (2, 3), 'bias': (2,)}
-        """
-        out: dict[str, np.ndarray] = {}
-        for path, module in self.named_modules():
-            for name, value in _state_items(module):
-                out[f"{path}.{name}" if path else name] = np.array(value.numpy(), copy=True)
-        return out
-
-    def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> _IncompatibleKeys:
-        """Copy values from ``state`` into the parameters and buffers, in place.
-
-        With ``strict`` (the default) missing, unexpected or mis-shaped keys raise
-        :class:`StateDictError` listing all of them; otherwise the missing and unexpected keys
-        are returned (mis-shaped ones always raise).
-
-        >>> import tpx.nn as nn
-        >>> a, b = nn.Linear(3, 2), nn.Linear(3, 2)
-        >>> b.load_state_dict(a.state_dict())
-        _IncompatibleKeys(missing_keys=[], unexpected_keys=[])
-        >>> bool((a.weight == b.weight).all())
-        True
-        """
-        own = self._state_tensors()
-        optional = self._optional_state_keys()
-        missing = [k for k in own if k not in state and k not in optional]
-        unexpected = [k for k in state if k not in own]
-        misshaped = [
-            f"{k}: expected {own[k].shape}, got {tuple(np.shape(state[k]))}"
-            for k in own
-            if k in state and tuple(np.shape(state[k])) != own[k].shape
-        ]
-        if misshaped or (strict and (missing or unexpected)):
-            raise StateDictError(state_report(type(self).__name__, missing, unexpected, misshaped))
-        with tp.no_grad():
-            for key, target in own.items():
-                if key in state:
-                    value = np.asarray(state[key]).astype(target.dtype, copy=False)
-                    target.copy_(p10.asarray(value))
-        return _IncompatibleKeys(missing, unexpected)
-
-    def _state_tensors(self) -> dict[str, tp.Tensor]:
-        out = {}
-        for path, module in self.named_modules():
-            for name, value in _state_items(module):
-                out[f"{path}.{name}" if path else name] = value
-        return out
-
-    def _optional_state_keys(self) -> set[str]:
-        return {
-            f"{path}.{name}" if path else name
-            for path, module in self.named_modules()
-            for name in module._optional_state
-        }
-
-    # -- printing -------------------------------------------------------------------------------
     def extra_repr(self) -> str:
         """The arguments shown in this module's repr (subclasses override it)."""
         return ""
@@ -508,12 +398,3 @@ def _name_members(table: dict[str, Any], base: str, seen: set[int]) -> None:
 
 def _is_parameter(value: Any) -> bool:
     return isinstance(value, tp.Tensor) and value.is_leaf and value.requires_grad
-
-
-def _state_items(module: Module) -> Iterator[tuple[str, tp.Tensor]]:
-    for name, p in module._parameters.items():
-        if p is not None:
-            yield name, p
-    for name, b in module._buffers.items():
-        if b is not None and name not in module._non_persistent:
-            yield name, b

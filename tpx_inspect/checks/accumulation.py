@@ -8,13 +8,14 @@ A contribution that was overwritten or dropped is named with the consumer that s
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
-from tpx_inspect.checks.record import BackwardRecord, Contribution, GraphRecord
+from tpx_inspect.checks.record import Contribution, GraphRecord
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
@@ -29,20 +30,51 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(ok.all())
 
 
-def _check_target(
-    graph: GraphRecord, bw: BackwardRecord, target: int, parts: list[Contribution], runs: dict
-) -> Finding | None:
-    running = dict(zip(bw.roots, bw.seeds)).get(target)
-    for k, c in enumerate(parts):
-        expected = c.value if running is None else running + c.value
-        if not _close(c.total, expected):
-            return _finding(graph, target, parts, k, expected, c.total)
+def _comparisons(
+    graph: GraphRecord, seeds: dict, target: int, parts: list[Contribution], runs: dict
+) -> list[tuple[Any, Any]]:
+    """``(got, expected)`` of each contribution of ``target`` in order (each total against the
+    previous total plus the contribution), then the gradient the node ran with against the
+    final total (unless a hook may have changed it)."""
+    running = seeds.get(target)
+    out = []
+    for c in parts:
+        try:
+            out.append((c.total, c.value if running is None else running + c.value))
+        except ValueError as e:  # raised when the comparison is reached, as one at a time
+            return [*out, (None, e)]
         running = c.total
     received = runs[target].grad_output if target in runs else None
-    node = graph.node(target)
-    if received is not None and not node.hooked and not _close(received, running):
-        return _finding(graph, target, parts, len(parts), running, received)
-    return None
+    if received is not None and not graph.node(target).hooked:
+        out.append((received, running))
+    return out
+
+
+def _all_close(pairs: list[tuple[Any, Any]]) -> list[bool]:
+    """``_close`` of each pair; the pairs of arrays of one shape and dtypes in one pass."""
+    out: list[bool | None] = [None] * len(pairs)
+    groups: dict[tuple, list[int]] = {}
+    for k, (a, b) in enumerate(pairs):
+        if isinstance(b, Exception):
+            out[k] = False
+        elif a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.shape == b.shape:
+            groups.setdefault((a.shape, a.dtype.str, b.dtype.str), []).append(k)
+        else:
+            out[k] = _close(a, b)
+    for (shape, _, _), ks in groups.items():
+        if len(ks) == 1:
+            out[ks[0]] = _close(*pairs[ks[0]])
+            continue
+        # NOTE: the same element-wise test as _close, over a stack of the pairs
+        a = np.stack([pairs[k][0] for k in ks]).reshape(len(ks), math.prod(shape))
+        b = np.stack([pairs[k][1] for k in ks]).reshape(a.shape)
+        rtol = 1e-5 if np.result_type(a, b) == np.float32 else 1e-10
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(a - b)
+            ok = (diff <= rtol * 1e-2 + rtol * np.abs(b)) | (np.isnan(a) & np.isnan(b)) | (a == b)
+        for k, v in zip(ks, ok.all(axis=1).tolist()):
+            out[k] = v
+    return out  # type: ignore[return-value]
 
 
 def _finding(graph, target, parts, k, expected, got) -> Finding:
@@ -98,11 +130,19 @@ def accumulation_check(graph: GraphRecord) -> CheckResult:
         runs: dict[int, Any] = {}
         for ex in bw.executions:
             runs.setdefault(ex.node, ex)
-        for target, parts in by_target.items():
+        targets = list(by_target.items())
+        seeds = dict(zip(bw.roots, bw.seeds))
+        pairs = [_comparisons(graph, seeds, t, parts, runs) for t, parts in targets]
+        flat = _all_close([p for ps in pairs for p in ps])
+        pos = 0
+        for (target, parts), ps in zip(targets, pairs):
             checked += 1
-            found = _check_target(graph, bw, target, parts, runs)
-            if found is not None:
-                findings.append(found)
+            oks, pos = flat[pos : pos + len(ps)], pos + len(ps)
+            if not all(oks):  # the first comparison that fails names the contribution
+                k = oks.index(False)
+                if isinstance(ps[k][1], Exception):
+                    raise ps[k][1]
+                findings.append(_finding(graph, target, parts, k, ps[k][1], ps[k][0]))
     skips = () if graph.backwards else (Skip(NO_BACKWARD),)
     return CheckResult(
         "accumulation", checked, tuple(findings), seconds=time.perf_counter() - start,

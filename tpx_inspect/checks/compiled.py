@@ -9,16 +9,20 @@ reported as skipped, with the reason, never as passed.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import select
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 import tpx
 from tpx_inspect.checks.registry import register_check
-from tpx_inspect.checks.report import CheckResult, Finding, Skip
+from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
 
 
 def _fresh(x: Any) -> Any:
@@ -67,7 +71,9 @@ def _flat(result: Any) -> list[np.ndarray]:
     summary=(
         "the plan `tpx.compile` records for the function is replayed twice and compared bitwise "
         "with eager calls; a difference names the plan's kernel that made the value, its node "
-        "and source line."
+        "and source line. `tpx-inspect check SCRIPT` also runs it on every compiled function "
+        "the script calls: its first two replays, each in a forked copy of the process, against "
+        "the eager call from the same state (outputs, parameters, `.grad`)."
     ),
 )
 def replay_check(
@@ -146,16 +152,15 @@ def _compare(eager: list, replayed: list, call: int, compiled: Any) -> list[Find
 def _producer(compiled: Any, k: int) -> tuple[str | None, str | None, str | None]:
     """The kernel of the plan that made returned value ``k``: its op, the GradFn node it
     came from and the source line (None when an argument or a constant is returned)."""
-    plans = compiled.plans()
+    plans = compiled.describe()
     if not plans:
         return None, None, None
-    slots = plans[-1].output_slots
-    if k >= len(slots):
+    outputs = plans[-1]["outputs"]
+    if k >= len(outputs):
         return None, None, None
-    for step in reversed(plans[-1].steps):
-        if step.out == slots[k]:
-            origin = (*step.origin, None, None, None, None)
-            return step.op, origin[2], origin[3]
+    for kernel in reversed(plans[-1]["kernels"]):
+        if kernel["output"] == outputs[k]:
+            return kernel["op"], kernel["node"], kernel["source"]
     return None, None, None
 
 
@@ -164,3 +169,200 @@ def _max_diff(a: np.ndarray, b: np.ndarray) -> str:
         return f"shapes {a.shape} vs {b.shape}"
     with np.errstate(all="ignore"):
         return f"{float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))):.3g}"
+
+
+# -- scripts: `tpx-inspect check SCRIPT` ---------------------------------------------------------
+
+_TIMEOUT_S = 300.0  # a replay in the forked process that takes longer is reported, then killed
+
+
+class ScriptReplays:
+    """The replay check of a script: while :func:`replaying` is active, the first call of each
+    signature of a ``tpx.compile`` function records its plan (the capture sees the eager call);
+    the next ``per_function`` calls replay the plan in a forked copy of the process, from the
+    very same state, while this process runs the call eagerly (what the capture and the rest of
+    the script see); outputs, parameters and their ``.grad`` after the call are compared bit
+    for bit. Later calls run eagerly."""
+
+    def __init__(self, per_function: int = 2) -> None:
+        self.per_function = per_function
+        self.checked: dict[int, int] = {}
+        self.findings: list[Finding] = []
+        self.notes: list[str] = []
+        self.skips: list[Skip] = []
+        self.compared = 0
+        self.used = False
+        self.start = time.perf_counter()
+
+    def __call__(self, call: Any) -> Any:
+        self.used = True
+        if call.plan is None:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = call.record()
+            self._note_breaks(call, caught)
+            return out
+        done = self.checked.get(id(call.compiled), 0)
+        if done >= self.per_function or not hasattr(os, "fork"):
+            if not hasattr(os, "fork"):
+                self._skip(call, "replaying next to eager needs os.fork (not on this platform)")
+            return call.eager()
+        self.checked[id(call.compiled)] = done + 1
+        return self._compare(call, done + 1)
+
+    def _compare(self, call: Any, n: int) -> Any:
+        replayed = _forked(lambda: _values(call.replay(), call.state()))
+        out = call.eager()
+        name = getattr(call.compiled, "__qualname__", "a compiled function")
+        if isinstance(replayed, str):
+            self.findings.append(Finding("replay", f"{name}: the replay failed: {replayed}"))
+            return out
+        eager = _values(out, call.state())
+        self.compared += 1
+        found = _compare(eager, replayed, n, call.compiled)
+        self.findings += [_with_name(f, name) for f in found]
+        return out
+
+    def _note_breaks(self, call: Any, caught: list) -> None:
+        for w in caught:
+            if w.category is tpx.CompileWarning:
+                self._skip(call, str(w.message))
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    def _skip(self, call: Any, reason: str) -> None:
+        if reason not in self.notes:
+            self.notes.append(reason)
+            self.skips.append(Skip(reason))
+
+    def result(self) -> CheckResult | None:
+        """The check's result; None when the script called no compiled function."""
+        if not self.used:
+            return None
+        seconds = time.perf_counter() - self.start
+        if self.compared:
+            self.notes.insert(0, f"{self.compared} replay(s) compared with eager calls, bitwise")
+        elif not self.skips:
+            note = "no compiled function was called twice with one signature: nothing replayed"
+            self.skips.append(Skip(note))
+            self.notes.append(note)
+        return CheckResult("replay", self.compared, tuple(self.findings), len(self.skips),
+                           seconds, tuple(self.notes), tuple(self.skips))  # fmt: skip
+
+
+@contextlib.contextmanager
+def replaying(per_function: int = 2) -> Iterator[ScriptReplays]:
+    """Check the replays of every ``tpx.compile`` function called inside the block (see
+    :class:`ScriptReplays`).
+
+    >>> import tpx as tp
+    >>> w = tp.ones(3, requires_grad=True)
+    >>> @tp.compile
+    ... def step(x):
+    ...     w.grad = None
+    ...     (w * x).sum().backward()
+    ...     with tp.no_grad():
+    ...         w.sub_(0.1 * w.grad)
+    >>> with replaying() as check:
+    ...     for _ in range(4):
+    ...         step(tp.full((3,), 2.0))
+    >>> r = check.result(); r.passed, r.checked
+    (True, 2)
+    """
+    check = ScriptReplays(per_function)
+    with tpx.CompiledFunction.intercept(check):
+        yield check
+
+
+def add_to(report: Report, check: ScriptReplays) -> Report:
+    """``report`` with the replay check's result appended (unchanged when no compiled
+    function ran)."""
+    result = check.result()
+    return report if result is None else Report((*report.results, result), report.strict)
+
+
+def _with_name(f: Finding, name: str) -> Finding:
+    import dataclasses
+
+    return dataclasses.replace(f, message=f"{name}: {f.message}")
+
+
+def _values(out: Any, state: list[tuple[str, Any]]) -> list[np.ndarray]:
+    """The call's returned tensors, then every state tensor and gradient, as NumPy arrays (an
+    absent gradient as an empty float array with a marker shape)."""
+    values = [np.array(t.numpy()) for t in _tensors(out)]
+    for _, t in state:
+        values.append(np.zeros((0, 7), np.int8) if t is None else np.array(t.numpy()))
+    return values
+
+
+def _tensors(x: Any) -> list[Any]:
+    if isinstance(x, tpx.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
+
+
+def _forked(run: Callable[[], list[np.ndarray]]) -> list[np.ndarray] | str:
+    """``run()`` in a forked copy of this process; its arrays come back through a pipe
+    (``np.save``, no pickle). A string is the error the copy reported."""
+    r, w = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork in a threaded process
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        os.close(r)
+        _child(run, w)
+    os.close(w)
+    try:
+        data = _read_all(r, pid)
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if data is None:
+        return f"no answer within {_TIMEOUT_S:.0f} s"
+    if not data:
+        return f"the replaying process ended with status {status}"
+    return _decode(data)
+
+
+def _child(run: Callable[[], list[np.ndarray]], w: int) -> None:  # pragma: no cover
+    buf = io.BytesIO()
+    try:
+        arrays = run()
+        np.save(buf, np.array(len(arrays)), allow_pickle=False)
+        for a in arrays:
+            np.save(buf, a, allow_pickle=False)
+    except BaseException as e:  # NOTE: reported to the parent, never raised in the copy
+        buf = io.BytesIO()
+        np.save(buf, np.array(-1), allow_pickle=False)
+        np.save(buf, np.frombuffer(f"{type(e).__name__}: {e}".encode(), np.uint8))
+    with contextlib.suppress(OSError):
+        view = memoryview(buf.getvalue())
+        while view:
+            view = view[os.write(w, view) :]
+    os._exit(0)
+
+
+def _read_all(r: int, pid: int) -> bytes | None:
+    chunks, deadline = [], time.monotonic() + _TIMEOUT_S
+    while True:
+        ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            os.kill(pid, 9)
+            return None
+        chunk = os.read(r, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _decode(data: bytes) -> list[np.ndarray] | str:
+    f = io.BytesIO(data)
+    n = int(np.load(f, allow_pickle=False))
+    if n < 0:
+        return bytes(np.load(f, allow_pickle=False)).decode(errors="replace")
+    return [np.load(f, allow_pickle=False) for _ in range(n)]

@@ -15,10 +15,11 @@ import numpy as np
 
 from tpx_inspect._deps import require
 from tpx_inspect.collapse import LARGE, View, ViewNode, collapse, shape_label
-from tpx_inspect.records import Graph
 
 if TYPE_CHECKING:
     import graphviz
+
+    from tpx_inspect.records import Graph
 
 KIND_COLOURS = {
     "leaf": "#d6eaf8",

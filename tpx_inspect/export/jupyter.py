@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 from tpx_inspect.errors import ExportError
-from tpx_inspect.records import Graph
+
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
 
 TIMEOUT = 20.0
 

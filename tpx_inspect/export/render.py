@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpx_inspect.errors import ExportError, GraphvizNotFoundError
 from tpx_inspect.export.dot import to_dot
-from tpx_inspect.records import Graph
+
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
 
 FORMATS = ("svg", "png", "pdf", "dot")
 INSTALL_HINT = (

@@ -6,6 +6,7 @@ import { colourBy, legendGradient, resetThemeCache } from "./colors.js";
 import { canvasPNG, download, toSVG, toStandaloneHTML } from "./exporters.js";
 import { GraphView } from "./graph-view.js";
 import { bytes, fmt, renderBox, renderMessage, renderNode } from "./panel.js";
+import { initPlan } from "./plan.js";
 
 const $ = (id) => document.getElementById(id);
 const api = window.TPX_EMBED ? embedded(window.TPX_EMBED) : http;
@@ -685,4 +686,5 @@ window.addEventListener("hashchange", async () => {
 });
 
 window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf };
+initPlan(); // the tpx.compile plan beside the graph (web/js/plan.js)
 start().catch((err) => status(`error: ${err}`));

@@ -61,6 +61,15 @@ def list_graphs(request: Request, run_id: RunId, offset: Offset = 0, limit: Limi
     )
 
 
+@router.get("/{run_id}/plans", responses={404: {"model": m.ErrorBody}})
+def list_plans(request: Request, run_id: RunId) -> dict:
+    """The ``tpx.compile`` plans stored with a run (``tpx_inspect.capture_plan``), each kernel
+    linked to the captured graph and node it came from; empty for most runs."""
+    from tpx_inspect.plans import plans_view
+
+    return {"run": run_id, "plans": plans_view(run_for(request, run_id).trace())}
+
+
 def _feed(entry: RunEntry, since: int) -> m.Feed:
     trace = entry.trace()
     graphs = trace.graphs

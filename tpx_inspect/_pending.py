@@ -1,0 +1,132 @@
+"""What a capture keeps of one node between its forward and the end of its backward.
+
+At forward time only what may change later is fixed: a copy of a small float output (its
+summary is made with the other values of its graph, see ``_batch_stats``), or the summary of a
+larger one. Everything else is read when the graph is built (``_build``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import p10
+from tpx import observe
+from tpx_inspect._batch_stats import BATCHED
+from tpx_inspect._lazy import is_lazy, snapshot
+from tpx_inspect.summary import dtype_name, stats_row, to_numpy
+
+_NUMBERS = (float, int, bool, complex)
+
+
+def saved_meta(saved: tuple | None) -> tuple:
+    """``(slot, shape, dtype, bytes, key)`` of each value in a node's ``saved`` tuple; ``key``
+    identifies the memory so values saved twice are counted once."""
+    if not saved:
+        return ()
+    last = len(saved) - 1
+    out = []
+    for i, v in enumerate(saved):
+        if v is None:
+            continue
+        raw = observe.p10_tensor(v)
+        a = observe.native(raw) if isinstance(raw, p10.Tensor) else None
+        if a.__class__ is not np.ndarray:
+            if is_lazy(raw):  # its shape and dtype, without computing it
+                size = math.prod(raw.shape) * raw.dtype.itemsize
+                out.append((-1 if i == last else i, raw.shape, _dtype_name(raw.dtype), size, id(a)))
+                continue
+            a = to_numpy(v)
+        out.append((-1 if i == last else i, a.shape, _dtype_name(a.dtype), a.nbytes, id(a)))
+    return tuple(out)
+
+
+class PendingNode:
+    """What the forward of one node reported, until its backward ends."""
+
+    __slots__ = ("_meta", "_saved", "consts", "out", "raw", "seconds", "step")
+
+    def __init__(self, seconds: float, raw: Any, consts: tuple, saved: Any, step: int) -> None:
+        self.seconds = seconds
+        self.raw = raw
+        self.consts: tuple = consts
+        self._saved = saved  # the node's saved tuple as recorded (backward may free it later)
+        self._meta: tuple | None = None
+        self.step = step
+        self.out: _Frozen | None = None
+
+    @property
+    def saved(self) -> tuple:
+        """:func:`saved_meta` of what the node saved at forward time."""
+        if self._meta is None:
+            self._meta = saved_meta(self._saved)
+            self._saved = None
+        return self._meta
+
+    def freeze(self, keep: Callable[[Any], bool]) -> None:
+        """Summarize (and copy small values) now, before anything can write into them."""
+        if observe.native(self.raw).__class__ is not np.ndarray and is_lazy(self.raw):
+            # summarized with the whole backward, in one compute (see _lazy)
+            self.raw = snapshot(self.raw)
+            self.consts = tuple(snapshot(c) for c in self.consts)
+            return
+        self.out = _Frozen(self.raw, keep)
+        self.raw = None
+        for c in self.consts:
+            if c is not None:
+                break
+        else:
+            return
+        # NOTE: a Python number is immutable: summarized when the graph is built
+        self.consts = tuple(
+            [c if c is None or c.__class__ in _NUMBERS else _Frozen(c, keep) for c in self.consts]
+        )
+
+
+class _Frozen:
+    """A value as it was at forward time: a copy of a small float value (summarized later,
+    with the other small values of its graph, see ``_batch_stats``), or the summary row of a
+    larger one computed now, with a copy of the value when the policy keeps it."""
+
+    __slots__ = ("_row", "head", "kept", "value")
+
+    def __init__(self, x: Any, keep: Callable[[Any], bool]) -> None:
+        a = observe.native(x)
+        if a.__class__ is not np.ndarray:
+            a = to_numpy(x)
+        self.kept = keep(a)
+        if a.dtype.kind == "f" and a.size <= BATCHED:
+            self._row: list | None = None
+            self.head: tuple = ()
+            self.value = np.array(a, copy=True)
+        else:
+            self._row, self.head = stats_row(a)
+            self.value = np.array(a, copy=True) if self.kept else None
+
+    @property
+    def row(self) -> list:
+        """The summary row (computed on first use for a deferred value)."""
+        if self._row is None:
+            self._row, self.head = stats_row(self.value)
+        return self._row
+
+    @classmethod
+    def of(cls, row: list, head: tuple, value: np.ndarray | None) -> _Frozen:
+        """A summary computed elsewhere (a lazy tensor's, see ``_lazy``)."""
+        f = object.__new__(cls)
+        f._row, f.head, f.value, f.kept = row, head, value, value is not None
+        return f
+
+
+_DTYPES: dict[int, tuple[Any, str]] = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    # NOTE: keyed by identity (hashing a NumPy dtype is slow); the entry keeps the dtype alive
+    hit = _DTYPES.get(id(dtype))
+    if hit is None:
+        hit = _DTYPES[id(dtype)] = (dtype, "none" if dtype is None else dtype_name(dtype))
+    return hit[1]
