@@ -21,6 +21,8 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tpx_inspect.viewmodel.layered import layered
+
 __all__ = [
     "Layout",
     "LayoutEdge",
@@ -33,8 +35,6 @@ __all__ = [
 
 CHAR_W = 7.0  # points per label character (monospace 11px)
 LINE_H = 16.0
-RANK_GAP = 36.0
-NODE_GAP = 18.0
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_DOT_MAX_NODES = 600  # past this, dot takes seconds: the fallback answers instead
 
@@ -232,92 +232,10 @@ def fallback_layout(
     ids = [n.id for n in nodes]
     index = {k: i for i, k in enumerate(ids)}
     pairs = [(index[e.src], index[e.dst]) for e in edges if e.src in index and e.dst in index]
-    rank = _ranks(len(ids), pairs)
-    layers = _order_layers(rank, pairs)
-    sizes = [n.size for n in nodes]
-    boxes, width, height = _coordinates(layers, sizes)
-    placed = {ids[i]: box for i, box in boxes.items()}
+    centres, width, height = layered([n.size for n in nodes], pairs)
+    placed = {k: NodeBox(x, y, n.size[0], n.size[1]) for k, n, (x, y) in zip(ids, nodes, centres)}
     lines = [_straight(placed[e.src], placed[e.dst]) for e in edges if e.src in placed]
     return Layout("fallback", width, height, placed, lines, note)
-
-
-def _ranks(n: int, pairs: list[tuple[int, int]]) -> list[int]:
-    succ: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
-    for s, d in pairs:
-        if s != d:
-            succ[s].append(d)
-            indeg[d] += 1
-    rank = [0] * n
-    done = [False] * n
-    ready = [i for i in range(n) if indeg[i] == 0]
-    remaining = n
-    cursor = 0  # NOTE: cycle breaking scans forward only, so the whole pass stays O(n + e)
-    while remaining:
-        if not ready:
-            while done[cursor]:
-                cursor += 1
-            ready.append(cursor)
-            indeg[cursor] = 0
-        i = ready.pop()
-        if done[i]:
-            continue
-        done[i] = True
-        remaining -= 1
-        for d in succ[i]:
-            if not done[d]:
-                rank[d] = max(rank[d], rank[i] + 1)
-                indeg[d] -= 1
-                if indeg[d] == 0:
-                    ready.append(d)
-    return rank
-
-
-def _order_layers(rank: list[int], pairs: list[tuple[int, int]]) -> list[list[int]]:
-    layers: list[list[int]] = [[] for _ in range(max(rank, default=-1) + 1)]
-    for i, r in enumerate(rank):
-        layers[r].append(i)
-    preds: list[list[int]] = [[] for _ in rank]
-    succs: list[list[int]] = [[] for _ in rank]
-    for s, d in pairs:
-        preds[d].append(s)
-        succs[s].append(d)
-    pos = [0.0] * len(rank)
-    for layer in layers:
-        for j, i in enumerate(layer):
-            pos[i] = float(j)
-    for sweep in range(4):
-        neighbours = preds if sweep % 2 == 0 else succs
-        seq = layers if sweep % 2 == 0 else layers[::-1]
-        for layer in seq:
-            layer.sort(key=lambda i: _barycentre(i, neighbours[i], pos))
-            for j, i in enumerate(layer):
-                pos[i] = float(j)
-    return layers
-
-
-def _barycentre(i: int, neighbours: list[int], pos: list[float]) -> tuple[float, int]:
-    if not neighbours:
-        return pos[i], i
-    return sum(pos[k] for k in neighbours) / len(neighbours), i
-
-
-def _coordinates(
-    layers: list[list[int]], sizes: list[tuple[float, float]]
-) -> tuple[dict[int, NodeBox], float, float]:
-    widths = [sum(sizes[i][0] for i in layer) + NODE_GAP * (len(layer) - 1) for layer in layers]
-    total_w = max(widths, default=0.0)
-    boxes: dict[int, NodeBox] = {}
-    y = 0.0
-    for layer, layer_w in zip(layers, widths):
-        row_h = max((sizes[i][1] for i in layer), default=0.0)
-        x = (total_w - layer_w) / 2
-        for i in layer:
-            w, h = sizes[i]
-            boxes[i] = NodeBox(x + w / 2, y + row_h / 2, w, h)
-            x += w + NODE_GAP
-        y += row_h + RANK_GAP
-    return boxes, total_w, max(y - RANK_GAP, 0.0)
 
 
 def _straight(a: NodeBox, b: NodeBox) -> list[tuple[float, float]]:
