@@ -1,0 +1,114 @@
+// Comparing this graph with another: side by side (a second view) or overlaid (boxes coloured by
+// how much they differ), with the saved-bytes memory lane of both in the footer.
+
+import { $, api, main, state, status, views } from "./app.js";
+import { boxOf, toDrawable } from "./boxes.js";
+import { colourBy } from "./colors.js";
+import { applyColour } from "./colour.js";
+import { GraphView } from "./graph-view.js";
+import { bytes, fmt } from "./panel.js";
+import { select } from "./picking.js";
+import { updateURL } from "./url.js";
+
+export async function showCompare(spec) {
+  state.compare = spec;
+  const mode = $("compare-mode").value;
+  const diff = await api.diff({ run: state.run, graph: state.graph }, spec);
+  // every matched node (not only those that differ) for the memory lane
+  const all = await api.diff({ run: state.run, graph: state.graph }, spec, false);
+  state.diff = new Map(diff.nodes.map((n) => [n.id, n]));
+  drawMemoryLane(all.nodes, diff);
+  updateURL();
+  status(`compared with ${spec.run}/${spec.graph}: ${diff.changed} changed, ${diff.added} added, ${diff.removed} removed · max |Δ output| ${fmt(diff.max_output_diff)} · max |Δ grad| ${fmt(diff.max_grad_diff)}`);
+  $("stage-b").hidden = mode !== "side";
+  $("main").classList.toggle("compare", mode === "side");
+  if (mode === "side") {
+    if (!views.other) {
+      views.other = new GraphView($("canvas-b"));
+      views.other.on("click", (box) => box && box.node !== null && select(box.node));
+    }
+    const view = await api.view(spec.run, spec.graph, [...state.expanded]);
+    views.other.setGraph(toDrawable(view));
+    views.other.resize();
+    views.other.fit();
+    $("title-b").textContent = `${spec.run} / graph ${spec.graph}`;
+    main.fill = null;
+  } else {
+    const values = new Map();
+    for (const [id, d] of state.diff) {
+      const box = boxOf(id);
+      if (box) values.set(box.id, d.status === "same" ? 0 : Math.max(Number(d.output_diff) || 0, Number(d.grad_diff) || 0, 1e-12));
+    }
+    main.fill = colourBy(values).fill;
+  }
+  main.resize();
+  main.draw();
+  document.body.dataset.compared = mode;
+}
+
+// A deep link "compare=run/graph" (as tpx-inspect ab -o prints it): overlay mode, the node
+// named by the link (the first divergence) selected.
+export async function openCompare(spec, node) {
+  const cut = spec.lastIndexOf("/");
+  const target = { run: spec.slice(0, cut), graph: Number(spec.slice(cut + 1)) };
+  $("compare-mode").value = "overlay";
+  $("compare").value = `${target.run}\u0000${target.graph}`;
+  await showCompare(target);
+  if (node !== null) await select(node);
+}
+
+// Saved bytes still held at each position of the backward order (each node releases its own
+// when it runs), for this graph and the compared one, as two lines.
+function drawMemoryLane(nodes, diff) {
+  const lane = $("memory-lane");
+  const byId = new Map(nodes.filter((n) => n.id !== null).map((n) => [n.id, n]));
+  const order = state.order.filter((id) => byId.has(id));
+  let a = nodes.reduce((s, n) => s + (n.saved_bytes_a || 0), 0);
+  let b = nodes.reduce((s, n) => s + (n.saved_bytes_b || 0), 0);
+  const top = Math.max(a, b, 1);
+  const pa = [a], pb = [b];
+  for (const id of order) {
+    a -= byId.get(id).saved_bytes_a || 0;
+    b -= byId.get(id).saved_bytes_b || 0;
+    pa.push(a);
+    pb.push(b);
+  }
+  const w = 240, hgt = 28, n = Math.max(pa.length - 1, 1);
+  const line = (pts) => pts.map((v, i) => `${((i / n) * w).toFixed(1)},${(hgt - (v / top) * hgt).toFixed(1)}`).join(" ");
+  const svg = `<svg width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}" role="img" aria-label="saved bytes over the backward order">` +
+    `<polyline class="lane-a" fill="none" stroke="currentColor" points="${line(pa)}"/>` +
+    `<polyline class="lane-b" fill="none" stroke="#d9480f" stroke-dasharray="3 2" points="${line(pb)}"/></svg>`;
+  // NOTE: per-node bytes; the peaks count a buffer that several nodes save once
+  const peaks = `peak this ${bytes(diff.peak_saved_bytes_a)} · compared ${bytes(diff.peak_saved_bytes_b)}`;
+  lane.innerHTML = `${overridesHere()}saved bytes over backward (${peaks}) ${svg}`;
+  lane.dataset.totalA = String(pa[0]);
+  lane.dataset.totalB = String(pb[0]);
+  lane.dataset.peakA = String(diff.peak_saved_bytes_a);
+  lane.dataset.peakB = String(diff.peak_saved_bytes_b);
+  lane.hidden = false;
+}
+
+// The overrides (tp.override_rule / p10.override_kernel) that computed nodes of this graph.
+function overridesHere() {
+  const counts = new Map();
+  for (const n of state.nodes) {
+    for (const [kind, fn] of Object.entries(n.overrides || {})) {
+      const key = `${kind} of ${n.op}: ${fn}`;
+      counts.set(key, (counts.get(key) || 0) + 1);
+    }
+  }
+  if (!counts.size) return "";
+  const items = [...counts].map(([k, c]) => `${k} (${c} node${c > 1 ? "s" : ""})`);
+  return `<span class="overrides">overrides here: ${items.join("; ").replace(/&/g, "&amp;").replace(/</g, "&lt;")}</span> · `;
+}
+
+export function clearCompare() {
+  $("memory-lane").hidden = true;
+  state.compare = null;
+  state.diff = null;
+  $("stage-b").hidden = true;
+  $("main").classList.remove("compare");
+  main.resize();
+  applyColour();
+  updateURL();
+}

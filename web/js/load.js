@@ -1,0 +1,124 @@
+// Loading: the run list, a run's graphs, one graph's view at an expansion state, and the node
+// records that search, colours and playback need (after the first frame).
+
+import { $, api, main, state, status } from "./app.js";
+import { indexView, toDrawable } from "./boxes.js";
+import { showVerdict } from "./checks-ui.js";
+import { applyColour } from "./colour.js";
+import { showCompare } from "./compare.js";
+import { select } from "./picking.js";
+import { applyMarks, stopPlay } from "./playback.js";
+import { updateURL } from "./url.js";
+
+export async function loadRuns() {
+  const runs = await api.runs();
+  $("run").replaceChildren(...runs.map((r) => new Option(`${r.name} (${r.status}, ${r.graphs} graphs)`, r.id)));
+  return runs;
+}
+
+export async function fillCompare(runs) {
+  // Every graph of every run can be compared; listed after the first frame is drawn.
+  const options = [new Option("—", "")];
+  for (const r of runs) {
+    const list = await api.graphs(r.id);
+    for (const g of list.graphs) options.push(new Option(`${r.name} / graph ${g.id} (${g.detail})`, `${r.id}\u0000${g.id}`));
+  }
+  $("compare").replaceChildren(...options);
+  document.body.dataset.compareReady = "1";
+}
+
+export function fillGraphs(graphs) {
+  state.graphs = graphs;
+  $("graph").replaceChildren(...graphs.map((g) => new Option(graphLabel(g), g.id)));
+}
+
+export function graphLabel(g) {
+  return `graph ${g.id}: ${g.detail} · ${g.nodes} nodes${g.finite === false ? " · non-finite" : ""}`;
+}
+
+export async function selectRun(run, graph = null) {
+  const token = ++state.loadSeq;
+  state.run = run;
+  $("run").value = run;
+  const list = await api.graphs(run);
+  if (state.run !== run) return; // another run was picked meanwhile
+  fillGraphs(list.graphs);
+  if (token !== state.loadSeq) {
+    // A graph was picked while the list loaded: keep that pick.
+    if (state.graph !== null) $("graph").value = String(state.graph);
+    return;
+  }
+  if (!list.graphs.length) {
+    status("this run recorded no graph yet");
+    return;
+  }
+  await selectGraph(graph ?? list.graphs[0].id);
+}
+
+function forgetGraph() {
+  state.findings = new Map();
+  state.skips = new Map();
+  state.report = null;
+  state.checked = false;
+  showVerdict(null);
+  state.diff = null;
+  stopPlay();
+  delete document.body.dataset.loaded;
+  state.nodes = [];
+  state.byNode = new Map();
+  state.order = [];
+}
+
+export async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
+  const token = ++state.loadSeq;
+  state.graph = Number(graph);
+  $("graph").value = String(graph);
+  if (!keepExpanded) state.expanded = new Set();
+  forgetGraph();
+  // The first frame comes first; the node records (search, colours, playback) load after it,
+  // so that they do not compete with the layout request on the server.
+  await refreshView();
+  if (token !== state.loadSeq) return; // superseded by a later pick
+  main.fit();
+  const [nodes, order] = await Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]);
+  if (token !== state.loadSeq) return;
+  state.nodes = nodes.nodes;
+  state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
+  state.order = order.nodes.map((n) => n.id);
+  document.body.dataset.loaded = `${state.run}/${state.graph}`;
+  applyColour();
+  if (node !== null) await select(node);
+  if (state.compare) await showCompare(state.compare);
+  updateURL();
+}
+
+export async function refreshView() {
+  const seq = ++state.viewSeq;
+  const t0 = performance.now();
+  const view = await api.view(state.run, state.graph, [...state.expanded], state.stub);
+  if (seq !== state.viewSeq) return false; // a newer layout was asked for: drop this one
+  state.view = view;
+  state.scopes = view.scopes;
+  indexView(view);
+  main.setGraph(toDrawable(view));
+  applyColour();
+  applyMarks();
+  const ms = (performance.now() - t0).toFixed(0);
+  const g = state.graphs.find((x) => x.id === state.graph);
+  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms${view.note ? " · " + view.note : ""}`);
+  document.body.dataset.ready = `${state.run}/${state.graph}/${[...state.expanded].join(",")}`;
+  return true;
+}
+
+export async function follow(run) {
+  // Live runs (tpx-inspect run --serve): new graphs appear as they are recorded.
+  while (state.run === run) {
+    const feed = await api.feed(run, state.graphs.length);
+    for (const g of feed.new) {
+      state.graphs.push(g);
+      $("graph").append(new Option(graphLabel(g), g.id));
+    }
+    if (feed.new.length) status(`live: ${state.graphs.length} graphs recorded`);
+    if (feed.status !== "running" && !feed.new.length) break;
+  }
+}
