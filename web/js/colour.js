@@ -1,10 +1,11 @@
 // Colour by a per-node value: each box shows the largest value of the nodes it holds, through
-// the sequential scale, with a legend in the footer.
+// the sequential scale (linear, log, or auto: log when one node would dominate), with a legend
+// in the footer that names the unit and can be hidden (L).
 
 import { $, main, state } from "./app.js";
 import { boxOf } from "./boxes.js";
-import { colourBy, legendGradient } from "./colors.js";
-import { fmt } from "./panel.js";
+import { UNITS, colourBy, legendGradient } from "./colors.js";
+import { bytes, fmt, seconds } from "./panel.js";
 
 function nodeValue(n, key) {
   switch (key) {
@@ -17,11 +18,18 @@ function nodeValue(n, key) {
   }
 }
 
+export function formatValue(v, key) {
+  const how = UNITS[key]?.format;
+  if (how === "bytes" && Number.isFinite(v)) return bytes(Math.round(v));
+  if (how === "seconds") return seconds(v);
+  return fmt(v);
+}
+
 export function applyColour() {
   const key = state.colour;
   if (key === "kind") {
     main.fill = null;
-    $("legend").hidden = true;
+    showLegend(null);
     main.draw();
     return;
   }
@@ -33,12 +41,28 @@ export function applyColour() {
     const prev = values.get(box.id);
     values.set(box.id, prev === undefined || !(prev >= v) ? v : prev); // scopes show their max
   }
-  const scale = colourBy(values);
+  const scale = colourBy(values, $("scale").value);
   main.fill = scale.fill;
-  $("legend").hidden = false;
-  $("legend-bar").style.background = legendGradient();
-  $("legend-min").textContent = fmt(scale.min);
-  $("legend-max").textContent = fmt(scale.max);
-  $("legend-label").textContent = `${$("colour").selectedOptions[0].text}${scale.log ? " (log)" : ""}`;
+  showLegend({ ...scale, key, title: $("colour").selectedOptions[0].text });
   main.draw();
+}
+
+// The legend of a scale (null: none to show); the person's choice to hide it is kept.
+export function showLegend(scale) {
+  state.legend = scale;
+  const hidden = !scale || state.legendHidden;
+  $("legend").hidden = hidden;
+  $("legend-show").hidden = !scale || !state.legendHidden;
+  if (!scale) return;
+  const low = scale.log ? Math.max(scale.min, scale.floor) : scale.min;
+  $("legend-bar").style.background = legendGradient();
+  $("legend-min").textContent = formatValue(low, scale.key);
+  $("legend-max").textContent = formatValue(scale.max, scale.key);
+  const unit = UNITS[scale.key]?.unit;
+  $("legend-label").textContent = `${scale.title}${unit ? ` (${unit})` : ""}${scale.log ? " · log scale" : " · linear scale"}`;
+}
+
+export function toggleLegend() {
+  state.legendHidden = !state.legendHidden;
+  showLegend(state.legend || null);
 }

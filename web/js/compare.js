@@ -2,9 +2,9 @@
 // how much they differ), with the saved-bytes memory lane of both in the footer.
 
 import { $, api, main, state, status, views } from "./app.js";
-import { boxOf, toDrawable } from "./boxes.js";
-import { colourBy } from "./colors.js";
-import { applyColour } from "./colour.js";
+import { ancestors, boxOf, toDrawable } from "./boxes.js";
+import { colourBy, themeColors } from "./colors.js";
+import { applyColour, showLegend } from "./colour.js";
 import { GraphView } from "./graph-view.js";
 import { bytes, fmt } from "./panel.js";
 import { select } from "./picking.js";
@@ -16,34 +16,70 @@ export async function showCompare(spec) {
   const diff = await api.diff({ run: state.run, graph: state.graph }, spec);
   // every matched node (not only those that differ) for the memory lane
   const all = await api.diff({ run: state.run, graph: state.graph }, spec, false);
-  state.diff = new Map(diff.nodes.map((n) => [n.id, n]));
+  state.diff = new Map(diff.nodes.filter((n) => n.id !== null).map((n) => [n.id, n]));
+  state.diffAdded = diff.nodes.filter((n) => n.id === null);
   drawMemoryLane(all.nodes, diff);
   updateURL();
-  status(`compared with ${spec.run}/${spec.graph}: ${diff.changed} changed, ${diff.added} added, ${diff.removed} removed · max |Δ output| ${fmt(diff.max_output_diff)} · max |Δ grad| ${fmt(diff.max_grad_diff)}`);
+  status(compareSummary(spec, diff));
   $("stage-b").hidden = mode !== "side";
   $("main").classList.toggle("compare", mode === "side");
-  if (mode === "side") {
-    if (!views.other) {
-      views.other = new GraphView($("canvas-b"));
-      views.other.on("click", (box) => box && box.node !== null && select(box.node));
-    }
-    const view = await api.view(spec.run, spec.graph, [...state.expanded]);
-    views.other.setGraph(toDrawable(view));
-    views.other.resize();
-    views.other.fit();
-    $("title-b").textContent = `${spec.run} / graph ${spec.graph}`;
-    main.fill = null;
-  } else {
-    const values = new Map();
-    for (const [id, d] of state.diff) {
-      const box = boxOf(id);
-      if (box) values.set(box.id, d.status === "same" ? 0 : Math.max(Number(d.output_diff) || 0, Number(d.grad_diff) || 0, 1e-12));
-    }
-    main.fill = colourBy(values).fill;
-  }
+  const scale = diffScale(boxOf);
+  main.fill = scale.fill;
+  showLegend({ ...scale, key: "diff", title: "difference" });
+  if (mode === "side") await showOther(spec);
   main.resize();
+  // The left view keeps its half of the page: fitted again, not clipped at the old width.
+  if (mode === "side") main.fit();
   main.draw();
   document.body.dataset.compared = mode;
+}
+
+// A renamed op matches nothing: it counts as one removed plus one added, not as a change.
+function compareSummary(spec, diff) {
+  const changed = diff.changed - diff.added - diff.removed;
+  return `compared with ${spec.run}/${spec.graph}: ${changed} changed, ${diff.added} added, ${diff.removed} removed · max |Δ output| ${fmt(diff.max_output_diff)} · max |Δ grad| ${fmt(diff.max_grad_diff)}`;
+}
+
+// Boxes coloured by how much their nodes differ; removed nodes (only here) in the fail colour.
+function diffScale(boxFor) {
+  const values = new Map(), removed = new Set();
+  for (const [id, d] of state.diff) {
+    const box = boxFor(id, d);
+    if (!box) continue;
+    if (d.status === "removed") removed.add(box.id);
+    const v = d.status === "same" ? 0 : Math.max(Number(d.output_diff) || 0, Number(d.grad_diff) || 0, 1e-12);
+    values.set(box.id, Math.max(values.get(box.id) ?? 0, v));
+  }
+  const scale = colourBy(values, $("scale").value);
+  for (const id of removed) scale.fill.set(id, themeColors().fail);
+  return scale;
+}
+
+// The compared graph in the right half, coloured the same way; nodes only there (added) in
+// the "ok" colour. Its boxes are found by node id, or by the scope of the matched node here.
+async function showOther(spec) {
+  if (!views.other) {
+    views.other = new GraphView($("canvas-b"));
+    views.other.on("click", (box) => box && box.node !== null && select(box.node));
+  }
+  const view = await api.view(spec.run, spec.graph, [...state.expanded]);
+  const byNode = new Map(), byScope = new Map();
+  for (const v of view.nodes) {
+    if (v.kind === "scope") byScope.set(v.scope, v);
+    else if (v.node !== null && v.node !== undefined && v.kind !== "stub") byNode.set(v.node, v);
+  }
+  const boxB = (idB, scope) => byNode.get(idB) || ancestors(scope || "").reverse().map((s) => byScope.get(s)).find(Boolean);
+  const scale = diffScale((id, d) => (d.id_b === null ? null : boxB(d.id_b, state.byNode.get(id)?.scope)));
+  for (const d of state.diffAdded) {
+    const box = byNode.get(d.id_b);
+    if (box) scale.fill.set(box.id, themeColors().ok);
+  }
+  views.other.setGraph(toDrawable(view));
+  views.other.fill = scale.fill;
+  views.other.resize();
+  views.other.fit();
+  $("title-b").textContent = `${spec.run} / graph ${spec.graph}`;
+  $("title-a").textContent = `${state.run} / graph ${state.graph}`;
 }
 
 // A deep link "compare=run/graph" (as tpx-inspect ab -o prints it): overlay mode, the node
@@ -108,6 +144,7 @@ export function clearCompare() {
   state.diff = null;
   $("stage-b").hidden = true;
   $("main").classList.remove("compare");
+  $("title-a").textContent = "";
   main.resize();
   applyColour();
   updateURL();

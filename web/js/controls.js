@@ -3,7 +3,7 @@
 import { $, main, state, views } from "./app.js";
 import { resetThemeCache } from "./colors.js";
 import { runChecks } from "./checks-ui.js";
-import { applyColour } from "./colour.js";
+import { applyColour, toggleLegend } from "./colour.js";
 import { clearCompare, showCompare } from "./compare.js";
 import { exportAs } from "./exporting.js";
 import { refreshView, selectGraph, selectRun } from "./load.js";
@@ -39,6 +39,7 @@ const KEYS = {
   ".": () => step(),
   x: () => runChecks(),
   t: () => $("theme").click(),
+  l: () => toggleLegend(),
   Escape: () => {
     state.selected = null;
     main.selected = null;
@@ -56,6 +57,9 @@ function onKey(ev) {
     if (ev.key === "Escape") document.activeElement.blur();
     return;
   }
+  // Enter and Space on a focused button or link do what a click does, not the canvas' action.
+  const pressable = ["BUTTON", "A", "SUMMARY"].includes(document.activeElement.tagName);
+  if (pressable && (ev.key === "Enter" || ev.key === " ")) return;
   const fn = KEYS[ev.key];
   if (fn && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
     ev.preventDefault();
@@ -68,6 +72,12 @@ async function setExpanded(scopes) {
   await refreshView();
   main.fit();
   updateURL();
+}
+
+// The overlay comparison colours by difference; otherwise the colour-by value does.
+function recolour() {
+  if (state.compare && $("compare-mode").value === "overlay") showCompare(state.compare);
+  else applyColour();
 }
 
 export function bindControls() {
@@ -95,6 +105,9 @@ export function bindControls() {
     state.colour = e.target.value;
     applyColour();
   });
+  $("scale").addEventListener("change", recolour);
+  $("legend-hide").addEventListener("click", toggleLegend);
+  $("legend-show").addEventListener("click", toggleLegend);
   $("play").addEventListener("click", play);
   $("step").addEventListener("click", step);
   $("checks").addEventListener("click", runChecks);

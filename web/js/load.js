@@ -12,16 +12,25 @@ import { updateURL } from "./url.js";
 
 export async function loadRuns() {
   const runs = await api.runs();
-  $("run").replaceChildren(...runs.map((r) => new Option(`${r.name} (${r.status}, ${r.graphs} graphs)`, r.id)));
+  const label = runLabels(runs);
+  $("run").replaceChildren(...runs.map((r) => new Option(`${label.get(r.id)} (${r.status}, ${r.graphs} graphs)`, r.id)));
   return runs;
+}
+
+// Runs of the same script share a name: those are told apart by their folder (the run id).
+export function runLabels(runs) {
+  const count = new Map();
+  for (const r of runs) count.set(r.name, (count.get(r.name) || 0) + 1);
+  return new Map(runs.map((r) => [r.id, count.get(r.name) > 1 && r.id !== r.name ? `${r.name} · ${r.id}` : r.name]));
 }
 
 export async function fillCompare(runs) {
   // Every graph of every run can be compared; listed after the first frame is drawn.
   const options = [new Option("—", "")];
+  const label = runLabels(runs);
   for (const r of runs) {
     const list = await api.graphs(r.id);
-    for (const g of list.graphs) options.push(new Option(`${r.name} / graph ${g.id} (${g.detail})`, `${r.id}\u0000${g.id}`));
+    for (const g of list.graphs) options.push(new Option(`${label.get(r.id)} / graph ${g.id} (${g.detail})`, `${r.id}\u0000${g.id}`));
   }
   $("compare").replaceChildren(...options);
   document.body.dataset.compareReady = "1";
@@ -36,7 +45,7 @@ export function graphLabel(g) {
   return `graph ${g.id}: ${g.detail} · ${g.nodes} nodes${g.finite === false ? " · non-finite" : ""}`;
 }
 
-export async function selectRun(run, graph = null) {
+export async function selectRun(run, graph = null, node = null) {
   const token = ++state.loadSeq;
   state.run = run;
   $("run").value = run;
@@ -52,7 +61,7 @@ export async function selectRun(run, graph = null) {
     status("this run recorded no graph yet");
     return;
   }
-  await selectGraph(graph ?? list.graphs[0].id);
+  await selectGraph(graph ?? list.graphs[0].id, { keepExpanded: graph !== null, node });
 }
 
 function forgetGraph() {

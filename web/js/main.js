@@ -56,7 +56,8 @@ window.addEventListener("hashchange", async () => {
   const link = readURL();
   if (!link.run) return;
   applyLink(link);
-  if (link.run !== state.run) await selectRun(link.run, link.graph);
+  // node= is honoured whatever else the link changes (run, graph or only the node).
+  if (link.run !== state.run) await selectRun(link.run, link.graph, link.node);
   else if (link.graph !== null && link.graph !== state.graph) await selectGraph(link.graph, { keepExpanded: true, node: link.node });
   else {
     await refreshView();

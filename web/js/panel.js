@@ -1,6 +1,6 @@
 // The side panel: everything recorded about one node, a scope box or a stub.
 
-import { heatmap } from "./heatmap.js";
+import { gridOf, heatmap, histogram, histogramOf } from "./heatmap.js";
 
 const h = (tag, attrs = {}, ...children) => {
   const el = document.createElement(tag);
@@ -26,7 +26,7 @@ export const fmt = (v) => {
 };
 
 export const bytes = (n) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(2)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
-const seconds = (s) => (s === null || s === undefined ? "—" : s < 1e-3 ? `${(s * 1e6).toFixed(1)} µs` : `${(s * 1e3).toFixed(2)} ms`);
+export const seconds = (s) => (s === null || s === undefined ? "—" : s < 1e-3 ? `${(s * 1e6).toFixed(1)} µs` : `${(s * 1e3).toFixed(2)} ms`);
 const shape = (s) => `(${s.join(", ")}${s.length === 1 ? "," : ""})`;
 
 function kv(rows) {
@@ -44,14 +44,28 @@ function summaryTable(title, s, values) {
     ["NaN / Inf / zeros", h("span", { class: bad ? "fail" : "" }, `${s.nan} / ${s.inf} / ${s.zeros}`)],
     ["preview", h("span", { class: "mono" }, (s.preview || []).map(fmt).join(", "))],
   ];
-  const out = [h("h3", {}, title), kv(rows)];
-  if (values && values.shape.length === 2 && values.data.length >= values.shape[0] * values.shape[1]) {
-    const [r, c] = values.shape;
-    const grid = [];
-    for (let i = 0; i < r; i++) grid.push(values.data.slice(i * c, (i + 1) * c).map(Number));
-    out.push(heatmap(grid));
-  }
+  return [h("h3", {}, title), kv(rows), ...valueFigures(title, values)];
+}
+
+// The value itself: a heatmap (1-D as one row, N-D with leading axes as rows) and a histogram,
+// when the trace kept it. Values cut by the server's limit get the histogram of those at hand.
+function valueFigures(title, values) {
+  if (!values || values.total < 2) return [];
+  const grid = gridOf(values);
+  const out = [];
+  if (grid) out.push(heatmap(grid));
+  else out.push(h("p", { class: "muted" }, `${values.total} values: the figures below count the first ${values.data.length}`));
+  if (values.data.length > 1) out.push(histogram(histogramOf(values.data), `histogram of ${title}`));
   return out;
+}
+
+// A saved tensor's values: the node's output (slot -1) or its input K, as the trace kept them.
+function savedValue(s, values) {
+  const v = values?.[s.slot < 0 ? "output" : `input.${s.slot}`];
+  if (!v) return [];
+  const name = `saved ${s.slot < 0 ? "output" : `input ${s.slot}`}`;
+  const head = v.data.slice(0, 8).map(fmt).join(", ") + (v.total > 8 ? ", …" : "");
+  return [h("p", { class: "mono saved-values" }, `${name}: ${head}`), ...valueFigures(name, v)];
 }
 
 function replace(panel, ...children) {
@@ -89,6 +103,7 @@ export function renderNode(panel, detail, ctx) {
   const inputs = n.inputs.map((e, i) =>
     h("tr", {}, h("td", {}, i), h("td", {}, e.src === null ? "const" : link(e.src)), h("td", { class: "mono" }, `${shape(e.shape)} ${e.dtype}`)));
   const saved = detail.saved.map((s) => h("tr", {}, h("td", {}, s.slot < 0 ? "output" : `input ${s.slot}`), h("td", { class: "mono" }, `${shape(s.shape)} ${s.dtype}`), h("td", {}, bytes(s.bytes))));
+  const savedValues = detail.saved.flatMap((s) => savedValue(s, detail.values));
   const checks = checkLines(n.id, ctx);
   const diff = ctx.diff && ctx.diff.get(n.id);
   replace(
@@ -113,6 +128,7 @@ export function renderNode(panel, detail, ctx) {
     h("table", { class: "kv" }, inputs.length ? inputs : h("tr", {}, h("td", { class: "muted" }, "none (leaf)"))),
     h("h3", {}, "saved for backward"),
     h("table", { class: "kv" }, saved.length ? saved : h("tr", {}, h("td", { class: "muted" }, "nothing"))),
+    ...savedValues,
     ...summaryTable("output", detail.output, detail.values?.output),
     ...summaryTable("gradient (incoming)", detail.grad, detail.values?.grad),
     ...detail.grads_out.flatMap((g, i) => (g ? summaryTable(`gradient to input ${i}`, g, detail.values?.[`grad_out.${i}`]) : [])),
