@@ -6,7 +6,7 @@ import { indexView, toDrawable } from "./boxes.js";
 import { showVerdict } from "./checks-ui.js";
 import { applyColour } from "./colour.js";
 import { showCompare } from "./compare.js";
-import { select } from "./picking.js";
+import { search, select } from "./picking.js";
 import { applyMarks, stopPlay } from "./playback.js";
 import { updateURL } from "./url.js";
 
@@ -74,6 +74,7 @@ function forgetGraph() {
   stopPlay();
   delete document.body.dataset.loaded;
   state.nodes = [];
+  state.nodesLoaded = false;
   state.byNode = new Map();
   state.order = [];
 }
@@ -94,8 +95,10 @@ export async function selectGraph(graph, { keepExpanded = false, node = null } =
   state.nodes = nodes.nodes;
   state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
   state.order = order.nodes.map((n) => n.id);
+  state.nodesLoaded = true;
   document.body.dataset.loaded = `${state.run}/${state.graph}`;
   applyColour();
+  if ($("search").value.trim()) search($("search").value);
   if (node !== null) await select(node);
   if (state.compare) await showCompare(state.compare);
   updateURL();

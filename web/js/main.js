@@ -10,6 +10,7 @@ import { openCompare } from "./compare.js";
 import { bindControls, setTheme } from "./controls.js";
 import { fillCompare, fillGraphs, follow, loadRuns, refreshView, selectGraph, selectRun } from "./load.js";
 import { select, toggle, activate, clickBox } from "./picking.js";
+import { expandAll, expandOne, panFrames } from "./measure.js";
 import { step } from "./playback.js";
 import { readURL } from "./url.js";
 
@@ -65,5 +66,5 @@ window.addEventListener("hashchange", async () => {
   }
 });
 
-window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf };
+window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf, measure: { expandOne, expandAll, panFrames } };
 start().catch((err) => status(`error: ${err}`));

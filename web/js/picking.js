@@ -68,6 +68,11 @@ export function search(text) {
   const q = text.trim().toLowerCase();
   state.hits = [];
   state.hit = -1;
+  if (q && !state.nodesLoaded) {
+    // The node records are still on their way: say so (not "0 hits"); load.js searches again.
+    $("hits").textContent = "loading…";
+    return;
+  }
   if (q) {
     const id = q.startsWith("#") ? Number(q.slice(1)) : Number(q);
     for (const n of state.nodes) {

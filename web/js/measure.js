@@ -1,0 +1,56 @@
+// Timing hooks for benchmarks/bench_viewer.py and the tests: expand one folded box, expand
+// everything, and the cost of frames while panning. Nothing here changes what a person sees.
+
+import { main, state } from "./app.js";
+import { refreshView } from "./load.js";
+import { toggle } from "./picking.js";
+
+// Wait for the next frame drawn by the main view.
+function nextFrame() {
+  const f = main.frame;
+  return new Promise((resolve) => {
+    const poll = () => (main.frame > f ? resolve() : requestAnimationFrame(poll));
+    requestAnimationFrame(poll);
+  });
+}
+
+// Expand the biggest folded box in view; milliseconds until its expansion is drawn.
+export async function expandOne() {
+  const folded = main.graph.nodes.filter((b) => b.kind === "scope").sort((a, b) => b.size - a.size);
+  if (!folded.length) return { ms: null, what: "no folded box" };
+  const t0 = performance.now();
+  await toggle(folded[0].scope);
+  await nextFrame();
+  return { ms: performance.now() - t0, what: folded[0].scope, boxes: main.graph.nodes.length };
+}
+
+export async function expandAll() {
+  const t0 = performance.now();
+  state.expanded = new Set(state.scopes);
+  await refreshView();
+  main.fit();
+  await nextFrame();
+  return { ms: performance.now() - t0, boxes: main.graph.nodes.length };
+}
+
+// Pan by ``dx`` screen px per frame for ``frames`` frames at zoom ``k`` (null: as it is):
+// the time render() takes and the interval between animation frames, in ms.
+export async function panFrames(frames = 60, dx = 40, k = null) {
+  if (k !== null) main.cam.k = k;
+  const render = [], interval = [];
+  let last = performance.now();
+  for (let i = 0; i < frames; i++) {
+    main.panBy(i % 40 < 20 ? -dx : dx, 0);
+    await nextFrame();
+    const now = performance.now();
+    interval.push(now - last);
+    render.push(main.lastRenderMs);
+    last = now;
+  }
+  return { render: stats(render), interval: stats(interval), drawn: main.drawnNodes, aggregated: main.aggregated };
+}
+
+function stats(xs) {
+  const s = xs.slice().sort((a, b) => a - b);
+  return { mean: s.reduce((a, b) => a + b, 0) / s.length, p95: s[Math.floor(0.95 * (s.length - 1))], max: s[s.length - 1] };
+}
