@@ -2,6 +2,7 @@
 // folded scope holding it; and the view made drawable.
 
 import { state } from "./app.js";
+import { containersOf, groupOf } from "./vm.js";
 
 export function toDrawable(view) {
   const nodes = view.nodes.map((v) => {
@@ -33,22 +34,22 @@ export function framesOf(nodes, expanded) {
 }
 
 export function indexView(view) {
-  // Lookups for boxOf: real nodes drawn as themselves, and folded scopes by name.
+  // Lookups for boxOf: real nodes drawn as themselves, and folded groups by what they open.
   state.boxByNode = new Map();
   state.boxByScope = new Map();
   for (const v of view.nodes) {
-    if (v.kind === "scope") state.boxByScope.set(v.scope, v);
+    v.group = groupOf(v);
+    if (v.group !== null) state.boxByScope.set(v.group, v);
     else if (v.kind !== "stub" && v.node !== null && v.node !== undefined) state.boxByNode.set(v.node, v);
   }
 }
 
 export function boxOf(nodeId) {
-  // The view box that shows a real node: itself, or the innermost folded scope holding it.
+  // The view box that shows a real node: itself, or the innermost folded group holding it.
   const direct = state.boxByNode.get(nodeId);
   if (direct) return direct;
-  const scopes = ancestors(state.byNode.get(nodeId)?.scope || "");
-  for (let i = scopes.length - 1; i >= 0; i--) {
-    const box = state.boxByScope.get(scopes[i]);
+  for (const g of containersOf(nodeId)) {
+    const box = state.boxByScope.get(g);
     if (box) return box;
   }
   return null;

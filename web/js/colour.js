@@ -2,7 +2,7 @@
 // the sequential scale (linear, log, or auto: log when one node would dominate), with a legend
 // in the footer that names the unit and can be hidden (L).
 
-import { $, main, state } from "./app.js";
+import { $, api, main, state } from "./app.js";
 import { boxOf } from "./boxes.js";
 import { UNITS, colourBy, legendGradient } from "./colors.js";
 import { bytes, fmt, seconds } from "./panel.js";
@@ -18,6 +18,18 @@ function nodeValue(n, key) {
   }
 }
 
+async function colourFromServer(key) {
+  const seq = (state.colourSeq = (state.colourSeq || 0) + 1);
+  const res = await api.colours(state.run, state.graph, SERVER_METRIC[key], state.view.key);
+  if (seq !== state.colourSeq || state.colour !== key) return; // asked again meanwhile
+  const values = new Map(Object.entries(res.boxes).map(([id, v]) => [id, Number(v)]));
+  const mode = $("scale").value === "auto" && res.log_suggested ? "log" : $("scale").value;
+  const scale = colourBy(values, mode);
+  main.fill = scale.fill;
+  showLegend({ ...scale, key, title: $("colour").selectedOptions[0].text, unit: res.unit });
+  main.draw();
+}
+
 export function formatValue(v, key) {
   const how = UNITS[key]?.format;
   if (how === "bytes" && Number.isFinite(v)) return bytes(Math.round(v));
@@ -25,7 +37,10 @@ export function formatValue(v, key) {
   return fmt(v);
 }
 
-export function applyColour() {
+// Colour-by keys the server's view model computes per box (group value: max over members).
+const SERVER_METRIC = { grad_norm: "grad_norm", saved_bytes: "saved_bytes", backward_time: "backward_seconds", nonfinite: "nonfinite" };
+
+export async function applyColour() {
   const key = state.colour;
   if (key === "kind") {
     main.fill = null;
@@ -33,8 +48,15 @@ export function applyColour() {
     main.draw();
     return;
   }
+  if (state.tree && SERVER_METRIC[key]) return colourFromServer(key);
+  // Without every record here (a big graph), failed checks colour the boxes holding them.
+  const fromFindings = key === "check_error" && !state.nodesLoaded;
   const values = new Map();
-  for (const n of state.nodes) {
+  for (const [id, found] of fromFindings ? state.findings : []) {
+    const box = boxOf(id);
+    if (box) values.set(box.id, Math.max(values.get(box.id) || 0, found.length));
+  }
+  for (const n of fromFindings ? [] : state.nodes) {
     const box = boxOf(n.id);
     if (!box) continue;
     const v = nodeValue(n, key);
@@ -58,7 +80,7 @@ export function showLegend(scale) {
   $("legend-bar").style.background = legendGradient();
   $("legend-min").textContent = formatValue(low, scale.key);
   $("legend-max").textContent = formatValue(scale.max, scale.key);
-  const unit = UNITS[scale.key]?.unit;
+  const unit = scale.unit || UNITS[scale.key]?.unit;
   $("legend-label").textContent = `${scale.title}${unit ? ` (${unit})` : ""}${scale.log ? " · log scale" : " · linear scale"}`;
 }
 

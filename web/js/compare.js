@@ -7,11 +7,13 @@ import { colourBy, themeColors } from "./colors.js";
 import { applyColour, showLegend } from "./colour.js";
 import { GraphView } from "./graph-view.js";
 import { bytes, fmt } from "./panel.js";
+import { ensureRecords } from "./load.js";
 import { select } from "./picking.js";
 import { updateURL } from "./url.js";
 
 export async function showCompare(spec) {
   state.compare = spec;
+  await ensureRecords();
   const mode = $("compare-mode").value;
   const diff = await api.diff({ run: state.run, graph: state.graph }, spec);
   // every matched node (not only those that differ) for the memory lane

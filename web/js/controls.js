@@ -6,7 +6,7 @@ import { runChecks } from "./checks-ui.js";
 import { applyColour, toggleLegend } from "./colour.js";
 import { clearCompare, showCompare } from "./compare.js";
 import { exportAs } from "./exporting.js";
-import { refreshView, selectGraph, selectRun } from "./load.js";
+import { refreshView, selectGraph, selectRun, setCollapsed, setExpandAll } from "./load.js";
 import { activate, nextHit, orderStep, search } from "./picking.js";
 import { play, step } from "./playback.js";
 import { updateURL } from "./url.js";
@@ -67,8 +67,9 @@ function onKey(ev) {
   }
 }
 
-async function setExpanded(scopes) {
-  state.expanded = new Set(scopes);
+async function setExpanded(all) {
+  if (all) setExpandAll();
+  else setCollapsed();
   await refreshView();
   main.fit();
   updateURL();
@@ -94,8 +95,8 @@ export function bindControls() {
   $("next-hit").addEventListener("click", () => nextHit(1));
   $("prev-hit").addEventListener("click", () => nextHit(-1));
   $("fit").addEventListener("click", () => main.fit());
-  $("expand-all").addEventListener("click", () => setExpanded(state.scopes));
-  $("collapse-all").addEventListener("click", () => setExpanded([]));
+  $("expand-all").addEventListener("click", () => setExpanded(true));
+  $("collapse-all").addEventListener("click", () => setExpanded(false));
   $("stub").addEventListener("change", async (e) => {
     state.stub = e.target.value;
     await refreshView();

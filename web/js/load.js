@@ -6,9 +6,10 @@ import { indexView, toDrawable } from "./boxes.js";
 import { showVerdict } from "./checks-ui.js";
 import { applyColour } from "./colour.js";
 import { showCompare } from "./compare.js";
-import { search, select } from "./picking.js";
+import { markHits, search, select } from "./picking.js";
 import { applyMarks, stopPlay } from "./playback.js";
 import { updateURL } from "./url.js";
+import { allGroups, setTree, viewOfLayout } from "./vm.js";
 
 export async function loadRuns() {
   const runs = await api.runs();
@@ -74,10 +75,16 @@ function forgetGraph() {
   stopPlay();
   delete document.body.dataset.loaded;
   state.nodes = [];
+  state.records = null;
   state.nodesLoaded = false;
   state.byNode = new Map();
   state.order = [];
 }
+
+// Graphs up to this many nodes load every node record after the first frame; bigger ones (with
+// the server's view model) ask for records when a feature needs them (search and colours are
+// computed by the server).
+const EAGER = 20_000;
 
 export async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
   const token = ++state.loadSeq;
@@ -85,29 +92,62 @@ export async function selectGraph(graph, { keepExpanded = false, node = null } =
   $("graph").value = String(graph);
   if (!keepExpanded) state.expanded = new Set();
   forgetGraph();
+  setTree(await api.tree(state.run, state.graph));
+  if (token !== state.loadSeq) return;
+  if (state.tree && !state.expanded.size && !state.expandAll) state.expanded = new Set(state.tree.defaults);
   // The first frame comes first; the node records (search, colours, playback) load after it,
   // so that they do not compete with the layout request on the server.
   await refreshView();
   if (token !== state.loadSeq) return; // superseded by a later pick
   main.fit();
-  const [nodes, order] = await Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]);
+  document.body.dataset.interactive = `${state.run}/${state.graph}`;
+  if (state.tree && $("search").value.trim()) search($("search").value);
+  const size = state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
+  if (!state.tree || size <= EAGER) await ensureRecords();
   if (token !== state.loadSeq) return;
-  state.nodes = nodes.nodes;
-  state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
-  state.order = order.nodes.map((n) => n.id);
-  state.nodesLoaded = true;
-  document.body.dataset.loaded = `${state.run}/${state.graph}`;
-  applyColour();
-  if ($("search").value.trim()) search($("search").value);
   if (node !== null) await select(node);
   if (state.compare) await showCompare(state.compare);
   updateURL();
 }
 
+// Every node record and the backward order of the shown graph, loaded once.
+export function ensureRecords() {
+  if (state.records) return state.records;
+  const token = state.loadSeq;
+  state.records = Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]).then(([nodes, order]) => {
+    if (token !== state.loadSeq) return;
+    state.nodes = nodes.nodes;
+    state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
+    state.order = order.nodes.map((n) => n.id);
+    state.nodesLoaded = true;
+    document.body.dataset.loaded = `${state.run}/${state.graph}`;
+    applyColour();
+    if ($("search").value.trim()) search($("search").value);
+  });
+  return state.records;
+}
+
+// Every group open: the view model is asked with one flag, not thousands of names.
+export function setExpandAll() {
+  state.expandAll = Boolean(state.tree);
+  state.expanded = new Set(allGroups());
+}
+
+export function setCollapsed() {
+  state.expandAll = false;
+  state.expanded = new Set(state.tree ? [state.tree.root] : []);
+}
+
+async function fetchView() {
+  if (!state.tree) return api.view(state.run, state.graph, [...state.expanded], state.stub);
+  const body = state.expandAll ? { expanded: [], expand_all: true } : { expanded: [...state.expanded] };
+  return viewOfLayout(await api.layout(state.run, state.graph, body), [...state.expanded]);
+}
+
 export async function refreshView() {
   const seq = ++state.viewSeq;
   const t0 = performance.now();
-  const view = await api.view(state.run, state.graph, [...state.expanded], state.stub);
+  const view = await fetchView();
   if (seq !== state.viewSeq) return false; // a newer layout was asked for: drop this one
   state.view = view;
   state.scopes = view.scopes;
@@ -115,10 +155,11 @@ export async function refreshView() {
   main.setGraph(toDrawable(view));
   applyColour();
   applyMarks();
+  if (state.hits.length) markHits();
   const ms = (performance.now() - t0).toFixed(0);
   const g = state.graphs.find((x) => x.id === state.graph);
   status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms${view.note ? " · " + view.note : ""}`);
-  document.body.dataset.ready = `${state.run}/${state.graph}/${[...state.expanded].join(",")}`;
+  document.body.dataset.ready = `${state.run}/${state.graph}/${state.expandAll ? "*" : [...state.expanded].join(",")}`;
   return true;
 }
 

@@ -23,6 +23,7 @@ window.addEventListener("unhandledrejection", (e) => status(`error: ${e.reason}`
 
 function applyLink(link) {
   state.expanded = new Set(link.expand);
+  state.expandAll = link.expandAll;
   state.stub = link.stub;
   $("stub").value = link.stub;
 }

@@ -2,7 +2,7 @@
 // everything, and the cost of frames while panning. Nothing here changes what a person sees.
 
 import { main, state } from "./app.js";
-import { refreshView } from "./load.js";
+import { refreshView, setExpandAll } from "./load.js";
 import { toggle } from "./picking.js";
 
 // Wait for the next frame drawn by the main view.
@@ -16,17 +16,17 @@ function nextFrame() {
 
 // Expand the biggest folded box in view; milliseconds until its expansion is drawn.
 export async function expandOne() {
-  const folded = main.graph.nodes.filter((b) => b.kind === "scope").sort((a, b) => b.size - a.size);
+  const folded = main.graph.nodes.filter((b) => b.group !== null).sort((a, b) => b.size - a.size);
   if (!folded.length) return { ms: null, what: "no folded box" };
   const t0 = performance.now();
-  await toggle(folded[0].scope);
+  await toggle(folded[0].group);
   await nextFrame();
-  return { ms: performance.now() - t0, what: folded[0].scope, boxes: main.graph.nodes.length };
+  return { ms: performance.now() - t0, what: folded[0].group, boxes: main.graph.nodes.length };
 }
 
 export async function expandAll() {
   const t0 = performance.now();
-  state.expanded = new Set(state.scopes);
+  setExpandAll();
   await refreshView();
   main.fit();
   await nextFrame();

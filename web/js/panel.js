@@ -144,7 +144,8 @@ export function renderBox(panel, box, ctx) {
   if (box.scope) rows.push(["scope", box.scope]);
   if (box.size > 1) rows.push(["nodes inside", String(box.size)]);
   const actions = [];
-  if (box.kind === "scope") actions.push(h("button", { onclick: () => ctx.toggle(box.scope) }, "Expand (Enter)"));
+  if (box.count > 1) rows.push(["copies", `${box.count} identical blocks`]);
+  if (box.group !== null) actions.push(h("button", { onclick: () => ctx.toggle(box.group) }, "Expand (Enter)"));
   if (box.kind === "stub" && box.node !== null) actions.push(h("button", { onclick: () => ctx.select(box.node) }, `Jump to #${box.node} (Enter)`));
   panel.replaceChildren(h("h2", {}, box.label), kv(rows), ...actions);
 }

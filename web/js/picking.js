@@ -2,22 +2,22 @@
 // search and its hits, and stepping through the backward order.
 
 import { $, api, main, state } from "./app.js";
-import { ancestors, boxOf } from "./boxes.js";
-import { refreshView } from "./load.js";
+import { boxOf } from "./boxes.js";
+import { ensureRecords, refreshView } from "./load.js";
+import { containersOf, groupsBelow, knownNode } from "./vm.js";
 import { renderBox, renderMessage, renderNode } from "./panel.js";
 import { updateURL } from "./url.js";
 
 export async function reveal(nodeId) {
   const box = boxOf(nodeId);
-  if (box && box.kind !== "scope") return box;
-  const scope = state.byNode.get(nodeId)?.scope || "";
-  for (const s of ancestors(scope)) if (state.scopes.includes(s)) state.expanded.add(s);
+  if (box && box.group === null) return box;
+  for (const g of containersOf(nodeId)) if (state.tree || state.scopes.includes(g)) state.expanded.add(g);
   await refreshView();
   return boxOf(nodeId);
 }
 
 export async function select(nodeId) {
-  if (!state.byNode.has(nodeId)) {
+  if (!knownNode(nodeId)) {
     renderMessage($("panel"), `no node #${nodeId} in this graph`, "fail");
     return;
   }
@@ -39,35 +39,56 @@ export function panelContext() {
   return { select, toggle, findings: state.findings, skips: state.skips, report: state.report, checked: state.checked, diff: state.diff };
 }
 
-export async function toggle(scope) {
-  if (state.expanded.has(scope)) {
-    for (const s of [...state.expanded]) if (s === scope || s.startsWith(scope + ".")) state.expanded.delete(s);
+export async function toggle(group) {
+  if (state.expandAll) state.expanded = new Set(state.scopes); // "all" made explicit, then edited
+  state.expandAll = false;
+  if (state.expanded.has(group)) {
+    for (const g of groupsBelow(group)) state.expanded.delete(g);
   } else {
-    state.expanded.add(scope);
+    state.expanded.add(group);
   }
   await refreshView();
   updateURL();
 }
 
 export async function activate(box) {
-  if (box.kind === "scope") await toggle(box.scope);
+  if (box.group !== null) await toggle(box.group);
   else if (box.node !== null && box.node !== undefined) await select(box.node);
 }
 
 export function clickBox(box) {
   if (!box) return;
   if (box.kind === "stub" && box.node !== null) return select(box.node); // jump to the other end
-  if (box.node !== null && box.node !== undefined && box.kind !== "scope") return select(box.node);
+  if (box.node !== null && box.node !== undefined && box.group === null) return select(box.node);
   main.selected = box.id;
   main.draw();
   renderBox($("panel"), box, panelContext());
 }
 
 // -- search ---------------------------------------------------------------------------------------
+// The boxes showing the hits (after a re-layout too: box ids are stable, boxes may be new).
+export function markHits() {
+  main.hits = new Set(state.hits.map((id) => boxOf(id)?.id).filter(Boolean));
+  main.draw();
+}
+
+// Search on the server when it has the view model (the records need not be here), else here.
+async function searchServer(q) {
+  const seq = (state.searchSeq = (state.searchSeq || 0) + 1);
+  $("hits").textContent = "loading…";
+  const res = await api.search(state.run, state.graph, q, state.view.key);
+  if (seq !== state.searchSeq) return; // a later keystroke asked again
+  state.hits = res.nodes;
+  main.hits = new Set(Object.keys(res.boxes));
+  main.draw();
+  $("hits").textContent = `${res.total} hits`;
+}
+
 export function search(text) {
   const q = text.trim().toLowerCase();
   state.hits = [];
   state.hit = -1;
+  if (q && state.tree) return searchServer(text.trim());
   if (q && !state.nodesLoaded) {
     // The node records are still on their way: say so (not "0 hits"); load.js searches again.
     $("hits").textContent = "loading…";
@@ -89,11 +110,12 @@ export async function nextHit(step) {
   if (!state.hits.length) return;
   state.hit = (state.hit + step + state.hits.length) % state.hits.length;
   await select(state.hits[state.hit]);
-  main.hits = new Set(state.hits.map((id) => boxOf(id)?.id).filter(Boolean));
+  markHits();
   $("hits").textContent = `${state.hit + 1} / ${state.hits.length}`;
 }
 
-export function orderStep(delta) {
+export async function orderStep(delta) {
+  await ensureRecords();
   if (!state.order.length) return;
   const i = state.order.indexOf(state.selected);
   const next = i < 0 ? 0 : Math.min(state.order.length - 1, Math.max(0, i + delta));

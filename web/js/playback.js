@@ -3,6 +3,7 @@
 
 import { $, main, state, status } from "./app.js";
 import { boxOf } from "./boxes.js";
+import { ensureRecords } from "./load.js";
 import { reveal } from "./picking.js";
 
 export function applyMarks() {
@@ -30,6 +31,7 @@ export function applyMarks() {
 }
 
 export async function step() {
+  await ensureRecords();
   if (!state.order.length) return;
   state.play.index = (state.play.index + 1) % state.order.length;
   const id = state.order[state.play.index];
@@ -43,8 +45,9 @@ export async function step() {
   document.body.dataset.playStep = String(state.play.index);
 }
 
-export function play() {
+export async function play() {
   if (state.play.timer) return stopPlay();
+  await ensureRecords();
   $("play").textContent = "Pause";
   // About eight seconds for a whole pass, between 30 and 400 ms a step.
   const every = Math.min(400, Math.max(30, 8000 / Math.max(1, state.order.length)));

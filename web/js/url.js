@@ -7,7 +7,8 @@ export function updateURL() {
   if (state.run !== null) p.set("run", state.run);
   if (state.graph !== null) p.set("graph", state.graph);
   if (state.selected !== null) p.set("node", state.selected);
-  if (state.expanded.size) p.set("expand", [...state.expanded].join(","));
+  if (state.expandAll) p.set("expand", "*");
+  else if (state.expanded.size) p.set("expand", [...state.expanded].join(","));
   if (state.stub) p.set("stub", state.stub);
   if (state.compare) p.set("compare", `${state.compare.run}/${state.compare.graph}`);
   history.replaceState(null, "", "#" + p.toString());
@@ -19,7 +20,8 @@ export function readURL() {
     run: p.get("run"),
     graph: p.has("graph") ? Number(p.get("graph")) : null,
     node: p.has("node") ? Number(p.get("node")) : null,
-    expand: p.get("expand") ? p.get("expand").split(",") : [],
+    expand: p.get("expand") && p.get("expand") !== "*" ? p.get("expand").split(",") : [],
+    expandAll: p.get("expand") === "*",
     stub: p.get("stub") || "",
     compare: p.get("compare"), // "run/graph": open in compare mode (tpx-inspect ab -o)
   };
