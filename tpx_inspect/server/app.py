@@ -30,7 +30,7 @@ from tpx_inspect.server.graphview import LayoutCache
 from tpx_inspect.server.guard import Guard
 from tpx_inspect.server.jobs import Cancelled, JobPool, UnknownJob
 from tpx_inspect.server.models import ErrorBody
-from tpx_inspect.server.routers import diff, graphs, jobs, runs
+from tpx_inspect.server.routers import diff, graphs, jobs, runs, viewmodel
 from tpx_inspect.server.store import RunStore, UnknownId
 
 __all__ = ["WEB_DIR", "create_app"]
@@ -90,7 +90,7 @@ def create_app(
     app.add_exception_handler(UnknownJob, _error(404))
     app.add_exception_handler(InspectError, _error(409))
     app.add_exception_handler(Cancelled, _error(409))
-    for r in (runs.router, graphs.router, diff.router, jobs.router):
+    for r in (runs.router, graphs.router, viewmodel.router, diff.router, jobs.router):
         app.include_router(r, responses=COMMON_RESPONSES)
     if cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET"])

@@ -1,0 +1,291 @@
+"""The view-model endpoints (see /work/notes/i14-api.md and ``tpx_inspect.viewmodel``): the
+group tree, the layout of an expansion state (sent in the request body, named by a short key),
+records on demand, server-side search and colour statistics, heatmaps and histograms of values.
+
+Big answers are written with ``json.dumps`` straight into the response (no per-item pydantic
+validation: a fully expanded 20,000-node layout has tens of thousands of boxes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import Counter, OrderedDict
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from tpx_inspect.records import Graph
+from tpx_inspect.server import models as m
+from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for
+from tpx_inspect.server.store import UnknownId
+from tpx_inspect.viewmodel import ViewModel, build, layout, wire
+from tpx_inspect.viewmodel import values as vals
+from tpx_inspect.viewmodel.layout import visible_boxes
+
+router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["view model"])
+NOT_FOUND = {404: {"model": m.ErrorBody}}
+
+
+class Viewport(BaseModel):
+    """A rectangle of the layout, in points (top-left corner and size)."""
+
+    x: float
+    y: float
+    w: float = Field(gt=0)
+    h: float = Field(gt=0)
+
+
+class LayoutRequest(BaseModel):
+    """An expansion state: ``expanded`` group ids (None: the first screen's), or every group
+    (``expand_all``), or every group down to ``depth``; ``viewport`` and ``min_size`` trim
+    the answer (see ``tpx_inspect.viewmodel.wire.layout_json``)."""
+
+    expanded: list[Annotated[str, Field(max_length=500)]] | None = Field(None, max_length=200_000)
+    expand_all: bool = False
+    depth: int | None = Field(None, ge=0, le=64)
+    viewport: Viewport | None = None
+    min_size: float = Field(0.0, ge=0)
+
+
+def _json(doc: Any) -> Response:
+    return Response(json.dumps(doc, separators=(",", ":")).encode(), media_type="application/json")
+
+
+def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, ViewModel]:
+    """The graph and its view model (built once per loaded graph, cached)."""
+    _, _, g = graph_for(request, run_id, graph_id)
+    key = ("vm", run_id, graph_id, id(g))  # NOTE: the entry holds g: id(g) is not reused
+    cache = cache_of(request)
+    hit = cache.get(key)
+    if hit is None:
+        hit = (build(g), g)
+        cache.put(key, hit)
+    return g, hit[0]  # type: ignore[index]
+
+
+class _States:
+    """Short keys for expansion states, so that a link or a later request names one."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.items: OrderedDict[str, tuple] = OrderedDict()
+        self.size = size
+        self.lock = threading.Lock()
+
+    def put(self, run_id: str, graph_id: int, expanded: tuple[str, ...]) -> str:
+        text = "\x1f".join((run_id, str(graph_id), *expanded))
+        key = "k" + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+        with self.lock:
+            self.items[key] = (run_id, graph_id, expanded)
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return key
+
+    def get(self, key: str, run_id: str, graph_id: int) -> tuple[str, ...]:
+        with self.lock:
+            hit = self.items.get(key)
+        if hit is None or hit[:2] != (run_id, graph_id):
+            raise UnknownId(f"no view state {key!r} for graph {graph_id} of run {run_id!r}")
+        return hit[2]
+
+
+def _states(request: Request) -> _States:
+    state = request.app.state
+    if not hasattr(state, "vm_states"):
+        state.vm_states = _States()
+    return state.vm_states
+
+
+def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list[str]]:
+    if body.expand_all:
+        return tuple(vm.groups), []
+    asked = list(vm.default_expanded) if body.expanded is None else list(body.expanded)
+    unknown = [g for g in asked if g not in vm.groups]
+    chosen = {g for g in asked if g in vm.groups} | {"root"}
+    if body.depth is not None:
+        chosen |= {g.id for g in vm.groups.values() if g.depth < body.depth}
+    return tuple(sorted(chosen)), unknown
+
+
+def _layout(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
+    key = ("layout", run_id, graph_id, id(g), exp)
+    cache = cache_of(request)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[0], True  # type: ignore[index]
+    lay = layout(vm, exp)
+    cache.put(key, (lay, g))
+    return lay, False
+
+
+def _answer(request, run_id, graph_id, body: LayoutRequest) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    g, vm = view_model(request, run_id, graph_id)
+    exp, unknown = _expanded(vm, body)
+    lay, cached = _layout(request, run_id, graph_id, g, vm, exp)
+    vp = body.viewport
+    doc = wire.layout_json(lay, None if vp is None else (vp.x, vp.y, vp.w, vp.h), body.min_size)
+    doc.update(
+        run=run_id, graph=graph_id, key=_states(request).put(run_id, graph_id, exp),
+        expanded=list(exp), unknown=unknown, cached=cached,
+        seconds=round(time.perf_counter() - t0, 4),
+    )  # fmt: skip
+    return doc
+
+
+@router.get("/tree", responses=NOT_FOUND)
+async def get_tree(request: Request, run_id: RunId, graph_id: GraphId) -> Response:
+    """The view model's groups (scopes, repeats "xN", loops, parameter groups) with stable
+    ids, children in drawing order, sizes, and the groups the first screen opens."""
+    _, vm = await run_in_threadpool(view_model, request, run_id, graph_id)
+    return _json({"run": run_id, "graph": graph_id, **wire.tree_json(vm)})
+
+
+@router.post("/layout", responses=NOT_FOUND)
+async def post_layout(
+    request: Request, run_id: RunId, graph_id: GraphId, body: LayoutRequest
+) -> Response:
+    """The layout of an expansion state: boxes (nodes, collapsed groups, input stubs), frames
+    (expanded groups), edges; ``key`` names the state for ``GET .../layout?key=``."""
+    return _json(await run_in_threadpool(_answer, request, run_id, graph_id, body))
+
+
+@router.get("/layout", responses=NOT_FOUND)
+async def get_layout(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    key: Annotated[
+        str | None, Query(max_length=40, description="a state key; none: first screen")
+    ] = None,
+    viewport: Annotated[str | None, Query(max_length=100, description="x,y,w,h")] = None,
+    min_size: Annotated[float, Query(ge=0)] = 0.0,
+) -> Response:
+    """The layout of the state named ``key`` (from an earlier POST), or of the first screen."""
+    exp = None if key is None else list(_states(request).get(key, run_id, graph_id))
+    vp = None
+    if viewport:
+        x, y, w, h = (float(v) for v in viewport.split(","))
+        vp = Viewport(x=x, y=y, w=w, h=h)
+    body = LayoutRequest(expanded=exp, viewport=vp, min_size=min_size)
+    return _json(await run_in_threadpool(_answer, request, run_id, graph_id, body))
+
+
+def _box_of(request, run_id, graph_id, key: str | None) -> list[str]:
+    _, vm = view_model(request, run_id, graph_id)
+    exp = vm.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
+    return visible_boxes(vm, exp)[1]
+
+
+class RecordsRequest(BaseModel):
+    """Node ids (at most 5000) and the fields wanted (None: all)."""
+
+    ids: list[Annotated[int, Field(ge=0)]] = Field(max_length=5000)
+    fields: list[str] | None = None
+
+
+@router.post("/records", responses=NOT_FOUND)
+def post_records(
+    request: Request, run_id: RunId, graph_id: GraphId, body: RecordsRequest
+) -> Response:
+    """Fields of some nodes, as columns (``ids`` first)."""
+    _, vm = view_model(request, run_id, graph_id)
+    bad = [i for i in body.ids if i >= len(vm.owner)]
+    if bad:
+        raise UnknownId(f"graph {graph_id} has no node {bad[0]} ({len(vm.owner)} nodes)")
+    try:
+        doc = wire.records(vm, body.ids, body.fields or wire.RECORD_FIELDS)
+    except ValueError as exc:
+        raise UnknownId(str(exc)) from None
+    return _json(doc)
+
+
+@router.get("/search", responses=NOT_FOUND)
+def get_search(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    q: Annotated[str, Query(max_length=200, description="text, or op:/scope:/source:/label:")],
+    key: Annotated[str | None, Query(max_length=40)] = None,
+    limit: Annotated[int, Query(ge=0, le=100_000)] = 1000,
+) -> Response:
+    """Nodes matching ``q`` (server-side), and how many hits each visible box of state
+    ``key`` (default: the first screen) holds."""
+    _, vm = view_model(request, run_id, graph_id)
+    hits = wire.search(vm, q)
+    box_of = _box_of(request, run_id, graph_id, key)
+    boxes = Counter(box_of[i] for i in hits)
+    return _json({"q": q, "total": len(hits), "nodes": hits[:limit], "boxes": dict(boxes)})
+
+
+Metric = Literal[tuple(vals.METRICS)]  # type: ignore[valid-type]
+
+
+@router.get("/colours", responses=NOT_FOUND)
+def get_colours(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    metric: Metric = "grad_norm",
+    key: Annotated[str | None, Query(max_length=40)] = None,
+) -> Response:
+    """A metric per visible box of state ``key`` (a group: the largest of its nodes), with
+    its unit and scale (min, max, smallest positive, whether log reads better)."""
+    g, _ = view_model(request, run_id, graph_id)
+    v = vals.metric(g, metric)
+    box_of = _box_of(request, run_id, graph_id, key)
+    return _json({"metric": metric, "unit": vals.METRICS[metric], **vals.scale(v),
+                  "boxes": wire.box_values(box_of, v)})  # fmt: skip
+
+
+Which = Annotated[str, Query(pattern=r"^(output|grad|(input|grad_out|saved)\.\d{1,4})$")]
+
+
+@router.get("/nodes/{node_id}/heatmap", responses=NOT_FOUND)
+def get_heatmap(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    node_id: NodeId,
+    which: Which = "output",
+    max: Annotated[int, Query(ge=1, le=1024)] = 128,
+) -> Response:
+    """A value of a node as a 2-D grid (1-D: one row; N-D: leading dims as rows),
+    block-averaged past ``max`` per side; 409 when the value was not kept."""
+    a = vals.node_value(_graph_node(request, run_id, graph_id, node_id), node_id, which)
+    return _json({"which": which, "dtype": str(a.dtype), **vals.heatmap(a, max)})
+
+
+@router.get("/nodes/{node_id}/histogram", responses=NOT_FOUND)
+def get_histogram(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    node_id: NodeId,
+    which: Which = "output",
+    bins: Annotated[int, Query(ge=1, le=1000)] = 40,
+    log: bool = False,
+) -> Response:
+    """A histogram of a node's value (``log``: of log10|x|); 409 when not kept."""
+    a = vals.node_value(_graph_node(request, run_id, graph_id, node_id), node_id, which)
+    return _json({"which": which, "dtype": str(a.dtype), **vals.histogram(a, bins, log)})
+
+
+@router.get("/nodes/{node_id}/saved", responses=NOT_FOUND)
+def get_saved(request: Request, run_id: RunId, graph_id: GraphId, node_id: NodeId) -> Response:
+    """The values a node saved for backward: slot, shape, dtype, bytes, whether the value
+    was kept, and its summary statistics when it was."""
+    return _json(vals.saved(_graph_node(request, run_id, graph_id, node_id), node_id))
+
+
+def _graph_node(request: Request, run_id: str, graph_id: int, node_id: int) -> Graph:
+    _, _, g = graph_for(request, run_id, graph_id)
+    if node_id >= len(g.nodes):
+        raise UnknownId(f"graph {graph_id} has no node {node_id} ({len(g.nodes)} nodes)")
+    return g

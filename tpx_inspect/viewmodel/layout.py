@@ -1,0 +1,282 @@
+"""The layout of a view model at an expansion state, composed from one layout per group.
+
+An expanded group is a frame: its children (nodes, collapsed groups as single boxes, expanded
+groups as frames) are laid out inside it by :func:`~tpx_inspect.viewmodel.layered.layered`, and
+the frame is one box of its parent's layout. Each group's layout is cached by its geometry
+(box sizes and edges), so identical blocks are laid out once, in every state and graph. An edge
+joins the two boxes that show its ends in the innermost frame holding both; when its target
+sits inside a frame, the frame gets one input stub per (frame, source box), never one per use.
+
+>>> import tpx as tp, tpx_inspect
+>>> from tpx_inspect.viewmodel.tree import build
+>>> w = tp.ones(2, requires_grad=True)
+>>> def f():
+...     with tp.scope("enc"):
+...         h = (w * 2).exp()
+...     (h + w).sum().backward()
+>>> vm = build(tpx_inspect.trace(f).graphs[0])
+>>> lay = layout(vm, {"root"})
+>>> sorted(b.id for b in lay.boxes), sorted((e.src, e.dst) for e in lay.edges)
+(['n0', 'n3', 'n4', 's:enc'], [('n0', 'n3'), ('n0', 's:enc'), ('n3', 'n4'), ('s:enc', 'n3')])
+>>> lay = layout(vm, {"root", "s:enc"})
+>>> sorted(b.id for b in lay.boxes), [f.id for f in lay.frames]
+(['i:s:enc<n0', 'n0', 'n1', 'n2', 'n3', 'n4'], ['s:enc'])
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from tpx_inspect._util import paused_gc
+from tpx_inspect.collapse import shape_label
+from tpx_inspect.viewmodel.layered import layered
+from tpx_inspect.viewmodel.tree import ROOT, ViewModel
+
+__all__ = ["Box", "Edge", "Frame", "Layout", "box_size", "layout", "visible_boxes"]
+
+CHAR_W = 7.0  # points per label character (monospace 11px)
+LINE_H = 16.0
+PAD = 12.0  # frame padding
+HEADER = 22.0  # frame title band
+
+
+class Box(NamedTuple):
+    """A drawn box: a node (``node`` set), a collapsed group or an input stub; centre
+    ``(x, y)``, size ``(w, h)``; ``parent`` the frame holding it; ``link`` a stub's source.
+    (Named tuples, not dataclasses: a layout makes tens of thousands.)"""
+
+    id: str
+    kind: str
+    label: str
+    parent: str
+    x: float
+    y: float
+    w: float
+    h: float
+    node: int | None = None
+    size: int = 1
+    count: int = 1
+    link: str | None = None
+
+
+class Frame(NamedTuple):
+    """An expanded group drawn as a rectangle (centre, size) titled ``label``."""
+
+    id: str
+    kind: str
+    label: str
+    parent: str | None
+    x: float
+    y: float
+    w: float
+    h: float
+    depth: int
+    size: int
+
+
+class Edge(NamedTuple):
+    """An edge between two drawn items (boxes or frames); ``count`` graph edges merged."""
+
+    src: str
+    dst: str
+    count: int
+    label: str
+    points: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A composed layout: boxes, frames, edges and the bounding size."""
+
+    boxes: list[Box]
+    frames: list[Frame]
+    edges: list[Edge]
+    width: float
+    height: float
+
+
+def box_size(label: str) -> tuple[float, float]:
+    """``(width, height)`` of a box showing ``label`` (lines split on ``\\n``).
+
+    >>> box_size("matmul\\n4x8")
+    (60.0, 44.0)
+    """
+    lines = label.split("\n")
+    return max(54.0, CHAR_W * max(len(s) for s in lines) + 18.0), LINE_H * len(lines) + 12.0
+
+
+def visible_boxes(vm: ViewModel, expanded: Iterable[str]) -> tuple[dict[str, str | None], list]:
+    """Per group, the collapsed group that hides it (None when it is open to the root), and
+    per node the id of the box that shows it."""
+    opened = set(expanded) | {ROOT}
+    hidden: dict[str, str | None] = {}
+    for g in vm.groups.values():  # NOTE: parents come before children
+        above = hidden[g.parent] if g.parent is not None else None
+        hidden[g.id] = above if above is not None else (None if g.id in opened else g.id)
+    box = [hidden[o] or f"n{i}" for i, o in enumerate(vm.owner)]
+    return hidden, box
+
+
+class _Cache:
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.items: OrderedDict[tuple, tuple] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, sizes: list, pairs: list) -> tuple:
+        key = (tuple(sizes), tuple(pairs))
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is not None:
+                self.items.move_to_end(key)
+                return hit
+        value = layered(sizes, pairs)
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return value
+
+
+CACHE = _Cache()
+"""Layouts of groups by geometry, shared by every view model (identical blocks: one entry)."""
+
+
+class _Composer:
+    def __init__(self, vm: ViewModel, expanded: Iterable[str]) -> None:
+        self.vm = vm
+        self.hidden, self.box = visible_boxes(vm, expanded)
+        self.frames = [g for g, h in self.hidden.items() if h is None]
+        self.items: dict[str, list[str]] = {f: list(vm.groups[f].children) for f in self.frames}
+        self.edges: dict[str, dict[tuple[str, str], list]] = {f: {} for f in self.frames}
+        self.stubs: dict[str, str] = {}  # stub id -> source box
+
+    def parent(self, item: str) -> str:
+        if item[0] == "n":
+            return self.vm.owner[int(item[1:])]
+        return self.vm.groups[item].parent  # type: ignore[return-value]
+
+    def route(self) -> None:
+        c = self.vm.cols
+        depth = {g: self.vm.groups[g].depth for g in self.frames}
+        box = self.box
+        parents = [self.parent(b) for b in box]
+        for d, srcs in enumerate(c.srcs):
+            bd = box[d]
+            for s, shape in zip(srcs, c.in_shapes[d]):
+                if s is None or box[s] == bd:
+                    continue
+                if parents[s] == parents[d]:  # NOTE: most edges: both ends in one frame
+                    self._add(parents[d], box[s], bd, shape)
+                else:
+                    self._edge(box[s], bd, shape, depth)
+
+    def _edge(self, bs: str, bd: str, label: tuple, depth: dict[str, int]) -> None:
+        a, b = bs, bd
+        fa, fb = self.parent(a), self.parent(b)
+        while fa != fb:
+            if depth[fa] >= depth[fb]:
+                a, fa = fa, self.parent(fa)
+            else:
+                b, fb = fb, self.parent(fb)
+        self._add(fa, a, b, label)
+        if b != bd:  # the target sits inside frame b: one stub per (frame, source box)
+            frame = self.parent(bd)
+            stub = f"i:{frame}<{bs}"
+            if stub not in self.stubs:
+                self.stubs[stub] = bs
+                self.items[frame].insert(0, stub)
+            self._add(frame, stub, bd, label)
+
+    def _add(self, frame: str, a: str, b: str, label: tuple) -> None:
+        entry = self.edges[frame].get((a, b))
+        if entry is None:
+            self.edges[frame][(a, b)] = [1, label]
+        else:
+            entry[0] += 1
+
+    def label(self, item: str) -> str:
+        if item.startswith("n"):
+            return self.vm.label(int(item[1:]))
+        if item.startswith("i:"):
+            return "from " + self.label(self.stubs[item]).split("\n", 1)[0]
+        return self.vm.groups[item].label
+
+    def place(self) -> dict[str, tuple]:
+        """Relative centres of every frame's items and each frame's inner size."""
+        placed: dict[str, tuple] = {}
+        for f in sorted(self.frames, key=lambda g: -self.vm.groups[g].depth):
+            items = self.items[f]
+            sizes = [self._size(x, placed) for x in items]
+            index = {x: k for k, x in enumerate(items)}
+            pairs = sorted((index[a], index[b]) for a, b in self.edges[f])
+            centres, w, h = CACHE.get(sizes, pairs)
+            placed[f] = (items, sizes, centres, w, h)
+        return placed
+
+    def _size(self, item: str, placed: dict[str, tuple]) -> tuple[float, float]:
+        if item in placed:
+            _, _, _, w, h = placed[item]
+            return (max(w, box_size(self.vm.groups[item].title)[0]) + 2 * PAD, h + PAD + HEADER)
+        return box_size(self.label(item))
+
+    def compose(self, placed: dict[str, tuple]) -> Layout:
+        boxes: list[Box] = []
+        frames: list[Frame] = []
+        rects: dict[str, tuple[float, float, float, float]] = {}
+        _, _, _, width, height = placed[ROOT]
+        stack = [(ROOT, 0.0, 0.0)]
+        while stack:
+            f, x0, y0 = stack.pop()
+            items, sizes, centres, _, _ = placed[f]
+            for item, (w, h), (cx, cy) in zip(items, sizes, centres):
+                x, y = x0 + cx, y0 + cy
+                rects[item] = (x, y, w, h)
+                if item in placed:
+                    frames.append(self._frame(item, x, y, w, h))
+                    stack.append((item, x - placed[item][3] / 2, y - h / 2 + HEADER))
+                else:
+                    boxes.append(self._box(item, f, x, y, w, h))
+        edges = [
+            Edge(a, b, count, shape_label(label), _line(rects[a], rects[b]))
+            for f in self.frames
+            for (a, b), (count, label) in self.edges[f].items()
+        ]
+        return Layout(boxes, frames, edges, width, height)
+
+    def _frame(self, g: str, x: float, y: float, w: float, h: float) -> Frame:
+        grp = self.vm.groups[g]
+        return Frame(g, grp.kind, grp.title, grp.parent, x, y, w, h, grp.depth, grp.size)
+
+    def _box(self, item: str, parent: str, x: float, y: float, w: float, h: float) -> Box:
+        label = self.label(item)
+        if item.startswith("n"):
+            i = int(item[1:])
+            return Box(item, self.vm.cols.kind[i], label, parent, x, y, w, h, node=i)
+        if item.startswith("i:"):
+            src = self.stubs[item]
+            node = int(src[1:]) if src.startswith("n") else None
+            return Box(item, "stub", label, parent, x, y, w, h, node=node, link=src)
+        g = self.vm.groups[item]
+        return Box(item, g.kind, label, parent, x, y, w, h, size=g.size, count=g.count)
+
+
+def _line(a: tuple, b: tuple) -> tuple[tuple[float, float], ...]:
+    ax, ay, _, ah = a
+    bx, by, _, bh = b
+    if by >= ay:
+        return ((ax, ay + ah / 2), (bx, by - bh / 2))
+    return ((ax, ay - ah / 2), (bx, by + bh / 2))
+
+
+def layout(vm: ViewModel, expanded: Iterable[str]) -> Layout:
+    """The composed :class:`Layout` of ``vm`` with the groups ``expanded`` open (the root
+    always is); an id of a group hidden inside a collapsed one is ignored."""
+    with paused_gc():  # NOTE: tens of thousands of small records, no cycles
+        c = _Composer(vm, expanded)
+        c.route()
+        return c.compose(c.place())
