@@ -85,7 +85,7 @@ def measure(browser, url: str, run: str, full: bool) -> dict:
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     try:
         r = open_graph(page, url, run, "matmul" if "transformer" in run else "relu")
-        page.wait_for_selector("body[data-loaded]", timeout=WAIT_MS)
+        page.wait_for_selector("body[data-interactive]", timeout=WAIT_MS)
         r["expand"] = page.evaluate("() => window.tpxViewer.measure.expandOne()")
         if full:
             r["expand_all"] = page.evaluate("() => window.tpxViewer.measure.expandAll()")

@@ -60,16 +60,17 @@ def test_pick_run_and_graph_see_top_down_dag_and_pan_zoom_fit(viewer):
 
 def test_expand_collapse_scopes_and_stub_jump(viewer):
     v = viewer.open("run=model&graph=0")
-    collapsed = v.state("s.view.nodes.length")
-    scopes = v.state("s.view.nodes.filter(n => n.kind === 'scope').map(n => n.scope)")
-    assert scopes, "a scoped model opens collapsed"
-    box = v.state(f"s.view.nodes.find(n => n.scope === {scopes[0]!r})")
+    first = v.state("s.view.nodes.length")
+    groups = v.state("s.view.nodes.filter(n => n.group !== null).map(n => n.group)")
+    assert groups, "the three identical blocks open folded (x3)"
+    box = v.state(f"s.view.nodes.find(n => n.group === {groups[0]!r})")
+    assert box["id"] == groups[0] == "r:s:model.1+3" and box["count"] == 3  # a stable id
     click_box(v, box["id"], double=True)
-    v.wait(f"s.view.expanded.includes({scopes[0]!r})")
-    assert v.state("s.view.nodes.length") > collapsed
+    v.wait(f"s.view.expanded.includes({groups[0]!r})")
+    assert v.state("s.view.nodes.length") > first
     v.page.click("#collapse-all")
     v.wait("s.view.expanded.length === 0")
-    assert v.state("s.view.nodes.length") == collapsed
+    assert v.state("s.view.nodes.length") < first
     v.page.select_option("#stub", "true")
     v.page.click("#expand-all")
     v.wait(

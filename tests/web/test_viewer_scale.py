@@ -9,24 +9,22 @@ pytestmark = pytest.mark.slow
 
 
 def test_search_says_loading_until_the_records_arrive(viewer):
+    v = viewer.open("run=model&graph=0")
     held, hold = [], [True]
-    viewer.page.route("**/nodes?*", lambda r: held.append(r) if hold[0] else r.continue_())
-    viewer.page.goto(f"{viewer.base}/#run=model&graph=0")
-    viewer.page.wait_for_selector("body[data-ready]")
-    viewer.page.wait_for_function("() => true")  # let the held request arrive
-    viewer.page.fill("#search", "tanh")
-    assert viewer.page.inner_text("#hits") == "loading…"
+    v.page.route("**/search?*", lambda r: held.append(r) if hold[0] else r.continue_())
+    v.page.fill("#search", "tanh")
+    assert v.page.inner_text("#hits") == "loading…"  # the server searches; not "0 hits"
+    v.page.wait_for_function("() => true")  # let the held request arrive
     hold[0] = False
     for route in held:
         route.continue_()
-    viewer.page.wait_for_selector("body[data-loaded]")
-    viewer.page.wait_for_function("() => document.getElementById('hits').textContent === '3 hits'")
+    v.page.wait_for_function("() => document.getElementById('hits').textContent === '3 hits'")
 
 
 def test_far_boxes_drawn_as_aggregates_near_ones_labelled_frames_round_expanded(viewer):
-    v = viewer.open("run=model&graph=0&expand=model")
-    frames = v.page.evaluate("() => window.tpxViewer.main.graph.frames.map(f => f.label)")
-    assert "model" in frames
+    v = viewer.open("run=model&graph=0")
+    frames = v.page.evaluate("() => window.tpxViewer.main.graph.frames.map(f => f.id)")
+    assert "s:model" in frames  # the expanded scope drawn as a frame around its members
     v.page.evaluate("() => { const m = window.tpxViewer.main; m.cam.k = 0.02; m.render(); }")
     assert int(v.page.get_attribute("#canvas", "data-aggregated")) > 0
     assert int(v.page.get_attribute("#canvas", "data-labelled")) == 0

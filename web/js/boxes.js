@@ -10,7 +10,7 @@ export function toDrawable(view) {
     return { ...v, label, sublabel: rest.join(" ") };
   });
   const edges = view.edges.map((e) => ({ source: e.src, target: e.dst, label: e.label, points: e.points }));
-  const frames = view.frames || framesOf(nodes, new Set(view.expanded || []));
+  const frames = view.frames ? view.frames.map((f) => ({ ...f, label: f.label.split("\n")[0] })) : framesOf(nodes, new Set(view.expanded || []));
   return { nodes, edges, frames, width: view.width, height: view.height };
 }
 

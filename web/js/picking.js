@@ -78,10 +78,14 @@ async function searchServer(q) {
   $("hits").textContent = "loading…";
   const res = await api.search(state.run, state.graph, q, state.view.key);
   if (seq !== state.searchSeq) return; // a later keystroke asked again
-  state.hits = res.nodes;
+  // "#12" or "12" also names node 12
+  const id = Number(q.replace(/^#/, ""));
+  const byId = /^#?\d+$/.test(q) && knownNode(id) && !res.nodes.includes(id);
+  state.hits = byId ? [id, ...res.nodes] : res.nodes;
   main.hits = new Set(Object.keys(res.boxes));
+  if (byId) markHits();
   main.draw();
-  $("hits").textContent = `${res.total} hits`;
+  $("hits").textContent = `${res.total + (byId ? 1 : 0)} hits`;
 }
 
 export function search(text) {

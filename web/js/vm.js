@@ -50,14 +50,14 @@ export function knownNode(nodeId) {
 
 // Every group that can be expanded (the "scopes" of an older server).
 export function allGroups() {
-  return state.tree ? [...state.tree.groups.keys()] : state.scopes;
+  return state.tree ? [...state.tree.groups.keys()].filter((g) => g !== state.tree.root) : state.scopes;
 }
 
 // A layout of the view model as the view the rest of the viewer draws.
 export function viewOfLayout(res, expanded) {
   return {
     nodes: res.boxes, edges: res.edges, frames: res.frames || [], width: res.width, height: res.height,
-    expanded, scopes: allGroups(), key: res.key, engine: "view model", cached: res.cached,
+    expanded: expanded.filter((g) => g !== state.tree.root), scopes: allGroups(), key: res.key, engine: "view model", cached: res.cached,
     note: res.total_boxes > res.boxes.length ? `${res.total_boxes} boxes` : "",
   };
 }
