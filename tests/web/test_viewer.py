@@ -28,7 +28,7 @@ def click_box(v, box_id: str, double: bool = False) -> None:
 def test_pick_run_and_graph_see_top_down_dag_and_pan_zoom_fit(viewer):
     v = viewer.open()
     runs = v.page.eval_on_selector_all("#run option", "os => os.map(o => o.value)")
-    assert set(runs) == {"model", "wrong-sin"}
+    assert set(runs) == {"model", "wrong-sin", "wide"}
     v.page.select_option("#run", "model")
     v.wait("s.run === 'model' && s.view !== null")
     # Picked while the run may still be loading: the later pick wins, stale replies are dropped.

@@ -110,3 +110,13 @@ def test_side_by_side_both_fitted_and_coloured_renames_not_changes(viewer):
     assert fits[0] <= fits[1] + 1  # the left graph fits its half
     assert v.page.evaluate("() => window.tpxViewer.main.fill.size") > 0
     assert "changed" in v.status() and v.page.is_visible("#legend")
+
+
+def test_values_past_one_page_get_the_servers_heatmap_and_histogram(viewer):
+    v = viewer.open("run=wide&graph=0")
+    tanh = v.state("s.nodes.find(n => n.op === 'tanh').id")
+    v.page.evaluate("(id) => window.tpxViewer.select(id)", tanh)
+    v.page.wait_for_selector("#panel canvas.heatmap")
+    assert v.page.locator("#panel canvas.heatmap").first.get_attribute("width") == "30"
+    assert "24×30" in v.page.inner_text("#panel .heatmap-readout")
+    assert v.page.locator("#panel figure.histogram").first.locator("rect").count() == 40

@@ -33,7 +33,7 @@ function kv(rows) {
   return h("table", { class: "kv" }, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))));
 }
 
-function summaryTable(title, s, values) {
+function summaryTable(title, s, values, figures = null) {
   if (!s) return [h("h3", {}, title), h("p", { class: "muted" }, "not recorded")];
   const bad = s.nan || s.inf;
   const rows = [
@@ -44,28 +44,33 @@ function summaryTable(title, s, values) {
     ["NaN / Inf / zeros", h("span", { class: bad ? "fail" : "" }, `${s.nan} / ${s.inf} / ${s.zeros}`)],
     ["preview", h("span", { class: "mono" }, (s.preview || []).map(fmt).join(", "))],
   ];
-  return [h("h3", {}, title), kv(rows), ...valueFigures(title, values)];
+  return [h("h3", {}, title), kv(rows), ...valueFigures(title, values, figures)];
 }
 
 // The value itself: a heatmap (1-D as one row, N-D with leading axes as rows) and a histogram,
 // when the trace kept it. Values cut by the server's limit get the histogram of those at hand.
-function valueFigures(title, values) {
+function valueFigures(title, values, figures = null) {
   if (!values || values.total < 2) return [];
   const grid = gridOf(values);
-  const out = [];
-  if (grid) out.push(heatmap(grid));
-  else out.push(h("p", { class: "muted" }, `${values.total} values: the figures below count the first ${values.data.length}`));
-  if (values.data.length > 1) out.push(histogram(histogramOf(values.data), `histogram of ${title}`));
-  return out;
+  if (grid) return [heatmap(grid), histogram(histogramOf(values.data), `histogram of ${title}`)];
+  // Cut by the page limit: the server's downsampled heatmap and its histogram of every value.
+  const slot = h("div", { class: "value-figures" }, h("p", { class: "muted" }, `${values.total} values: loading figures…`));
+  if (figures) {
+    figures().then(([grid2, hist]) => {
+      slot.replaceChildren(...[grid2 && heatmap(grid2), hist && histogram(hist, `histogram of ${title}`)].filter(Boolean));
+    }).catch((err) => slot.replaceChildren(h("p", { class: "muted" }, String(err))));
+  } else slot.replaceChildren(histogram(histogramOf(values.data), `histogram of the first ${values.data.length} of ${title}`));
+  return [slot];
 }
 
 // A saved tensor's values: the node's output (slot -1) or its input K, as the trace kept them.
-function savedValue(s, values) {
-  const v = values?.[s.slot < 0 ? "output" : `input.${s.slot}`];
+function savedValue(s, values, fig) {
+  const which = s.slot < 0 ? "output" : `input.${s.slot}`;
+  const v = values?.[which];
   if (!v) return [];
   const name = `saved ${s.slot < 0 ? "output" : `input ${s.slot}`}`;
   const head = v.data.slice(0, 8).map(fmt).join(", ") + (v.total > 8 ? ", …" : "");
-  return [h("p", { class: "mono saved-values" }, `${name}: ${head}`), ...valueFigures(name, v)];
+  return [h("p", { class: "mono saved-values" }, `${name}: ${head}`), ...valueFigures(name, v, fig(which))];
 }
 
 function replace(panel, ...children) {
@@ -103,7 +108,8 @@ export function renderNode(panel, detail, ctx) {
   const inputs = n.inputs.map((e, i) =>
     h("tr", {}, h("td", {}, i), h("td", {}, e.src === null ? "const" : link(e.src)), h("td", { class: "mono" }, `${shape(e.shape)} ${e.dtype}`)));
   const saved = detail.saved.map((s) => h("tr", {}, h("td", {}, s.slot < 0 ? "output" : `input ${s.slot}`), h("td", { class: "mono" }, `${shape(s.shape)} ${s.dtype}`), h("td", {}, bytes(s.bytes))));
-  const savedValues = detail.saved.flatMap((s) => savedValue(s, detail.values));
+  const fig = (which) => (ctx.figures ? () => ctx.figures(n.id, which) : null);
+  const savedValues = detail.saved.flatMap((s) => savedValue(s, detail.values, fig));
   const checks = checkLines(n.id, ctx);
   const diff = ctx.diff && ctx.diff.get(n.id);
   replace(
@@ -129,9 +135,9 @@ export function renderNode(panel, detail, ctx) {
     h("h3", {}, "saved for backward"),
     h("table", { class: "kv" }, saved.length ? saved : h("tr", {}, h("td", { class: "muted" }, "nothing"))),
     ...savedValues,
-    ...summaryTable("output", detail.output, detail.values?.output),
-    ...summaryTable("gradient (incoming)", detail.grad, detail.values?.grad),
-    ...detail.grads_out.flatMap((g, i) => (g ? summaryTable(`gradient to input ${i}`, g, detail.values?.[`grad_out.${i}`]) : [])),
+    ...summaryTable("output", detail.output, detail.values?.output, fig("output")),
+    ...summaryTable("gradient (incoming)", detail.grad, detail.values?.grad, fig("grad")),
+    ...detail.grads_out.flatMap((g, i) => (g ? summaryTable(`gradient to input ${i}`, g, detail.values?.[`grad_out.${i}`], fig(`grad_out.${i}`)) : [])),
     h("h3", {}, "checks"),
     ctx.checked ? h("ul", { id: "node-checks" }, checks) : h("p", { class: "muted" }, "not run (press X)"),
     diff ? h("h3", {}, "compared") : null,

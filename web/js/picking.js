@@ -36,7 +36,12 @@ export async function select(nodeId) {
 }
 
 export function panelContext() {
-  return { select, toggle, findings: state.findings, skips: state.skips, report: state.report, checked: state.checked, diff: state.diff };
+  return { select, toggle, figures, findings: state.findings, skips: state.skips, report: state.report, checked: state.checked, diff: state.diff };
+}
+
+// A value's heatmap (downsampled by the server) and histogram, for values cut by the page limit.
+function figures(nodeId, which) {
+  return Promise.all([api.heatmap(state.run, state.graph, nodeId, which), api.histogram(state.run, state.graph, nodeId, which)]);
 }
 
 export async function toggle(group) {
