@@ -7,6 +7,7 @@ import { CELL, SpatialIndex } from "./spatial.js";
 
 const TINY = 4; // screen px: boxes lower than this are drawn as aggregates
 const MANY = 5000; // more boxes than this in view: no labels, fills batched per colour
+const LEGIBLE = 7; // screen px: the smallest label drawn
 
 export class GraphView {
   constructor(canvas) {
@@ -226,7 +227,7 @@ export class GraphView {
   _drawNodes(boxes, colors) {
     const { ctx, cam } = this;
     const many = boxes.length > MANY;
-    const showLabel = cam.k > 0.35 && !many, showSub = cam.k > 0.6;
+    const showSub = cam.k > 0.6;
     this.drawnNodes = boxes.length;
     if (many) return this._fillBatched(boxes, colors);
     ctx.textAlign = "center";
@@ -236,21 +237,25 @@ export class GraphView {
       const custom = this.fill && this.fill.get(n.id);
       ctx.fillStyle = custom || kindColor(n.kind, colors);
       ctx.beginPath();
-      roundRect(ctx, x, y, n.w, n.h, n.kind === "scope" ? 10 : 4);
+      roundRect(ctx, x, y, n.w, n.h, n.group ? 10 : 4);
       ctx.fill();
       ctx.lineWidth = 1 / Math.min(cam.k, 1);
       ctx.strokeStyle = colors.border;
       ctx.stroke();
       const mark = this.marked.get(n.id);
       if (mark) this._ring(n, colors[mark], mark === "skipped");
-      if (!showLabel) continue;
+      // Labels stay legible when zoomed out: at least LEGIBLE px on screen while the box is
+      // tall enough to hold them (the text then fills more of the box).
+      const size = Math.min(Math.max(12, LEGIBLE / cam.k), 0.7 * n.h);
+      if (size * cam.k < LEGIBLE - 0.5) continue;
       this.labelled += 1;
       ctx.fillStyle = custom ? textOn(custom) : colors.text;
-      ctx.font = "bold 12px sans-serif";
-      ctx.fillText(clip(n.label, n.w), n.x, showSub && n.sublabel ? n.y - 7 : n.y);
-      if (showSub && n.sublabel) {
+      ctx.font = `bold ${size.toFixed(1)}px sans-serif`;
+      const sub = showSub && n.sublabel && size <= 12;
+      ctx.fillText(clip(n.label, n.w, size), n.x, sub ? n.y - 7 : n.y);
+      if (sub) {
         ctx.font = "10px sans-serif";
-        ctx.fillText(clip(n.sublabel, n.w), n.x, n.y + 8);
+        ctx.fillText(clip(n.sublabel, n.w, 10), n.x, n.y + 8);
       }
     }
   }
@@ -364,7 +369,7 @@ function textOn(rgb) {
   return 0.299 * r + 0.587 * g + 0.114 * b > 140 ? "#111" : "#fff";
 }
 
-function clip(text, width) {
-  const max = Math.max(3, Math.floor(width / 7));
+function clip(text, width, size = 12) {
+  const max = Math.max(3, Math.floor(width / (0.6 * size)));
   return text.length > max ? text.slice(0, max - 1) + "…" : text;
 }
