@@ -247,7 +247,7 @@ export class GraphView {
       // Labels stay legible when zoomed out: at least LEGIBLE px on screen while the box is
       // tall enough to hold them (the text then fills more of the box).
       const size = Math.min(Math.max(12, LEGIBLE / cam.k), 0.7 * n.h);
-      if (size * cam.k < LEGIBLE - 0.5) continue;
+      if (size * cam.k < LEGIBLE - 1.5) continue; // short boxes (stubs) take slightly smaller text
       this.labelled += 1;
       ctx.fillStyle = custom ? textOn(custom) : colors.text;
       ctx.font = `bold ${size.toFixed(1)}px sans-serif`;

@@ -84,7 +84,7 @@ function forgetGraph() {
 // Graphs up to this many nodes load every node record after the first frame; bigger ones (with
 // the server's view model) ask for records when a feature needs them (search and colours are
 // computed by the server).
-const EAGER = 20_000;
+const EAGER = 5_000;
 
 export async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
   const token = ++state.loadSeq;
