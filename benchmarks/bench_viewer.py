@@ -122,9 +122,9 @@ def measure(browser, url: str, run: str, full: bool) -> dict:
 
 
 def screenshot(page) -> None:
-    """docs/viewer-100k.png: the fully expanded graph at Fit (far boxes drawn as blocks), with
-    a search's hits ringed."""
-    page.evaluate("() => window.tpxViewer.main.fit()")
+    """docs/viewer-100k.png: the fully expanded graph at a readable zoom about its middle
+    (frames round the expanded blocks), with a search's hits ringed."""
+    page.evaluate("() => { const m = window.tpxViewer.main; m.fit(); m.zoomBy(0.6 / m.cam.k); }")
     page.fill("#search", "softmax")
     page.wait_for_function(
         "() => /^\\d+ hits$/.test(document.getElementById('hits').textContent)", timeout=WAIT_MS
@@ -137,6 +137,13 @@ def verdict(value: float | None, goal: float) -> str:
     if value is None:
         return f"n/a (goal <= {goal:g})"
     return f"{'meets' if value <= goal else 'MISSES'} goal <= {goal:g}"
+
+
+def split(t: dict) -> str:
+    """Where a re-layout's time went: the request (server + transfer), the page's indexing."""
+    if "fetch" not in t:
+        return "no split"
+    return f"request {t['fetch']:.0f} ms, indexing here {t['index']:.0f} ms"
 
 
 def report(run: str, nodes: int, r: dict) -> None:
@@ -159,18 +166,19 @@ def report(run: str, nodes: int, r: dict) -> None:
             f"  search answers    {r['interactive']:6.2f} s  "
             f"{verdict(r['interactive'], GOALS['interactive'])} ({r['hits']})"
         )
+        print(f"  warm requests     slowest, ms: {r['requests']}")
     if "expand" in r:
         e = r["expand"]
         s = None if e["ms"] is None else e["ms"] / 1000
         shown = "—" if s is None else f"{s:6.2f} s"
         print(
             f"  expand one box    {shown}  {verdict(s, GOALS['expand'])} ({e.get('what')}, "
-            f"{e.get('boxes', '?')} boxes after)"
+            f"{e.get('boxes', '?')} boxes after; {split(e)})"
         )
     if "expand_all" in r:
         print(
             f"  expand all        {r['expand_all']['ms'] / 1000:6.2f} s "
-            f"({r['expand_all']['boxes']} boxes)"
+            f"({r['expand_all']['boxes']} boxes; {split(r['expand_all'])})"
         )
     for key, where in (("pan_fit", "at Fit"), ("pan_1", "at zoom 1")):
         if key in r:

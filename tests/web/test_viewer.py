@@ -85,8 +85,8 @@ def test_search_by_op_scope_source_and_id_and_jump_through_hits(viewer):
     v = viewer.open("run=model&graph=0")
     v.page.keyboard.press("/")
     v.page.keyboard.type("tanh")
-    hits = v.state("s.hits.length")
-    assert hits == 3  # one tanh per block
+    v.page.wait_for_function("() => document.getElementById('hits').textContent === '3 hits'")
+    assert v.state("s.hits.length") == 3  # one tanh per block (the server searches)
     v.page.keyboard.press("Enter")
     v.wait("s.selected !== null")
     first = v.state("s.selected")
@@ -97,6 +97,9 @@ def test_search_by_op_scope_source_and_id_and_jump_through_hits(viewer):
     assert "tanh" in v.page.inner_text("#panel")
     for query in ("1.fc2", "conftest.py", "#3"):
         v.page.fill("#search", query)
+        v.page.wait_for_function(
+            "() => /^\\d+ hits$/.test(document.getElementById('hits').textContent)"
+        )
         assert v.state("s.hits.length") >= 1, query
 
 
@@ -146,7 +149,7 @@ def test_play_backward_highlights_running_node_and_its_inputs(viewer):
 def test_colour_by_value_with_legend(viewer, key):
     v = viewer.open("run=model&graph=0")
     v.page.select_option("#colour", key)
-    assert v.page.is_visible("#legend")
+    v.page.wait_for_selector("#legend", state="visible")  # the server computes the values
     fills = v.page.evaluate("() => window.tpxViewer.main.fill.size")
     assert fills > 0
     assert v.page.inner_text("#legend-label")

@@ -67,7 +67,7 @@ export const http = {
   // The view model (issue 14): the group tree once, layouts of a state, records on demand,
   // search and colour statistics computed by the server, value figures.
   tree: (run, graph) => optional(get(`${graphPath(run, graph)}/tree`)),
-  layout: (run, graph, body) => post(`${graphPath(run, graph)}/layout`, body),
+  layout: (run, graph, body) => optional(post(`${graphPath(run, graph)}/layout`, body)),
   records: (run, graph, ids, fields) => post(`${graphPath(run, graph)}/records`, { ids, fields }),
   search: (run, graph, q, key, limit = 1000) =>
     get(`${graphPath(run, graph)}/search?q=${enc(q)}&key=${enc(key)}&limit=${limit}`),
@@ -93,6 +93,7 @@ export function embedded(data) {
     exportUrl: () => null,
     feed: async () => ({ new: [], status: "ok" }),
     tree: async () => null,
+    layout: async () => null,
     heatmap: async () => null,
     histogram: async () => null,
   };

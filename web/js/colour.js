@@ -48,7 +48,7 @@ export async function applyColour() {
     main.draw();
     return;
   }
-  if (state.tree && SERVER_METRIC[key]) return colourFromServer(key);
+  if (state.vm && SERVER_METRIC[key]) return colourFromServer(key);
   // Without every record here (a big graph), failed checks colour the boxes holding them.
   const fromFindings = key === "check_error" && !state.nodesLoaded;
   const values = new Map();

@@ -66,12 +66,12 @@ async function showOther(spec) {
     views.other.on("click", (box) => box && box.node !== null && select(box.node));
   }
   // The same groups opened on both sides (ids come from scope paths: the same in both graphs).
-  const view = state.tree
+  const view = state.vm
     ? viewOfLayout(await api.layout(spec.run, spec.graph, { expanded: [...state.expanded] }), [...state.expanded])
     : await api.view(spec.run, spec.graph, [...state.expanded]);
   const byNode = new Map(), byScope = new Map();
   for (const v of view.nodes) {
-    if (v.kind === "scope") byScope.set(state.tree ? v.id.replace(/^s:/, "") : v.scope, v);
+    if (v.kind === "scope") byScope.set(state.vm ? v.id.replace(/^s:/, "") : v.scope, v);
     else if (v.node !== null && v.node !== undefined && v.kind !== "stub") byNode.set(v.node, v);
   }
   const boxB = (idB, scope) => byNode.get(idB) || ancestors(scope || "").reverse().map((s) => byScope.get(s)).find(Boolean);

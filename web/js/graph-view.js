@@ -150,24 +150,26 @@ export class GraphView {
   }
 
   // Expanded scopes as frames: an outline with the scope's name at its top left.
+  // Frames smaller than a few pixels are left out; outlines go in one path, one stroke.
   _drawFrames(view, colors) {
     const { ctx, cam } = this;
+    const min = 6 / cam.k, labels = [];
     ctx.lineWidth = 1.5 / cam.k;
     ctx.strokeStyle = colors["kind-scope"];
+    ctx.beginPath();
+    for (const f of this.graph.frames) {
+      if (f.w < min || f.h < min) continue;
+      const x0 = f.x - f.w / 2, y0 = f.y - f.h / 2;
+      if (x0 + f.w < view.x0 || x0 > view.x1 || y0 + f.h < view.y0 || y0 > view.y1) continue;
+      ctx.rect(x0, y0, f.w, f.h);
+      if (cam.k * 11 >= 6 && f.w * cam.k > 40) labels.push([f.label, x0 + 6, y0 + 3]);
+    }
+    ctx.stroke();
     ctx.textAlign = "left";
     ctx.textBaseline = "top";
     ctx.font = "bold 11px sans-serif";
-    for (const f of this.graph.frames) {
-      const b = { x0: f.x - f.w / 2, y0: f.y - f.h / 2, x1: f.x + f.w / 2, y1: f.y + f.h / 2 };
-      if (b.x1 < view.x0 || b.x0 > view.x1 || b.y1 < view.y0 || b.y0 > view.y1) continue;
-      ctx.beginPath();
-      roundRect(ctx, b.x0, b.y0, f.w, f.h, 8);
-      ctx.stroke();
-      if (cam.k * 11 >= 6) {
-        ctx.fillStyle = colors.edgeLabel;
-        ctx.fillText(f.label, b.x0 + 6, b.y0 + 3);
-      }
-    }
+    ctx.fillStyle = colors.edgeLabel;
+    for (const [text, x, y] of labels) ctx.fillText(text, x, y);
   }
 
   // Too small to see one by one: each occupied cell of the pyramid as one block of its most

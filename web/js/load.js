@@ -92,18 +92,19 @@ export async function selectGraph(graph, { keepExpanded = false, node = null } =
   $("graph").value = String(graph);
   if (!keepExpanded) state.expanded = new Set();
   forgetGraph();
-  setTree(await api.tree(state.run, state.graph));
-  if (token !== state.loadSeq) return;
-  if (state.tree && !state.expanded.size && !state.expandAll) state.expanded = new Set(state.tree.defaults);
-  // The first frame comes first; the node records (search, colours, playback) load after it,
-  // so that they do not compete with the layout request on the server.
+  // The first frame comes first: the group tree comes alongside (the server's first screen
+  // needs no tree here), node records after it, so they do not compete with the layout.
+  state.vm = true; // until the server answers that it has no view model
+  const tree = api.tree(state.run, state.graph).catch(() => null);
   await refreshView();
   if (token !== state.loadSeq) return; // superseded by a later pick
   main.fit();
   document.body.dataset.interactive = `${state.run}/${state.graph}`;
-  if (state.tree && $("search").value.trim()) search($("search").value);
+  if (state.vm && $("search").value.trim()) search($("search").value);
+  setTree(state.vm ? await tree : null);
+  if (token !== state.loadSeq) return;
   const size = state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
-  if (!state.tree || size <= EAGER) await ensureRecords();
+  if (!state.vm || size <= EAGER) await ensureRecords();
   if (token !== state.loadSeq) return;
   if (node !== null) await select(node);
   if (state.compare) await showCompare(state.compare);
@@ -129,19 +130,29 @@ export function ensureRecords() {
 
 // Every group open: the view model is asked with one flag, not thousands of names.
 export function setExpandAll() {
-  state.expandAll = Boolean(state.tree);
+  state.expandAll = state.vm;
   state.expanded = new Set(allGroups());
 }
 
 export function setCollapsed() {
   state.expandAll = false;
-  state.expanded = new Set(state.tree ? [state.tree.root] : []);
+  state.expanded = new Set(state.vm ? ["root"] : []);
 }
 
+// The view model's layout (the state in the body; nothing named: the server's first screen),
+// or an older server's /view.
 async function fetchView() {
-  if (!state.tree) return api.view(state.run, state.graph, [...state.expanded], state.stub);
-  const body = state.expandAll ? { expanded: [], expand_all: true } : { expanded: [...state.expanded] };
-  return viewOfLayout(await api.layout(state.run, state.graph, body), [...state.expanded]);
+  if (state.vm) {
+    const named = state.expandAll || state.expanded.size;
+    const body = state.expandAll ? { expand_all: true } : { expanded: named ? [...state.expanded] : null };
+    const res = await api.layout(state.run, state.graph, body);
+    if (res) {
+      if (!state.expandAll) state.expanded = new Set(res.expanded);
+      return viewOfLayout(res, [...state.expanded]);
+    }
+    state.vm = false;
+  }
+  return api.view(state.run, state.graph, [...state.expanded], state.stub);
 }
 
 export async function refreshView() {
@@ -149,6 +160,7 @@ export async function refreshView() {
   const t0 = performance.now();
   const view = await fetchView();
   if (seq !== state.viewSeq) return false; // a newer layout was asked for: drop this one
+  const t1 = performance.now();
   state.view = view;
   state.scopes = view.scopes;
   indexView(view);
@@ -156,9 +168,11 @@ export async function refreshView() {
   applyColour();
   applyMarks();
   if (state.hits.length) markHits();
-  const ms = (performance.now() - t0).toFixed(0);
+  const t2 = performance.now();
+  state.timing = { fetch: t1 - t0, index: t2 - t1 };
+  const ms = (t2 - t0).toFixed(0);
   const g = state.graphs.find((x) => x.id === state.graph);
-  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms${view.note ? " · " + view.note : ""}`);
+  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms (here ${(t2 - t1).toFixed(0)} ms)${view.note ? " · " + view.note : ""}`);
   document.body.dataset.ready = `${state.run}/${state.graph}/${state.expandAll ? "*" : [...state.expanded].join(",")}`;
   return true;
 }

@@ -21,7 +21,7 @@ export async function expandOne() {
   const t0 = performance.now();
   await toggle(folded[0].group);
   await nextFrame();
-  return { ms: performance.now() - t0, what: folded[0].group, boxes: main.graph.nodes.length };
+  return { ms: performance.now() - t0, what: folded[0].group, boxes: main.graph.nodes.length, ...state.timing };
 }
 
 export async function expandAll() {
@@ -30,24 +30,31 @@ export async function expandAll() {
   await refreshView();
   main.fit();
   await nextFrame();
-  return { ms: performance.now() - t0, boxes: main.graph.nodes.length };
+  return { ms: performance.now() - t0, boxes: main.graph.nodes.length, ...state.timing };
 }
 
 // Pan by ``dx`` screen px per frame for ``frames`` frames at zoom ``k`` (null: as it is):
 // the time render() takes and the interval between animation frames, in ms.
+// Pans there and back (vertically when the graph is taller than wide), about the centre.
 export async function panFrames(frames = 60, dx = 40, k = null) {
-  if (k !== null) main.cam.k = k;
+  if (k !== null) main.zoomBy(k / main.cam.k);
+  const tall = main.graph.height > main.graph.width;
   const render = [], interval = [];
+  let drawn = 0, aggregated = 0;
+  await nextFrame();
   let last = performance.now();
   for (let i = 0; i < frames; i++) {
-    main.panBy(i % 40 < 20 ? -dx : dx, 0);
+    const d = i % 30 < 15 ? -dx : dx;
+    main.panBy(tall ? 0 : d, tall ? d : 0);
     await nextFrame();
     const now = performance.now();
     interval.push(now - last);
     render.push(main.lastRenderMs);
+    drawn = Math.max(drawn, main.drawnNodes);
+    aggregated = Math.max(aggregated, main.aggregated);
     last = now;
   }
-  return { render: stats(render), interval: stats(interval), drawn: main.drawnNodes, aggregated: main.aggregated };
+  return { render: stats(render), interval: stats(interval), drawn, aggregated };
 }
 
 function stats(xs) {

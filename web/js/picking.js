@@ -11,7 +11,7 @@ import { updateURL } from "./url.js";
 export async function reveal(nodeId) {
   const box = boxOf(nodeId);
   if (box && box.group === null) return box;
-  for (const g of containersOf(nodeId)) if (state.tree || state.scopes.includes(g)) state.expanded.add(g);
+  for (const g of containersOf(nodeId)) if (state.vm || state.scopes.includes(g)) state.expanded.add(g);
   await refreshView();
   return boxOf(nodeId);
 }
@@ -97,7 +97,7 @@ export function search(text) {
   const q = text.trim().toLowerCase();
   state.hits = [];
   state.hit = -1;
-  if (q && state.tree) return searchServer(text.trim());
+  if (q && state.vm) return searchServer(text.trim());
   if (q && !state.nodesLoaded) {
     // The node records are still on their way: say so (not "0 hits"); load.js searches again.
     $("hits").textContent = "loading…";

@@ -6,6 +6,8 @@
 import { state } from "./app.js";
 import { ancestors } from "./boxes.js";
 
+const GROUP_KINDS = new Set(["scope", "repeat", "loop", "params"]);
+
 export function setTree(tree) {
   if (!tree) {
     state.tree = null;
@@ -19,13 +21,14 @@ export function setTree(tree) {
 
 // The group a folded box stands for (what expanding it opens), or null for a node or stub.
 export function groupOf(box) {
-  if (state.tree) return state.tree.groups.has(box.id) ? box.id : null;
+  if (state.vm) return GROUP_KINDS.has(box.kind) ? box.id : null;
   return box.kind === "scope" ? box.scope : null;
 }
 
 // The groups holding a node, innermost first (the root left out).
 export function containersOf(nodeId) {
-  if (!state.tree) return ancestors(state.byNode.get(nodeId)?.scope || "").reverse();
+  if (!state.vm) return ancestors(state.byNode.get(nodeId)?.scope || "").reverse();
+  if (!state.tree) return []; // still on its way: only boxes of nodes themselves are found
   const out = [];
   for (let g = state.tree.parent.get("n" + nodeId); g && g !== state.tree.root; g = state.tree.parent.get(g)) out.push(g);
   return out;
@@ -33,7 +36,8 @@ export function containersOf(nodeId) {
 
 // Every group below ``group`` (itself included).
 export function groupsBelow(group) {
-  if (!state.tree) return new Set([...state.expanded].filter((s) => s === group || s.startsWith(group + ".")));
+  if (state.vm && !state.tree) return new Set([group]);
+  if (!state.vm) return new Set([...state.expanded].filter((s) => s === group || s.startsWith(group + ".")));
   const out = new Set(), stack = [group];
   while (stack.length) {
     const g = stack.pop();
@@ -44,20 +48,21 @@ export function groupsBelow(group) {
 }
 
 export function knownNode(nodeId) {
-  if (state.tree) return Number.isInteger(nodeId) && nodeId >= 0 && nodeId < state.tree.nodes;
+  if (state.vm) return Number.isInteger(nodeId) && nodeId >= 0 && nodeId < (state.tree?.nodes ?? Infinity);
   return state.byNode.has(nodeId);
 }
 
 // Every group that can be expanded (the "scopes" of an older server).
 export function allGroups() {
-  return state.tree ? [...state.tree.groups.keys()].filter((g) => g !== state.tree.root) : state.scopes;
+  if (!state.vm) return state.scopes;
+  return state.tree ? [...state.tree.groups.keys()].filter((g) => g !== "root") : [...state.expanded].filter((g) => g !== "root");
 }
 
 // A layout of the view model as the view the rest of the viewer draws.
 export function viewOfLayout(res, expanded) {
   return {
     nodes: res.boxes, edges: res.edges, frames: res.frames || [], width: res.width, height: res.height,
-    expanded: expanded.filter((g) => g !== state.tree.root), scopes: allGroups(), key: res.key, engine: "view model", cached: res.cached,
+    expanded: (res.expanded || expanded).filter((g) => g !== "root"), scopes: allGroups(), key: res.key, engine: "view model", cached: res.cached,
     note: res.total_boxes > res.boxes.length ? `${res.total_boxes} boxes` : "",
   };
 }
