@@ -98,6 +98,7 @@ def requests(page) -> str:
 
 def measure(browser, url: str, run: str, full: bool) -> dict:
     page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.on("pageerror", lambda e: print(f"  page error: {e}", flush=True))
     query = "matmul" if "transformer" in run else "relu"
     r: dict = {}
     try:
@@ -183,12 +184,15 @@ def report(run: str, nodes: int, r: dict) -> None:
     for key, where in (("pan_fit", "at Fit"), ("pan_1", "at zoom 1")):
         if key in r:
             p = r[key]
-            worst = max(p["render"]["p95"], p["interval"]["p95"])
             print(
-                f"  pan {where:9s}     render {p['render']['mean']:5.1f} ms (p95 "
-                f"{p['render']['p95']:.1f}), frame interval {p['interval']['mean']:5.1f} ms "
-                f"(p95 {p['interval']['p95']:.1f}) {verdict(worst, GOALS['pan_ms'])}; "
+                f"  pan {where:9s}     frame (render) {p['render']['mean']:5.1f} ms, p95 "
+                f"{p['render']['p95']:.1f} ms {verdict(p['render']['p95'], GOALS['pan_ms'])}; "
                 f"{p['drawn']} boxes drawn, {p['aggregated']} as aggregates"
+            )
+            print(
+                f"                    interval between animation frames {p['interval']['mean']:.1f}"
+                f" ms (p95 {p['interval']['p95']:.1f}; 16.7 at 60 Hz, more when the machine is "
+                f"loaded: load average {os.getloadavg()[0]:.1f})"
             )
     if "error" in r:
         print(f"  FAILED: {r['error']}")

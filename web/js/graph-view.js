@@ -114,7 +114,12 @@ export class GraphView {
     this._pending = true;
     requestAnimationFrame(() => {
       this._pending = false;
-      this.render();
+      try {
+        this.render();
+      } catch (err) {
+        this.lastError = String(err); // kept for the status line and the benchmark
+        throw err;
+      }
     });
   }
 

@@ -5,11 +5,15 @@ import { main, state } from "./app.js";
 import { refreshView, setExpandAll } from "./load.js";
 import { toggle } from "./picking.js";
 
-// Wait for the next frame drawn by the main view.
+// Wait for the next frame drawn by the main view (an error after 10 s: a frame that never comes).
 function nextFrame() {
-  const f = main.frame;
-  return new Promise((resolve) => {
-    const poll = () => (main.frame > f ? resolve() : requestAnimationFrame(poll));
+  const f = main.frame, t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const poll = () => {
+      if (main.frame > f) resolve();
+      else if (performance.now() - t0 > 10_000) reject(new Error(`no frame drawn in 10 s (last error: ${main.lastError})`));
+      else requestAnimationFrame(poll);
+    };
     requestAnimationFrame(poll);
   });
 }
@@ -41,6 +45,7 @@ export async function panFrames(frames = 60, dx = 40, k = null) {
   const tall = main.graph.height > main.graph.width;
   const render = [], interval = [];
   let drawn = 0, aggregated = 0;
+  main.draw();
   await nextFrame();
   let last = performance.now();
   for (let i = 0; i < frames; i++) {
