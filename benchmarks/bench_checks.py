@@ -84,8 +84,9 @@ def bench_graph(nodes: int, rounds: int) -> None:
 
 
 def sweep() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tpx"))
-    from _rule_cases import CASES
+    # the repository root holds the tests package (shared case table of the rule sweep)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.helpers.rule_cases import CASES
 
     findings = graphs = nodes = 0
     start = time.perf_counter()

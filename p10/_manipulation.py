@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from p10._creation import zeros
-from p10._elementwise import astype, not_equal, operands, subtract
+from p10._elementwise import operands
 from p10._errors import ArgumentError, AxisError
+from p10._functions import astype, not_equal, subtract
 from p10._reductions import cumsum, normalize_axis, sum
 from p10._shape import broadcast_shapes, broadcast_to, concat, permute_dims, reshape
 

@@ -19,14 +19,15 @@ I: ModuleType
 N: ModuleType
 R: ModuleType
 S: ModuleType
+_elementwise: ModuleType
 
 
 def bind_functions() -> None:
     """Bind the function modules the methods call (run once by ``p10/__init__``)."""
-    global E, I, M, N, R, S
-    from p10 import _elementwise, _index_ops, _math, _nn, _reductions, _shape
+    global E, I, M, N, R, S, _elementwise
+    from p10 import _elementwise, _functions, _index_ops, _nn, _reductions, _shape
 
-    E, I, M, N, R, S = _elementwise, _index_ops, _math, _nn, _reductions, _shape
+    E, I, M, N, R, S = _functions, _index_ops, _functions, _nn, _reductions, _shape
 
 
 def _shape_args(args: tuple) -> Any:
@@ -208,7 +209,7 @@ class TensorMethods:
 
     def copy_(self, src: Any) -> Any:
         """In-place copy of ``src`` (broadcast to this shape); returns self."""
-        return self._assign(S.broadcast_to(E.operand(src, self), self.shape))
+        return self._assign(S.broadcast_to(_elementwise.operand(src, self), self.shape))
 
     def __getitem__(self, key: Any) -> Any:
         # NOTE: ints and slices (most keys) go straight to the op, normalized as getitem does
@@ -418,115 +419,15 @@ class TensorMethods:
         """See :func:`p10.any`."""
         return R.any(self, axis=axis, keepdims=keepdims)
 
-    def abs(self) -> Any:
-        """See :func:`p10.abs`."""
-        return E.abs(self)
-
-    def neg(self) -> Any:
-        """See :func:`p10.negative`."""
-        return E.negative(self)
-
-    def exp(self) -> Any:
-        """See :func:`p10.exp`."""
-        return E.exp(self)
-
-    def log(self) -> Any:
-        """See :func:`p10.log`."""
-        return E.log(self)
-
-    def log1p(self) -> Any:
-        """See :func:`p10.log1p`."""
-        return E.log1p(self)
-
-    def expm1(self) -> Any:
-        """See :func:`p10.expm1`."""
-        return E.expm1(self)
-
-    def sqrt(self) -> Any:
-        """See :func:`p10.sqrt`."""
-        return E.sqrt(self)
-
-    def square(self) -> Any:
-        """See :func:`p10.square`."""
-        return E.square(self)
-
-    def reciprocal(self) -> Any:
-        """See :func:`p10.reciprocal`."""
-        return E.reciprocal(self)
-
-    def sin(self) -> Any:
-        """See :func:`p10.sin`."""
-        return E.sin(self)
-
-    def cos(self) -> Any:
-        """See :func:`p10.cos`."""
-        return E.cos(self)
-
-    def tan(self) -> Any:
-        """See :func:`p10.tan`."""
-        return E.tan(self)
-
-    def tanh(self) -> Any:
-        """See :func:`p10.tanh`."""
-        return E.tanh(self)
-
-    def sigmoid(self) -> Any:
-        """See :func:`p10.sigmoid`."""
-        return E.sigmoid(self)
-
-    def relu(self) -> Any:
-        """See :func:`p10.relu`."""
-        return E.relu(self)
-
     def gelu(self, approximate: str = "none") -> Any:
         """See :func:`p10.gelu`."""
         return E.gelu(self, approximate=approximate)
-
-    def sign(self) -> Any:
-        """See :func:`p10.sign`."""
-        return E.sign(self)
-
-    def floor(self) -> Any:
-        """See :func:`p10.floor`."""
-        return E.floor(self)
-
-    def ceil(self) -> Any:
-        """See :func:`p10.ceil`."""
-        return E.ceil(self)
-
-    def round(self) -> Any:
-        """See :func:`p10.round`."""
-        return E.round(self)
 
     def clip(self, min: Any = None, max: Any = None) -> Any:
         """See :func:`p10.clip`."""
         return E.clip(self, min, max)
 
     clamp = clip
-
-    def pow(self, other: Any) -> Any:
-        """See :func:`p10.pow`."""
-        return E.pow(self, other)
-
-    def maximum(self, other: Any) -> Any:
-        """See :func:`p10.maximum`."""
-        return E.maximum(self, other)
-
-    def minimum(self, other: Any) -> Any:
-        """See :func:`p10.minimum`."""
-        return E.minimum(self, other)
-
-    def isnan(self) -> Any:
-        """See :func:`p10.isnan`."""
-        return E.isnan(self)
-
-    def isinf(self) -> Any:
-        """See :func:`p10.isinf`."""
-        return E.isinf(self)
-
-    def isfinite(self) -> Any:
-        """See :func:`p10.isfinite`."""
-        return E.isfinite(self)
 
     def softmax(self, axis: int = -1) -> Any:
         """See :func:`p10.softmax`."""

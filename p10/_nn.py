@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from p10._elementwise import add, operands, to_float
+from p10._elementwise import operands, to_float
 from p10._errors import ArgumentError, DTypeError, ShapeError
+from p10._functions import add
 from p10._ops import Op
 from p10._reductions import normalize_axis
 from p10._tensor import apply

@@ -2,6 +2,9 @@
 
 Every op has exactly one output tensor. An op is called as ``kernel(*arrays, **params)``; its
 params are plain, JSON-friendly values (ints, floats, strings, tuples, dtypes, ``None``).
+
+The elementwise members come from the op-spec table (:mod:`p10._opspec`); the others are listed
+here with their params. Members keep the order in which ops were added.
 """
 
 from __future__ import annotations
@@ -9,9 +12,61 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from p10._opspec import ALL_SPECS, LATER_SPECS, SPECS, OpSpec
 
-class Op(enum.Enum):
-    """A P10 operator. ``op.value`` is its stable, lower-case name used in traces and labels.
+# The non-elementwise ops, in enum order, with their params.
+STRUCTURAL = (
+    # reductions; params: axis (tuple of non-negative ints, or None), keepdims
+    "sum", "mean", "prod", "max", "min",
+    "argmax", "argmin",  # axis: int or None
+    "var",  # params: correction
+    "logsumexp",
+    "cumsum",  # params: axis (int)
+    "all", "any",
+    # linear algebra
+    "matmul",
+    "tensordot",  # params: axes (tuple of two tuples)
+    "einsum",  # variadic; params: subscripts
+    # shape
+    "reshape",  # params: shape
+    "permute",  # params: axes
+    "broadcast_to",  # params: shape
+    "concat",  # variadic; params: axis
+    "flip",  # params: axis (tuple or None)
+    "tile",  # params: reps
+    "repeat",  # params: repeats (int), axis (int or None)
+    "pad",  # params: pad_width (tuple of pairs), value
+    "roll",  # params: shifts, axes (tuples of equal length)
+    "tril",  # lower triangle of the last two axes; params: k (diagonal offset)
+    "triu",  # upper triangle of the last two axes; params: k
+    "topk",  # indices (int64) of the k largest/smallest; params: k, axis, largest
+    # indexing; params: key (normalized index, tensors replaced by IndexSlot markers)
+    "getitem",  # inputs: x, *index_tensors
+    "index_add",  # inputs: base, values, *index_tensors; base[key] += values
+    "index_put",  # inputs: base, values, *index_tensors; base[key] = values
+    # neural-network kernels
+    "softmax",  # params: axis
+    "log_softmax",  # params: axis
+    "conv2d",  # inputs: x, weight; params: stride, padding, dilation, groups
+    "unfold",  # im2col; params: kernel_size, stride, padding, dilation
+    "fold",  # col2im (adjoint of unfold); params: output_size and those of unfold
+    "max_pool2d",  # params: kernel_size, stride, padding
+    "avg_pool2d",  # params: kernel_size, stride, padding
+)  # fmt: skip
+# Params of the hand-written elementwise ops: gelu: approximate ("none" | "tanh"); clip: min,
+# max (Python scalars or None); cast: dtype. where's inputs: condition, x1, x2.
+
+_NAMES = [s.name for s in SPECS] + list(STRUCTURAL) + [s.name for s in LATER_SPECS]
+
+
+class _OpBase(enum.Enum):
+    # NOTE: members are singletons compared by identity, so the identity hash is exact; it makes
+    # every kernel-table lookup several times cheaper than Enum's Python-level name hash.
+    __hash__ = object.__hash__
+
+
+Op = _OpBase("Op", [(name.upper(), name) for name in _NAMES], module=__name__, qualname="Op")
+Op.__doc__ = """A P10 operator. ``op.value`` is its stable, lower-case name (traces, labels).
 
     >>> Op.ADD.value
     'add'
@@ -19,127 +74,8 @@ class Op(enum.Enum):
     True
     """
 
-    # elementwise unary
-    NEG = "neg"
-    ABS = "abs"
-    EXP = "exp"
-    LOG = "log"
-    LOG1P = "log1p"
-    EXPM1 = "expm1"
-    SQRT = "sqrt"
-    SQUARE = "square"
-    RECIPROCAL = "reciprocal"
-    SIN = "sin"
-    COS = "cos"
-    TAN = "tan"
-    TANH = "tanh"
-    SIGMOID = "sigmoid"
-    RELU = "relu"
-    GELU = "gelu"  # params: approximate ("none" | "tanh")
-    ERF = "erf"
-    SIGN = "sign"
-    FLOOR = "floor"
-    CEIL = "ceil"
-    ROUND = "round"
-    CLIP = "clip"  # params: min, max (Python scalars or None)
-    CAST = "cast"  # params: dtype
-    COPY = "copy"
-    LOGICAL_NOT = "logical_not"
-    BITWISE_INVERT = "bitwise_invert"
-    ISNAN = "isnan"
-    ISINF = "isinf"
-    ISFINITE = "isfinite"
-    # elementwise binary
-    ADD = "add"
-    SUB = "sub"
-    MUL = "mul"
-    DIV = "div"
-    FLOORDIV = "floordiv"
-    MOD = "mod"
-    POW = "pow"
-    MAXIMUM = "maximum"
-    MINIMUM = "minimum"
-    EQ = "eq"
-    NE = "ne"
-    LT = "lt"
-    LE = "le"
-    GT = "gt"
-    GE = "ge"
-    LOGICAL_AND = "logical_and"
-    LOGICAL_OR = "logical_or"
-    LOGICAL_XOR = "logical_xor"
-    BITWISE_AND = "bitwise_and"
-    BITWISE_OR = "bitwise_or"
-    BITWISE_XOR = "bitwise_xor"
-    # elementwise ternary
-    WHERE = "where"  # inputs: condition, x1, x2
-    # reductions; params: axis (tuple of non-negative ints, or None), keepdims
-    SUM = "sum"
-    MEAN = "mean"
-    PROD = "prod"
-    MAX = "max"
-    MIN = "min"
-    ARGMAX = "argmax"  # axis: int or None
-    ARGMIN = "argmin"
-    VAR = "var"  # params: correction
-    LOGSUMEXP = "logsumexp"
-    CUMSUM = "cumsum"  # params: axis (int)
-    ALL = "all"
-    ANY = "any"
-    # linear algebra
-    MATMUL = "matmul"
-    TENSORDOT = "tensordot"  # params: axes (tuple of two tuples)
-    EINSUM = "einsum"  # variadic; params: subscripts
-    # shape
-    RESHAPE = "reshape"  # params: shape
-    PERMUTE = "permute"  # params: axes
-    BROADCAST_TO = "broadcast_to"  # params: shape
-    CONCAT = "concat"  # variadic; params: axis
-    FLIP = "flip"  # params: axis (tuple or None)
-    TILE = "tile"  # params: reps
-    REPEAT = "repeat"  # params: repeats (int), axis (int or None)
-    PAD = "pad"  # params: pad_width (tuple of pairs), value
-    ROLL = "roll"  # params: shifts, axes (tuples of equal length)
-    TRIL = "tril"  # lower triangle of the last two axes; params: k (diagonal offset)
-    TRIU = "triu"  # upper triangle of the last two axes; params: k
-    TOPK = "topk"  # indices (int64) of the k largest/smallest; params: k, axis, largest
-    # indexing; params: key (normalized index, tensors replaced by IndexSlot markers)
-    GETITEM = "getitem"  # inputs: x, *index_tensors
-    INDEX_ADD = "index_add"  # inputs: base, values, *index_tensors; base[key] += values
-    INDEX_PUT = "index_put"  # inputs: base, values, *index_tensors; base[key] = values
-    # neural-network kernels
-    SOFTMAX = "softmax"  # params: axis
-    LOG_SOFTMAX = "log_softmax"  # params: axis
-    CONV2D = "conv2d"  # inputs: x, weight; params: stride, padding, dilation, groups
-    UNFOLD = "unfold"  # im2col; params: kernel_size, stride, padding, dilation
-    FOLD = "fold"  # col2im (adjoint of unfold); params: output_size and those of unfold
-    MAX_POOL2D = "max_pool2d"  # params: kernel_size, stride, padding
-    AVG_POOL2D = "avg_pool2d"  # params: kernel_size, stride, padding
-    # Array API elementwise functions (issue 18): unary
-    ACOS = "acos"
-    ACOSH = "acosh"
-    ASIN = "asin"
-    ASINH = "asinh"
-    ATAN = "atan"
-    ATANH = "atanh"
-    COSH = "cosh"
-    SINH = "sinh"
-    LOG2 = "log2"
-    LOG10 = "log10"
-    TRUNC = "trunc"
-    SIGNBIT = "signbit"
-    # Array API elementwise functions (issue 18): binary
-    ATAN2 = "atan2"  # inputs: y, x
-    LOGADDEXP = "logaddexp"
-    HYPOT = "hypot"
-    COPYSIGN = "copysign"
-    NEXTAFTER = "nextafter"
-    BITWISE_LEFT_SHIFT = "bitwise_left_shift"
-    BITWISE_RIGHT_SHIFT = "bitwise_right_shift"
-
-    # NOTE: members are singletons compared by identity, so the identity hash is exact; it makes
-    # every kernel-table lookup several times cheaper than Enum's Python-level name hash.
-    __hash__ = object.__hash__
+SPEC_OF: dict[Op, OpSpec] = {Op(s.name): s for s in ALL_SPECS}
+"""The op-spec entry of every elementwise op."""
 
 
 @dataclass(frozen=True)
@@ -150,38 +86,21 @@ class OpInfo:
     kind: str
 
 
-_UNARY = {
-    Op.NEG, Op.ABS, Op.EXP, Op.LOG, Op.LOG1P, Op.EXPM1, Op.SQRT, Op.SQUARE, Op.RECIPROCAL,
-    Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.SIGMOID, Op.RELU, Op.GELU, Op.ERF, Op.SIGN, Op.FLOOR,
-    Op.CEIL, Op.ROUND, Op.CLIP, Op.CAST, Op.COPY, Op.LOGICAL_NOT, Op.BITWISE_INVERT, Op.ISNAN,
-    Op.ISINF, Op.ISFINITE, Op.ACOS, Op.ACOSH, Op.ASIN, Op.ASINH, Op.ATAN, Op.ATANH, Op.COSH,
-    Op.SINH, Op.LOG2, Op.LOG10, Op.TRUNC, Op.SIGNBIT,
-}  # fmt: skip
-_BINARY = {
-    Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.EQ,
-    Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.LOGICAL_AND, Op.LOGICAL_OR, Op.LOGICAL_XOR,
-    Op.BITWISE_AND, Op.BITWISE_OR, Op.BITWISE_XOR, Op.ATAN2, Op.LOGADDEXP, Op.HYPOT,
-    Op.COPYSIGN, Op.NEXTAFTER, Op.BITWISE_LEFT_SHIFT, Op.BITWISE_RIGHT_SHIFT,
-}  # fmt: skip
-_REDUCE = {
-    Op.SUM, Op.MEAN, Op.PROD, Op.MAX, Op.MIN, Op.ARGMAX, Op.ARGMIN, Op.VAR, Op.LOGSUMEXP,
-    Op.CUMSUM, Op.ALL, Op.ANY,
-}  # fmt: skip
-_VARIADIC = {Op.EINSUM, Op.CONCAT, Op.GETITEM, Op.INDEX_ADD, Op.INDEX_PUT}
+_REDUCE = {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "logsumexp", "cumsum",
+           "all", "any"}  # fmt: skip
+_VARIADIC = {"einsum", "concat", "getitem", "index_add", "index_put"}
+_CONTRACTION = {"matmul", "tensordot", "conv2d"}
 
 
 def _info(op: Op) -> OpInfo:
-    if op in _UNARY:
-        return OpInfo(1, "elementwise")
-    if op in _BINARY:
-        return OpInfo(2, "elementwise")
-    if op is Op.WHERE:
-        return OpInfo(3, "elementwise")
-    if op in _REDUCE:
+    spec = SPEC_OF.get(op)
+    if spec is not None:
+        return OpInfo(spec.arity, "elementwise")
+    if op.value in _REDUCE:
         return OpInfo(1, "reduction")
-    if op in _VARIADIC:
+    if op.value in _VARIADIC:
         return OpInfo(None, "variadic")
-    if op in (Op.MATMUL, Op.TENSORDOT, Op.CONV2D):
+    if op.value in _CONTRACTION:
         return OpInfo(2, "contraction")
     return OpInfo(1, "structural")
 

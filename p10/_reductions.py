@@ -175,7 +175,7 @@ def std(x: Any, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool
     >>> p10.std(p10.asarray([1.0, 3.0])).item()
     1.0
     """
-    from p10._elementwise import sqrt
+    from p10._functions import sqrt
 
     return sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
 

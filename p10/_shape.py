@@ -7,8 +7,9 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-from p10._elementwise import astype, multiply, operands, promote_mixed
+from p10._elementwise import operands, promote_mixed
 from p10._errors import ArgumentError, AxisError, ShapeError
+from p10._functions import astype, multiply
 from p10._ops import Op
 from p10._reductions import normalize_axes, normalize_axis
 from p10._tensor import apply

@@ -200,8 +200,6 @@ class Tensor(TensorMethods):
     __pow__ = _fast_binary(Op.POW, _M.__pow__)
     __matmul__ = _fast_binary(Op.MATMUL, _M.__matmul__)
     matmul = _fast_binary(Op.MATMUL, _M.matmul)
-    maximum = _fast_binary(Op.MAXIMUM, _M.maximum)
-    minimum = _fast_binary(Op.MINIMUM, _M.minimum)
     __eq__ = _fast_binary(Op.EQ, _M.__eq__)  # type: ignore[assignment]
     __ne__ = _fast_binary(Op.NE, _M.__ne__)  # type: ignore[assignment]
     __lt__ = _fast_binary(Op.LT, _M.__lt__)
@@ -210,18 +208,7 @@ class Tensor(TensorMethods):
     __ge__ = _fast_binary(Op.GE, _M.__ge__)
     __hash__ = TensorMethods.__hash__  # defining __eq__ would otherwise remove it
     __neg__ = _fast_unary(Op.NEG, _M.__neg__)
-    neg = _fast_unary(Op.NEG, _M.neg)
     __abs__ = _fast_unary(Op.ABS, _M.__abs__)
-    abs = _fast_unary(Op.ABS, _M.abs)
-    relu = _fast_unary(Op.RELU, _M.relu)
-    square = _fast_unary(Op.SQUARE, _M.square)
-    exp = _fast_unary(Op.EXP, _M.exp, floating=True)
-    log = _fast_unary(Op.LOG, _M.log, floating=True)
-    sqrt = _fast_unary(Op.SQRT, _M.sqrt, floating=True)
-    sin = _fast_unary(Op.SIN, _M.sin, floating=True)
-    cos = _fast_unary(Op.COS, _M.cos, floating=True)
-    tanh = _fast_unary(Op.TANH, _M.tanh, floating=True)
-    sigmoid = _fast_unary(Op.SIGMOID, _M.sigmoid, floating=True)
     mean = _fast_reduce(Op.MEAN, _M.mean, floating=True)
     max = _fast_reduce(Op.MAX, _M.max)
     min = _fast_reduce(Op.MIN, _M.min)

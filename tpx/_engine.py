@@ -21,7 +21,7 @@ import numpy as np
 import p10
 from tpx import _mode
 from tpx._errors import AnomalyError, BackwardError, InplaceError, RuleError
-from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext
+from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext, hooked
 from tpx._mode import NAN_CHECKS, state
 from tpx._saved_checks import verify_checksums
 from tpx._tensor import Tensor, wrap
@@ -112,29 +112,80 @@ def backward(
     >>> backward([(x * x).sum()]); x.grad.tolist()
     [2.0, 2.0, 2.0]
     """
-    if retain_graph is None:
-        retain_graph = create_graph
     grad_tensors = grad_tensors or [None] * len(tensors)
+    roots = tuple([_root(t) for t in tensors])
     grads: dict[Node, Any] = {}
-    roots = []
-    for t, g in zip(tensors, grad_tensors):
-        if not t.requires_grad:
-            raise BackwardError(
-                f"backward of a tensor of shape {t.shape} that does not require grad and has "
-                "no grad_fn; did you compute it under no_grad() or from detached tensors?"
-            )
-        node = t.grad_fn if t.grad_fn is not None else t._accumulator()
+    for node, t, g in zip(roots, tensors, grad_tensors):
         _accumulate(grads, node, _root_grad(t, g, create_graph), None)
-        roots.append(node)
+    run = _Pass(retain_graph, create_graph, inputs)
     order = reachable(roots)
-    targets = _targets(inputs)
+    run.plan(order)
     # NOTE: the grad mode switched by hand, as set_grad_enabled does (one object less per call)
     previous = state.grad_enabled
     state.grad_enabled = create_graph
+    if run.observed:
+        info = _mode.backward_info(run.targets, create_graph, run.retain_graph)
+        _mode.emit("on_backward_start", roots, dict(grads), order, info)
     try:
-        return _run(order, grads, roots, retain_graph, create_graph, targets)
+        _run(order, grads, run)
     finally:
         state.grad_enabled = previous
+        if run.observed:
+            _mode.emit("on_backward_end", roots)
+    return run.results
+
+
+def _root(t: Tensor) -> Node:
+    if not t.requires_grad:
+        raise BackwardError(
+            f"backward of a tensor of shape {t.shape} that does not require grad and has "
+            "no grad_fn; did you compute it under no_grad() or from detached tensors?"
+        )
+    return t.grad_fn if t.grad_fn is not None else t._accumulator()
+
+
+# What a node needs besides its rule, set once per pass in _Pass.plan (see _before)
+_HOOKS = 1  # tensor hooks, pre-hooks or retain_grad() see its gradient first
+_TARGET = 2  # a tpx.grad input: its gradient is a result
+_STOP = 4  # nothing past it is needed (a leaf under tpx.grad, a node that reaches no input)
+
+
+class _Pass:
+    """The settings of one backward pass and the per-node flags, fixed before its loop."""
+
+    __slots__ = (
+        "create_graph", "flags", "nan_checks", "observed", "results", "retain_graph", "targets"
+    )  # fmt: skip
+
+    def __init__(self, retain: bool | None, create_graph: bool, inputs: Any) -> None:
+        self.create_graph = create_graph
+        self.retain_graph = create_graph if retain is None else retain
+        self.observed = bool(_mode.observers)
+        self.nan_checks = bool(state.anomaly & NAN_CHECKS)
+        self.targets = _targets(inputs)
+        self.results = None if inputs is None else [None] * len(inputs)
+        self.flags: dict[Node, int] = {}
+
+    def plan(self, order: list[Node]) -> None:
+        """Flag the nodes that need more than their rule; most need nothing."""
+        flags = self.flags
+        for x in hooked:  # NOTE: nodes of other graphs too: flags of nodes never met are unused
+            node = x if isinstance(x, Node) else x._accum and x._accum()
+            if node is not None:
+                flags[node] = _HOOKS
+        targets = self.targets
+        if targets is None:
+            return
+        reaches: set[Node] = set()  # the nodes that lead to a requested input
+        for node in reversed(order):  # inputs before consumers
+            if node in targets:
+                flags[node] = flags.get(node, 0) | _TARGET
+            if node.__class__ is AccumulateGrad or not any(
+                e in reaches or e in targets for e in node.edges if e is not None
+            ):
+                flags[node] = flags.get(node, 0) | _STOP
+            else:
+                reaches.add(node)
 
 
 def _targets(inputs: Sequence[Tensor] | None) -> dict[Node, int] | None:
@@ -148,177 +199,125 @@ def _targets(inputs: Sequence[Tensor] | None) -> dict[Node, int] | None:
     return targets
 
 
-def _run(order, grads, roots, retain_graph, create_graph, targets) -> list[Any] | None:
-    if targets is not None or state.anomaly or create_graph:
-        observed = bool(_mode.observers)
-        return _run_general(order, grads, roots, retain_graph, create_graph, targets, observed)
-    if not _mode.observers:
-        _run_fast(order, grads, retain_graph, False)
-        return None
-    # observers (a capture): the same loop, which then also emits the events
-    _mode.emit("on_backward_start", roots, dict(grads), order)
-    try:
-        _run_fast(order, grads, retain_graph, True)
-    finally:
-        _mode.emit("on_backward_end", roots)
-    return None
-
-
-def _run_fast(order: list, grads: dict, retain_graph: bool, observed: bool) -> None:
-    # NOTE: the common case (no tpx.grad targets, no anomaly mode, no create_graph) is this
-    # loop; it does what _run_general does for it, with the per-node steps (_execute,
-    # _context, _check_rule_output, _send) written inline: it runs once per node of every
-    # backward, and each call saved is a tenth of a node's time.
-    pop = grads.pop
-    get = grads.get
+def _run(order: list[Node], grads: dict, run: _Pass) -> None:
+    """The backward loop: each node that received a gradient runs once, after its consumers."""
+    flags, observed = run.flags, run.observed
     start = 0.0
     for node in order:
-        g = pop(node, None)
+        g = grads.pop(node, None)
         if g is None:
             continue
         if observed:
             start = time.perf_counter()
-        if node.__class__ is AccumulateGrad:
-            extra = node.variable._extra  # also holds a tensor's name: only hooks matter here
-            if node._pre_hooks is not None or (extra and extra.get("hooks")):
-                g = _pre_hooks(node, g)
-            _accumulate_leaf(node, g, False)
-            if observed:
-                _mode.emit("on_node_executed", node, g, (), time.perf_counter() - start)
-            continue
-        if node._pre_hooks is not None or node.tensor_hooks is not None or node.retain is not None:
-            g = _pre_hooks(node, g)
-        saved = node.saved
-        if node._hooks is not None or node.freed:
-            # hooks, or a second backward through freed values (_execute raises it)
-            grad_inputs = _execute(node, g, retain_graph, False)
-            if observed:
-                _send_observed(grads, node, g, grad_inputs, start)
-            else:
-                _send(grads, node.edges, grad_inputs)
-            grad_inputs = g = None
-            continue
-        # NOTE: RuleContext.__init__ written out (one call less per node)
-        ctx = _new(RuleContext)
-        ctx.node, ctx.params = node, node.params
-        if saved is None:  # the rule reads nothing saved (add, sum, ...)
-            ctx.inputs, ctx.output = (), None
-            grad_inputs = node.rule.vjp(ctx, g)
-        else:
-            for value, version in zip(saved, node.versions):
-                if value is not None:
-                    if value.__class__ is P10Tensor:
-                        vc = value._vc
-                        if vc is not None and vc[0] != version:
-                            _raise_modified(node, saved, version)
-                    elif value.version != version:  # a TPX tensor that a tp.Function saved
-                        _raise_modified(node, saved, version)
-            if node.checksums is not None:  # recorded under tp.set_saved_tensor_checks
-                verify_checksums(node)
-            ctx.inputs, ctx.output = saved[:-1], saved[-1]
-            grad_inputs = node.rule.vjp(ctx, g)
-            if not retain_graph:
-                node.saved = None
-                node.freed = True
-        if observed:
-            _send_observed(grads, node, g, _check_rule_output(node, grad_inputs, False), start)
-            grad_inputs = g = ctx = None
-            continue
-        edges = node.edges
-        if grad_inputs.__class__ is not tuple or len(grad_inputs) != len(edges):
-            _check_rule_output(node, grad_inputs, False)  # raises, naming the op
-        for nxt, gi, (shape, dtype) in zip(edges, grad_inputs, node.in_meta):
-            if nxt is None or gi is None:
-                continue
-            if gi.__class__ is Tensor:
-                gi = gi._t
-            # NOTE: the backend's own shape and dtype first (cheap); P10's only to confirm
-            data = gi._data
-            if (data.shape != shape and gi.shape != shape) or (
-                data.dtype is not dtype and gi.dtype != dtype
-            ):
-                _raise_bad_gradient(node, grad_inputs)
-            prev = get(nxt)
-            grads[nxt] = gi if prev is None else prev + gi
-        # NOTE: no local keeps a gradient alive past its node: a leaf takes over a gradient
-        # that nothing else holds (see _unshared)
-        grad_inputs = gi = prev = g = data = ctx = None
-
-
-def _send_observed(grads: dict, node: GradFn, g: Any, grad_inputs: tuple, start: float) -> None:
-    """Tell the observers that ``node`` ran, then accumulate its (checked) gradients, telling
-    them each sum, as _run_general does."""
-    _mode.emit("on_node_executed", node, g, grad_inputs, time.perf_counter() - start)
-    for nxt, gi in zip(node.edges, grad_inputs):
-        if nxt is not None and gi is not None:
-            _accumulate(grads, nxt, gi, node)
-
-
-def _send(grads: dict, edges: tuple, grad_inputs: tuple) -> None:
-    # NOTE: a function of its own, so that no local of _run keeps a gradient alive after it was
-    # sent: a leaf takes over a gradient that nothing else holds (see _unshared).
-    for nxt, gi in zip(edges, grad_inputs):
-        if nxt is not None and gi is not None:
-            prev = grads.get(nxt)
-            grads[nxt] = gi if prev is None else prev + gi
-
-
-def _run_general(
-    order, grads, roots, retain_graph, create_graph, targets, observed
-) -> list[Any] | None:
-    results: list[Any] = [None] * (len(targets) if targets is not None else 0)
-    useful = _useful(order, targets)
-    if observed:
-        _mode.emit("on_backward_start", roots, dict(grads), order)
-    try:
-        for node in order:
-            g = grads.pop(node, None)
+        if node in flags:
+            g = _before(node, g, flags[node], run)
             if g is None:
                 continue
-            start = time.perf_counter() if observed else 0.0
-            if (
-                node._pre_hooks is not None
-                or node.tensor_hooks is not None
-                or node.retain is not None
-                or (node.__class__ is AccumulateGrad and node.variable._extra)
-            ):
-                g = _pre_hooks(node, g)
-            if targets is not None and node in targets:
-                results[targets[node]] = g if create_graph else wrap(g)
-                if node.__class__ is AccumulateGrad:
-                    continue
-            if node.__class__ is AccumulateGrad:
-                if targets is None:
-                    _accumulate_leaf(node, g, create_graph)
-                    if observed:
-                        _mode.emit("on_node_executed", node, g, (), time.perf_counter() - start)
-                continue
-            if useful is not None and node not in useful:
-                continue
-            grad_inputs = _execute(node, g, retain_graph, create_graph)
+        if node.__class__ is AccumulateGrad:
+            _accumulate_leaf(node, g, run.create_graph)
             if observed:
-                _mode.emit("on_node_executed", node, g, grad_inputs, time.perf_counter() - start)
-            for nxt, gi in zip(node.edges, grad_inputs):
-                if nxt is not None and gi is not None:
-                    _accumulate(grads, nxt, gi, node if observed else None)
-    finally:
-        if observed:
-            _mode.emit("on_backward_end", roots)
-    return results if targets is not None else None
+                _mode.emit("on_node_executed", node, g, (), time.perf_counter() - start)
+        else:
+            # NOTE: no local keeps a gradient alive past its node: a leaf takes over a
+            # gradient that nothing else holds (see _unshared)
+            _send(grads, node, g, node.rule.vjp(_context(node, g, run), g), run, start)
+        g = None
 
 
-def _useful(order: list[Node], targets: dict[Node, int] | None) -> set[Node] | None:
-    """For ``tpx.grad``: the nodes whose rule must run to reach a requested input."""
-    if targets is None:
-        return None
-    reaches: set[Node] = set()
-    for node in reversed(order):  # inputs before consumers
-        if any(e in reaches or e in targets for e in node.edges if e is not None):
-            reaches.add(node)
-    return reaches
+def _before(node: Node, g: Any, flags: int, run: _Pass) -> Any:
+    """Hooks and tpx.grad targets of a flagged node; None when the walk stops at it."""
+    if flags & _HOOKS:
+        g = _pre_hooks(node, g)
+    if flags & _TARGET:
+        run.results[run.targets[node]] = g if run.create_graph else wrap(g)
+    return None if flags & _STOP else g
+
+
+def _context(node: GradFn, g: Any, run: _Pass) -> RuleContext:
+    """What the node's rule reads: its saved values (checked unmodified, then let go)."""
+    saved = node.saved
+    ctx = _new(RuleContext)  # NOTE: RuleContext.__init__ written out (one call less per node)
+    ctx.params, ctx.input_meta = node.params, node.in_meta
+    ctx.needs_input_grad, ctx.function_ctx = node.needs_input_grad, node.ctx
+    if saved is None:
+        if node.freed:
+            _raise_freed(node)
+        ctx.inputs, ctx.output = (), None
+    else:
+        for value, version in zip(saved, node.versions):
+            if value is not None:
+                if value.__class__ is P10Tensor:  # the counter itself: no property call
+                    vc = value._vc
+                    if vc is not None and vc[0] != version:
+                        _raise_modified(node, saved)
+                elif value.version != version:  # a TPX tensor that a tp.Function saved
+                    _raise_modified(node, saved)
+        if node.checksums is not None:  # recorded under tp.set_saved_tensor_checks
+            verify_checksums(node)
+        if run.create_graph:
+            ctx.inputs, ctx.output = _graph_inputs(node, saved)
+        else:
+            ctx.inputs, ctx.output = saved[:-1], saved[-1]
+        if not run.retain_graph:
+            node.saved = None
+            node.freed = True
+    if run.nan_checks:
+        _check_grad(node, g, "incoming gradient")
+    return ctx
+
+
+def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start: float) -> None:
+    """Check each gradient the rule returned against its input, and add it to that input's."""
+    edges = node.edges
+    if grad_inputs.__class__ is not tuple or len(grad_inputs) != len(edges):
+        _raise_arity(node, grad_inputs)
+    if run.observed or run.nan_checks or node._hooks is not None:
+        grad_inputs = _after(node, g, grad_inputs, run, start)
+    source = node if run.observed else None
+    create_graph = run.create_graph
+    for nxt, gi, (shape, dtype) in zip(edges, grad_inputs, node.in_meta):
+        if nxt is None or gi is None:
+            continue
+        raw = gi._t if gi.__class__ is Tensor else gi
+        # NOTE: the backend's own shape and dtype first (cheap); P10's only to confirm
+        data = raw._data
+        if (data.shape != shape and raw.shape != shape) or (
+            data.dtype is not dtype and raw.dtype != dtype
+        ):
+            _raise_bad_gradient(node, grad_inputs)
+        if create_graph:
+            raw = gi if gi.__class__ is Tensor else wrap(gi)
+        _accumulate(grads, nxt, raw, source)
+
+
+def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -> tuple:
+    """What anomaly mode, the node's hooks and observers see of a rule's gradients, before
+    they are sent: one per input (None for those that need none), each maybe replaced."""
+    grad_inputs = tuple(
+        [
+            None
+            if e is None or gi is None
+            else (wrap(gi) if run.create_graph else gi)
+            if gi.__class__ is not Tensor
+            else (gi if run.create_graph else gi._t)
+            for e, gi in zip(node.edges, grad_inputs)
+        ]
+    )
+    if run.nan_checks:
+        for i, gi in enumerate(grad_inputs):
+            if gi is not None:
+                _check_grad(node, gi, f"gradient for input {i}")
+    for fn in node._hooks or ():
+        out = fn(node, grad_inputs, g)
+        if out is not None:
+            grad_inputs = tuple(out)
+    if run.observed:
+        _mode.emit("on_node_executed", node, g, grad_inputs, time.perf_counter() - start)
+    return grad_inputs
 
 
 def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
+    """Add ``g`` into the gradient waiting for ``node`` (told to observers when ``source``)."""
     prev = grads.get(node)
     total = g if prev is None else prev + g
     grads[node] = total
@@ -414,61 +413,15 @@ def _accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
         fn(node, (), g)
 
 
-def _raw(g: Any) -> p10.Tensor:
-    return g._t if g.__class__ is Tensor else g
+def _raise_freed(node: GradFn) -> None:
+    raise BackwardError(
+        f"trying to backward through {node.name} (at {node.source}) a second time, but "
+        "its saved values were freed after the first backward; pass retain_graph=True to "
+        "the first backward() if you need to run it twice"
+    )
 
 
-def _execute(node: GradFn, g: Any, retain_graph: bool, create_graph: bool) -> tuple:
-    ctx = _context(node, create_graph)
-    if state.anomaly & NAN_CHECKS:
-        _check_grad(node, g, "incoming gradient")
-    grad_inputs = node.rule.vjp(ctx, g)
-    if not retain_graph and node.saved is not None:
-        node.saved = None
-        node.freed = True
-    grad_inputs = _check_rule_output(node, grad_inputs, create_graph)
-    for fn in node._hooks or ():
-        out = fn(node, grad_inputs, g)
-        if out is not None:
-            grad_inputs = tuple(out)
-    return grad_inputs
-
-
-def _context(node: GradFn, create_graph: bool) -> RuleContext:
-    saved = node.saved
-    if saved is None and not node.freed:
-        return RuleContext(node, (), None)
-    if saved is None:
-        raise BackwardError(
-            f"trying to backward through {node.name} (at {node.source}) a second time, but "
-            "its saved values were freed after the first backward; pass retain_graph=True to "
-            "the first backward() if you need to run it twice"
-        )
-    for value, version in zip(saved, node.versions):
-        if value is not None and value.version != version:
-            _raise_modified(node, saved, version)
-    if node.checksums is not None:
-        verify_checksums(node)
-    if create_graph:
-        inputs = tuple([_unpack(v, node, i) for i, v in enumerate(saved[:-1])])
-        out = saved[-1]
-        return RuleContext(node, inputs, None if out is None else _rewrap_output(out, node))
-    return RuleContext(node, saved[:-1], saved[-1])
-
-
-def _unpack(value: Any, node: GradFn, i: int) -> Any:
-    """Saved input ``i`` as a TPX tensor connected to the graph (for ``create_graph``)."""
-    if value is None or value.__class__ is Tensor:  # tp.Function saves TPX tensors
-        return value
-    edge = node.edges[i] if i < len(node.edges) else None
-    if edge is None:
-        return wrap(value)
-    if edge.__class__ is AccumulateGrad:
-        return edge.variable
-    return _rewrap_output(value, edge)
-
-
-def _raise_modified(node: GradFn, saved: tuple, version: int) -> None:
+def _raise_modified(node: GradFn, saved: tuple) -> None:
     for i, (value, version) in enumerate(zip(saved, node.versions)):
         raw = value._t if value.__class__ is Tensor else value
         if raw is not None and raw.version != version:
@@ -481,6 +434,25 @@ def _raise_modified(node: GradFn, saved: tuple, version: int) -> None:
             )
 
 
+def _graph_inputs(node: GradFn, saved: tuple) -> tuple[tuple, Any]:
+    """The saved inputs and output as TPX tensors connected to the graph (``create_graph``),
+    as PyTorch's SavedVariable unpacks them: a rule's computation is then recorded too."""
+    inputs = tuple([_unpack(v, node, i) for i, v in enumerate(saved[:-1])])
+    out = saved[-1]
+    return inputs, None if out is None else _rewrap_output(out, node)
+
+
+def _unpack(value: Any, node: GradFn, i: int) -> Any:
+    if value is None or value.__class__ is Tensor:  # tp.Function saves TPX tensors
+        return value
+    edge = node.edges[i] if i < len(node.edges) else None
+    if edge is None:
+        return wrap(value)
+    if edge.__class__ is AccumulateGrad:
+        return edge.variable
+    return _rewrap_output(value, edge)
+
+
 def _rewrap_output(out: p10.Tensor, node: GradFn) -> Tensor:
     t = wrap(out)
     t._rg = True
@@ -489,37 +461,12 @@ def _rewrap_output(out: p10.Tensor, node: GradFn) -> Tensor:
     return t
 
 
-def _check_rule_output(node: GradFn, grads: Any, create_graph: bool) -> tuple:
-    edges = node.edges
-    if grads.__class__ is not tuple or len(grads) != len(edges):
-        n = len(grads) if isinstance(grads, tuple) else type(grads).__name__
-        raise RuleError(
-            f"the rule of {node.op.value} ({node.name}) returned {n} gradients for "
-            f"{len(edges)} inputs; a rule returns a tuple with one gradient (or None) "
-            "per input"
-        )
-    out: list[Any] = []
-    append = out.append
-    for g, edge, (shape, dtype) in zip(grads, edges, node.in_meta):
-        if edge is None or g is None:
-            append(None)
-            continue
-        raw = g._t if g.__class__ is Tensor else g
-        # NOTE: the backend's own shape and dtype first (cheap); P10's only to confirm
-        data = raw._data
-        if (data.shape != shape and raw.shape != shape) or (
-            data.dtype is not dtype and raw.dtype != dtype
-        ):
-            _raise_bad_gradient(node, grads)
-        if create_graph:
-            append(g if g.__class__ is Tensor else wrap(g))
-        else:
-            append(raw)
-    if state.anomaly & NAN_CHECKS:
-        for i, g in enumerate(out):
-            if g is not None:
-                _check_grad(node, g, f"gradient for input {i}")
-    return tuple(out)
+def _raise_arity(node: GradFn, grads: Any) -> None:
+    n = len(grads) if isinstance(grads, tuple) else type(grads).__name__
+    raise RuleError(
+        f"the rule of {node.op.value} ({node.name}) returned {n} gradients for "
+        f"{len(node.edges)} inputs; a rule returns a tuple with one gradient (or None) per input"
+    )
 
 
 def _raise_bad_gradient(node: GradFn, grads: tuple) -> None:

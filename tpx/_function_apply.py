@@ -21,7 +21,7 @@ def _rule_for(cls: type) -> Rule:
     if rule is None:
 
         def vjp(ctx: RuleContext, g: Any) -> tuple:
-            fctx = ctx.node.ctx
+            fctx = ctx.function_ctx
             # NOTE: the saved tensors live on the node (version-checked, freed after backward)
             fctx.saved_tensors = tuple(_as_tensor(s) for s in ctx.inputs)
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,11 @@ _internal_file: dict[str, bool] = {}
 # records and version tuples of a graph repeat a few values, so nodes share one tuple per value.
 _shared: dict[tuple, tuple] = {}
 _SHARED_MAX = 4096
+
+
+hooked: weakref.WeakSet = weakref.WeakSet()
+"""Nodes, and leaf tensors, whose gradient a hook or ``retain_grad`` sees before the node runs:
+backward flags them once per pass instead of asking every node (see ``tpx._engine``)."""
 
 
 def shared(record: tuple) -> tuple:
@@ -57,6 +63,21 @@ def shared_meta(meta: tuple) -> tuple:
     return found
 
 
+def needs_of(edges: tuple) -> tuple[bool, ...]:
+    """For each input edge, whether it needs a gradient (a shared tuple, see :func:`shared`).
+
+    >>> needs_of((None, object()))
+    (False, True)
+    """
+    needs = tuple([e is not None for e in edges])
+    if len(_needs) >= _SHARED_MAX:
+        _needs.clear()
+    return _needs.setdefault(needs, needs)
+
+
+_needs: dict[tuple, tuple] = {}  # a few patterns (tpx.stack's long ones are rare)
+
+
 def user_frame(skip: int = 0) -> tuple[Any, int]:
     """``(code, lineno)`` of the first frame outside p10 and tpx: the user's source line.
 
@@ -84,12 +105,23 @@ class Rule:
     ``cross`` (two inputs, as ``mul``): input ``i`` is read only for the other input's
     gradient, so it is saved only when the other input requires grad (``x * 2`` keeps the
     scalar, not ``x``, and a later ``x += ...`` does not invalidate the node).
+    ``save_from``: every input from this position on is read, however many there are
+    (variadic ops: ``einsum`` reads all, ``getitem`` its index tensors after the base).
     """
 
     vjp: Callable[..., tuple[Any, ...]]
     save: tuple[int, ...] = ()
     save_output: bool = False
     cross: bool = False
+    save_from: int | None = None
+
+    def saves(self, i: int) -> bool:
+        """Whether the rule reads input ``i`` (for ``cross`` rules: may read it).
+
+        >>> Rule(lambda ctx, g: (g,), save=(1,)).saves(0)
+        False
+        """
+        return i in self.save or (self.save_from is not None and i >= self.save_from)
 
 
 def _camel(name: str) -> str:
@@ -126,6 +158,8 @@ def _add_hook(node: Node, attr: str, fn: Callable[..., Any]) -> Handle:
         hooks = []
         setattr(node, attr, hooks)
     hooks.append(fn)
+    if attr == "_pre_hooks":
+        hooked.add(node)
     return Handle(lambda: hooks.remove(fn) if fn in hooks else None)
 
 
@@ -133,6 +167,7 @@ class GradFn(Node):
     """The record of one op: op, params, ordered input edges, saved values, metadata.
 
     ``in_meta``/``out_meta`` hold ``(shape, dtype)`` of each input and of the output;
+    ``needs_input_grad`` which input edges lead to a node;
     ``saved``/``versions`` the values the rule reads (inputs, then the output) and their
     version counters at record time; ``code``/``lineno`` the user's source line;
     ``overrides`` which overridden rule/kernel computed it (``{"rule": "module:function",
@@ -162,6 +197,7 @@ class GradFn(Node):
         self.params = params
         self.rule = rule
         self.edges = edges
+        self.needs_input_grad = needs_of(edges)
         self.in_meta = in_meta
 
     @property
@@ -220,27 +256,48 @@ class AccumulateGrad(Node):
 
 
 class RuleContext:
-    """What a rule sees: saved inputs/output, params, input shapes/dtypes, needs_input_grad."""
+    """What a rule sees, and all it sees: the op's ``params``, the saved ``inputs`` (None where
+    not saved) and ``output``, each input's ``(shape, dtype)`` at record time (``input_meta``),
+    which inputs need a gradient (``needs_input_grad``) and, for a :class:`tpx.Function`, the
+    ``ctx`` its ``forward`` filled (``function_ctx``).
 
-    __slots__ = ("inputs", "node", "output", "params")
+    The engine builds one from a node; an inspector builds one from a trace to call a rule
+    again (nothing else of the graph is needed):
 
-    def __init__(self, node: GradFn, inputs: tuple, output: Any) -> None:
-        self.node = node
-        self.params = node.params
+    >>> import p10
+    >>> from tpx.rules import RULES
+    >>> x, y = p10.asarray([2.0]), p10.asarray([5.0])
+    >>> meta = (((1,), x.dtype), ((1,), y.dtype))
+    >>> ctx = RuleContext({}, meta, (True, False), inputs=(x, y))
+    >>> gx, gy = RULES[p10.Op.MUL].vjp(ctx, p10.ones(1))
+    >>> gx.tolist(), gy
+    ([5.0], None)
+    """
+
+    __slots__ = ("function_ctx", "input_meta", "inputs", "needs_input_grad", "output", "params")
+
+    def __init__(
+        self,
+        params: dict,
+        input_meta: tuple,
+        needs_input_grad: tuple[bool, ...],
+        inputs: tuple = (),
+        output: Any = None,
+        function_ctx: Any = None,
+    ) -> None:
+        self.params = params
+        self.input_meta = input_meta
+        self.needs_input_grad = needs_input_grad
         self.inputs = inputs
         self.output = output
-
-    @property
-    def needs_input_grad(self) -> tuple[bool, ...]:
-        """For each input, whether its gradient is used (rules may skip the others)."""
-        return tuple([e is not None for e in self.node.edges])
+        self.function_ctx = function_ctx
 
     @property
     def input_shapes(self) -> tuple[tuple[int, ...], ...]:
         """Shape of each input at record time."""
-        return tuple([m[0] for m in self.node.in_meta])
+        return tuple([m[0] for m in self.input_meta])
 
     @property
     def input_dtypes(self) -> tuple[Any, ...]:
         """Dtype of each input at record time."""
-        return tuple([m[1] for m in self.node.in_meta])
+        return tuple([m[1] for m in self.input_meta])

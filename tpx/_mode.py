@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from p10 import Handle
@@ -238,7 +240,9 @@ def add_observer(observer: Any) -> Handle:
     - ``on_node_recorded(node, output)``: an op recorded ``node`` producing ``output``;
     - ``on_node_forward(node, inputs, output, seconds)``: right after ``on_node_recorded``,
       with the op's inputs in argument order and the seconds its forward took;
-    - ``on_backward_start(roots, grad_roots, order)``: a backward will run ``order``;
+    - ``on_backward_start(roots, grad_roots, order, info)``: a backward will run ``order``;
+      ``info`` is a :class:`BackwardInfo` (``tpx.grad`` or ``.backward()``, which inputs it
+      targets); a method that takes only three arguments gets the first three;
     - ``on_node_executed(node, grad_output, grad_inputs, seconds)``: a node's rule ran;
     - ``on_grad_accumulated(target, contribution, total, source)``: ``contribution`` from
       ``source`` was summed into the gradient of ``target`` (a node), giving ``total``;
@@ -276,9 +280,74 @@ _handlers: dict[str, tuple[Any, ...]] = {}
 def _index_handlers() -> None:
     global _handlers
     _handlers = {
-        event: tuple(fn for fn in (getattr(o, event, None) for o in observers) if fn is not None)
+        event: tuple(
+            _adapt(event, fn)
+            for fn in (getattr(o, event, None) for o in observers)
+            if fn is not None
+        )
         for event in EVENTS
     }
+
+
+def _adapt(event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    # NOTE: on_backward_start got its fourth argument (info) later; observers written for
+    # three keep working. Decided once, when the observer is added, not at every event.
+    if event != "on_backward_start" or _positional_count(fn) >= 4:
+        return fn
+    return lambda roots, grad_roots, order, info: fn(roots, grad_roots, order)
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 4
+    kinds = [p.kind for p in params]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return 4
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(k in positional for k in kinds)
+
+
+@dataclass(frozen=True)
+class BackwardInfo:
+    """What kind of backward pass starts: the fourth argument of ``on_backward_start``.
+
+    ``targets`` holds the nodes whose gradients ``tpx.grad`` returns (in input order; a
+    leaf's node is its ``AccumulateGrad``), or ``None`` for ``.backward()``, which sums into
+    the leaves' ``.grad``. ``tpx.grad`` runs only the nodes its targets need.
+
+    >>> import tpx as tp
+    >>> class Seen:
+    ...     def on_backward_start(self, roots, grad_roots, order, info):
+    ...         print(info.is_grad, len(info.targets or ()), info.create_graph)
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> with tp.add_observer(Seen()):
+    ...     _ = tp.grad((x * x).sum(), x)
+    ...     (x * x).sum().backward()
+    True 1 False
+    False 0 False
+    """
+
+    targets: tuple[Any, ...] | None = None
+    create_graph: bool = False
+    retain_graph: bool = False
+
+    @property
+    def is_grad(self) -> bool:
+        """True for ``tpx.grad`` (gradients returned, ``.grad`` untouched)."""
+        return self.targets is not None
+
+
+BACKWARD = BackwardInfo()
+"""The info of a plain ``.backward()`` (no targets, no graph created)."""
+
+
+def backward_info(targets: Any, create_graph: bool, retain_graph: bool) -> BackwardInfo:
+    """The :class:`BackwardInfo` of a pass; ``targets`` maps each target node to its index."""
+    if targets is None and not create_graph and not retain_graph:
+        return BACKWARD
+    return BackwardInfo(None if targets is None else tuple(targets), create_graph, retain_graph)
 
 
 def emit(event: str, *args: Any) -> None:

@@ -153,19 +153,23 @@ def _make_rule(op: Any, vjp: Any, save: Any, save_output: Any) -> Rule:
             f"override_rule({op.value}): the op has no gradient rule to replace; add one with "
             "tpx.register_rule"
         )
+    save_from = None  # variadic saves come with the save they replace (see Rule.save_from)
     if isinstance(vjp, Rule):
-        save = vjp.save if save is None else save
+        if save is None:
+            save, save_from = vjp.save, vjp.save_from
         save_output = vjp.save_output if save_output is None else save_output
         vjp = vjp.vjp
     _check_vjp(op, vjp)
-    save = current.save if save is None else tuple(save)
+    if save is None:
+        save, save_from = current.save, current.save_from
+    save = tuple(save)
     save_output = current.save_output if save_output is None else bool(save_output)
     arity = p10.OP_INFO[op].arity if isinstance(op, p10.Op) else op.arity
     if arity is not None and any(not isinstance(i, int) or not 0 <= i < arity for i in save):
         raise RuleOverrideError(
             f"override_rule({op.value}): save={save} must list input positions in 0..{arity - 1}"
         )
-    return Rule(vjp, save, save_output)
+    return Rule(vjp, save, save_output, save_from=save_from)
 
 
 def _check_vjp(op: Any, vjp: Any) -> None:

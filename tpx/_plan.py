@@ -116,6 +116,11 @@ class Plan:
         """Every kernel step, in order."""
         return [s for seg in self.segments for s in seg.steps]
 
+    @property
+    def output_slots(self) -> list[int]:
+        """The slots of the returned tensors, in the order of the flattened outputs."""
+        return _output_slots(self.outputs)
+
 
 def lower(plan: Plan) -> Plan:
     """Compute liveness (the slots freed after each step), the peak memory, and generate the

@@ -28,7 +28,7 @@ from tpx._errors import (
     MissingRuleError,
     RequiresGradError,
 )
-from tpx._graph import AccumulateGrad, GradFn, shared, shared_meta, user_frame
+from tpx._graph import AccumulateGrad, GradFn, needs_of, shared, shared_meta, user_frame
 from tpx._mode import NAN_CHECKS, SAVED_CHECKS, state
 from tpx._numpy_interop import NumpyInterop
 from tpx._saved_checks import record_checksums
@@ -95,6 +95,9 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
 
     return _named(method, slow)
 
+
+_NEEDS_ONE = (True,)  # a unary shortcut records only for an input that requires grad
+_NEEDS_TWO = (((False, False), (False, True)), ((True, False), (True, True)))
 
 # (op, backend, output shape and dtype, then each input's) -> (in_meta, out_meta): the metadata
 # of a recorded node, shared by every node with the same key (see tpx._graph.shared). The dtypes
@@ -170,7 +173,11 @@ def _record_fast(
     node.op = op
     node.params = {} if params is None else params
     node.rule = rule
-    node.edges = (e0,) if b is None else (e0, e1)
+    if b is None:
+        node.edges, node.needs_input_grad = (e0,), _NEEDS_ONE
+    else:
+        node.edges = (e0, e1)
+        node.needs_input_grad = _NEEDS_TWO[e0 is not None][e1 is not None]
     node.in_meta, node.out_meta = meta
     if overrides is not None:
         node.overrides = overrides.mark(op, a._backend)
@@ -317,16 +324,8 @@ class Tensor(TorchMethods, NumpyInterop, TensorMethods):
     __matmul__ = _fast_binary(Op.MATMUL, P.__matmul__, M.__matmul__)
     matmul = _fast_binary(Op.MATMUL, P.matmul, M.matmul)
     __neg__ = _fast_unary(Op.NEG, P.__neg__, M.__neg__)
-    exp = _fast_unary(Op.EXP, P.exp, M.exp)
-    log = _fast_unary(Op.LOG, P.log, M.log)
-    tanh = _fast_unary(Op.TANH, P.tanh, M.tanh)
-    sigmoid = _fast_unary(Op.SIGMOID, P.sigmoid, M.sigmoid)
-    relu = _fast_unary(Op.RELU, P.relu, M.relu)
     sum = _fast_reduce(Op.SUM, P.sum, M.sum)  # a dtype= argument takes the slow path
     mean = _fast_reduce(Op.MEAN, P.mean, M.mean)
-    sqrt = _fast_unary(Op.SQRT, P.sqrt, M.sqrt)
-    sin = _fast_unary(Op.SIN, P.sin, M.sin)
-    cos = _fast_unary(Op.COS, P.cos, M.cos)
 
     def __init__(self, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> None:
         raw = data._t if isinstance(data, Tensor) else data
@@ -406,6 +405,7 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
         """Keep ``.grad`` on this non-leaf after backward (leaves always keep it)."""
         if self.grad_fn is not None:
             self.grad_fn.retain = weakref.ref(self)
+            _graph.hooked.add(self.grad_fn)
 
     @property
     def retains_grad(self) -> bool:
@@ -462,10 +462,12 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
             if holder.tensor_hooks is None:
                 holder.tensor_hooks = []
             hooks = holder.tensor_hooks
+            _graph.hooked.add(holder)
         else:
             if self._extra is None:
                 self._extra = {}
             hooks = self._extra.setdefault("hooks", [])
+            _graph.hooked.add(self)
         hooks.append(fn)
         return Handle(lambda: hooks.remove(fn) if fn in hooks else None)
 
@@ -842,10 +844,11 @@ def _record(
     node.seq = next(_graph._seq)
     node.op, node.params, node.rule = op, params, rule
     node.edges = edges
+    node.needs_input_grad = needs_of(edges)
     node.in_meta, node.out_meta = meta
     if overrides is not None:
         node.overrides = overrides.mark(op, out._backend)
-    if rule.save or rule.save_output:
+    if rule.save or rule.save_output or rule.save_from is not None:
         _save(node, rule, raw, out, edges)
     scope = state.scope
     if scope:  # the class default is ""
@@ -870,7 +873,10 @@ def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor, edges: tuple) -> 
     n = len(raw)
     saved: list[Any] = [None] * (n + 1)
     for i in rule.save:
-        if i < n:  # variadic ops list every position they might save
+        if i < n:  # a custom op without a declared arity may get fewer inputs
+            saved[i] = raw[i]
+    if rule.save_from is not None:  # a variadic op (see Rule.save_from)
+        for i in range(rule.save_from, n):
             saved[i] = raw[i]
     if rule.cross:  # each input only for the other's gradient (see Rule.cross)
         saved[0] = raw[0] if edges[1] is not None else None

@@ -21,24 +21,14 @@ import numpy as np
 
 import p10
 import tpx
-from p10._overrides import describe
 from tpx import RuleContext
 from tpx_inspect._ab_compare import Diff, NodeAB, StepAB, Tolerance, first_divergence
+from tpx_inspect._util import describe
 from tpx_inspect.ab import ABError, ABReport, Override
 from tpx_inspect.checks.offline import params_from_json
 from tpx_inspect.records import Graph, Trace
 
 __all__ = ["replay_ab"]
-
-
-class _Node:
-    """The node attributes a rule reads through its ``ctx``."""
-
-    __slots__ = ("ctx", "edges", "in_meta", "op", "params")
-
-    def __init__(self, op: Any, params: dict, edges: tuple, in_meta: tuple) -> None:
-        self.op, self.params, self.edges, self.in_meta = op, params, edges, in_meta
-        self.ctx = None
 
 
 def _rules(overrides: Sequence[Override]) -> dict[Any, tpx.Rule]:
@@ -156,15 +146,15 @@ def _run_rule(
     node, v = g.nodes[i], g.node_values(i)
     if rule is None or grad is None or v.output is None or any(x is None for x in v.inputs):
         return None
-    saved = [v.inputs[k] for k in rule.save if k < len(v.inputs)]
+    saved = [x for k, x in enumerate(v.inputs) if rule.saves(k)]
     saved_bytes = sum(a.nbytes for a in saved) + (v.output.nbytes if rule.save_output else 0)
     ts = tuple(
-        p10.from_numpy(np.array(x)) if k in rule.save else None for k, x in enumerate(v.inputs)
+        p10.from_numpy(np.array(x)) if rule.saves(k) else None for k, x in enumerate(v.inputs)
     )
     out = p10.from_numpy(np.array(v.output)) if rule.save_output else None
     meta = tuple((e.shape, np.dtype(e.dtype)) for e in node.inputs)
-    edges = tuple(e.src for e in node.inputs)
-    ctx = RuleContext(_Node(_op(node.op), params_from_json(node.params), edges, meta), ts, out)  # type: ignore[arg-type]
+    needs = tuple(e.src is not None for e in node.inputs)
+    ctx = RuleContext(params_from_json(node.params), meta, needs, ts, out)
     start = time.perf_counter()
     grads = rule.vjp(ctx, p10.from_numpy(np.array(grad)))
     seconds = time.perf_counter() - start

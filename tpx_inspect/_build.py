@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from p10._indexing import IndexSlot
-from tpx import AccumulateGrad
+import p10
+from p10 import IndexSlot
+from tpx import AccumulateGrad, observe
 from tpx_inspect._lazy import is_lazy, lazy_record, record_values, snapshot, summarize_lazy
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -41,8 +42,8 @@ def saved_meta(saved: tuple | None) -> tuple:
     for i, v in enumerate(saved):
         if v is None:
             continue
-        raw = getattr(v, "_t", v)
-        a = getattr(raw, "_data", None)
+        raw = observe.p10_tensor(v)
+        a = observe.native(raw) if isinstance(raw, p10.Tensor) else None
         if a.__class__ is not np.ndarray:
             if is_lazy(raw):  # its shape and dtype, without computing it
                 size = math.prod(raw.shape) * raw.dtype.itemsize
@@ -77,7 +78,7 @@ class PendingNode:
 
     def freeze(self, keep: Callable[[Any], bool]) -> None:
         """Summarize (and copy small values) now, before anything can write into them."""
-        if self.raw._data.__class__ is not np.ndarray and is_lazy(self.raw):
+        if observe.native(self.raw).__class__ is not np.ndarray and is_lazy(self.raw):
             # summarized with the whole backward, in one compute (see _lazy)
             self.raw = snapshot(self.raw)
             self.consts = tuple(snapshot(c) for c in self.consts)
@@ -364,7 +365,7 @@ def _dtype_name(dtype: Any) -> str:
 
 def params_to_json(params: dict[str, Any]) -> dict[str, Any]:
     """Op params as JSON values: tuples become lists, dtypes names, slices/Ellipsis/index
-    slots the forms of :func:`p10._indexing.key_to_json`, non-finite floats strings.
+    slots the forms of P10's index-key JSON, non-finite floats strings.
 
     >>> import numpy as np
     >>> params_to_json({"axis": (0, 1), "dtype": np.dtype("float32"), "key": (slice(1, None), ...)})

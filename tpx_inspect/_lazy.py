@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import p10
-from tpx import AccumulateGrad
+from tpx import AccumulateGrad, observe
 from tpx_inspect.summary import PREVIEW, stats_row
 
 FETCH_WHOLE = 4096
@@ -25,8 +25,8 @@ FETCH_WHOLE = 4096
 
 
 def raw_of(x: Any) -> Any:
-    """The P10 tensor behind ``x`` (a ``tpx.Tensor`` holds one in ``._t``), or ``x``."""
-    return getattr(x, "_t", x)
+    """The P10 tensor behind ``x`` (a ``tpx.Tensor`` holds one), or ``x``."""
+    return observe.p10_tensor(x)
 
 
 def is_lazy(x: Any) -> bool:
@@ -36,7 +36,7 @@ def is_lazy(x: Any) -> bool:
     (False, False)
     """
     raw = raw_of(x)
-    return isinstance(raw, p10.Tensor) and raw._backend.lazy
+    return isinstance(raw, p10.Tensor) and raw.backend.lazy
 
 
 def snapshot(x: Any) -> Any:

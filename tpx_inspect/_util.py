@@ -64,3 +64,15 @@ def replace_file(path: str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def describe(fn: object) -> str:
+    """``module:qualname`` of a function: how traces and A/B reports name a rule or kernel
+    (the same form as the names TPX gives its overrides).
+
+    >>> describe(describe)
+    'tpx_inspect._util:describe'
+    """
+    module = getattr(fn, "__module__", None) or "?"
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{module}:{name}"

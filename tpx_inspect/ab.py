@@ -192,7 +192,7 @@ class LossRecorder:
         self._scalars: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def on_node_forward(self, node: Any, inputs: tuple, output: Any, seconds: float) -> None:
-        raw = output._t
+        raw = output.p10
         if raw.ndim == 0 or math.prod(raw.shape) == 1:
             self._scalars[node] = float(np.asarray(raw.numpy()).reshape(-1)[0])
 
@@ -236,7 +236,7 @@ class ABReport:
         """Print the report's tables (as ``tpx-inspect ab`` does) to a rich console."""
         from rich.console import Console
 
-        from tpx_inspect._cli_ab import print_report
+        from tpx_inspect._ab_tables import print_report
 
         print_report(console or Console(width=200), self, limit, show_all)
 

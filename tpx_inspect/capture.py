@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 import tpx
+from tpx import observe
 from tpx_inspect._build import GraphBuilder, PendingNode
 from tpx_inspect._lazy import lazy_record
 from tpx_inspect._util import paused_gc
@@ -229,7 +230,7 @@ class Capture:
         for t in roots:
             if not isinstance(t, tpx.Tensor) or not t.requires_grad:
                 raise TypeError(f"capture.add: expected tensors that require grad, got {t!r}")
-            nodes.append(t.grad_fn if t.grad_fn is not None else t._accumulator())
+            nodes.append(observe.grad_node(t))
         return self._store(self._build("roots", -1, nodes, tpx.reachable(nodes), None))
 
     def record_error(self, exc: BaseException) -> None:
@@ -285,10 +286,10 @@ class Capture:
         if not wanted and not self.policy.nonfinite:
             return
         consts = tuple(
-            [None if e is not None else getattr(x, "_t", x) for x, e in zip(inputs, node.edges)]
+            [None if e is not None else observe.p10_tensor(x) for x, e in zip(inputs, node.edges)]
         )
         seconds = seconds if self.timing else 0.0
-        pending = PendingNode(seconds, output._t, consts, node.saved, step)
+        pending = PendingNode(seconds, output.p10, consts, node.saved, step)
         if wanted:
             pending.freeze(self._keep_value)
         with self._lock:
@@ -348,7 +349,7 @@ class Capture:
         if lazy_record(list(b.roots), self._pending, b):
             return self._all_finite_lazy(b)
         for _node, g, _, _, _ in b.executed:
-            a = getattr(g, "_data", None)  # NOTE: a NumPy-backed P10 gradient checked inline
+            a = observe.native(g)  # NOTE: a NumPy-backed P10 gradient checked inline
             if a.__class__ is np.ndarray:
                 if a.dtype.kind == "f" and not np.isfinite(a).all():
                     return False

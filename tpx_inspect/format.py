@@ -23,6 +23,7 @@ from tpx_inspect import _check_arrays as _arrays
 from tpx_inspect._safe_read import LoadLimits, read_npz, read_regular, sidecar_file
 from tpx_inspect._schema import Rule, compile_schema, quote
 from tpx_inspect._util import paused_gc, replace_file
+from tpx_inspect._version import FORMAT_VERSION, check_version, version_fields, warn_ignored
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -39,8 +40,8 @@ from tpx_inspect.summary import PREVIEW
 from tpx_inspect.tables import OPTIONAL_NODE_FIELDS
 
 FORMAT = "tpx_inspect.trace"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+VERSION = FORMAT_VERSION[0]
+SUPPORTED_VERSIONS = (VERSION,)
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
@@ -80,7 +81,7 @@ def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict
     kept = _KeptValues(trace)
     runs = [_run_json(r, arrays, kept) for r in trace.runs]
     _values_arrays(kept.values, arrays)
-    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "meta": trace.meta, "runs": runs}
+    doc: dict[str, Any] = {"format": FORMAT, **version_fields(), "meta": trace.meta, "runs": runs}
     if trace.plans:
         doc["plans"] = [dict(p) for p in trace.plans]
     if inline:
@@ -290,7 +291,7 @@ def from_json(
     doc: dict[str, Any], path: str = "<trace>", *, limits: LoadLimits | None = None
 ) -> Trace:
     """The trace of a JSON document (its sidecar read next to ``path``, or inline arrays)."""
-    _check_header(doc, path)
+    minor = _check_header(doc, path)
     problem = _schema_rule().check(doc)
     if problem is not None:
         raise TraceFormatError(f"{path}: {problem}")
@@ -300,16 +301,17 @@ def from_json(
     else:
         arrays = _read_sidecar(path, doc, limits)
     store = _load_values(arrays, path)
-    runs = []
+    runs, ignored = [], set()
     for i, r in enumerate(_get(doc, "runs", list, path)):
         try:
-            runs.append(_load_run(r, arrays, store))
+            runs.append(_load_run(r, arrays, store, ignored))
         except TraceFormatError as e:
             raise TraceFormatError(f"{path}: runs[{i}]: {e}") from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as e:
             raise TraceFormatError(
                 f"{path}: run {i} is malformed: {type(e).__name__}: {quote(str(e), 100)}"
             ) from None
+    warn_ignored(path, minor, ignored)
     return Trace(doc["version"], tuple(runs), doc.get("meta") or {}, _load_plans(doc, path))
 
 
@@ -379,16 +381,10 @@ def _check_surrogates(text: str, doc: Any, path: str) -> None:
         ) from None
 
 
-def _check_header(doc: Any, path: str) -> None:
+def _check_header(doc: Any, path: str) -> int:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise TraceFormatError(f"{path}: not a tpx_inspect trace (no 'format': '{FORMAT}')")
-    version = doc.get("version")
-    if version not in SUPPORTED_VERSIONS:
-        raise TraceFormatError(
-            f"{path}: trace format version {quote(version)} is not supported by this tpx_inspect "
-            f"(it reads versions {', '.join(map(str, SUPPORTED_VERSIONS))}); re-capture the "
-            "trace or upgrade tpx_inspect"
-        )
+    return check_version(doc, path)
 
 
 def _read_sidecar(path: str, doc: dict, limits: LoadLimits) -> dict[str, np.ndarray]:
@@ -463,11 +459,11 @@ def _load_values(arrays: dict, path: str) -> ValueStore:
     return ValueStore(out)
 
 
-def _load_run(r: dict, arrays: dict, store: ValueStore) -> Run:
+def _load_run(r: dict, arrays: dict, store: ValueStore, ignored: set[str]) -> Run:
     rid = r["id"]
     structures = {}
     for s in r["structures"]:
-        structures[s["id"]] = (_load_nodes(s["nodes"], s["sources"]), tuple(s["roots"]))
+        structures[s["id"]] = (_load_nodes(s["nodes"], s["sources"], ignored), tuple(s["roots"]))
     tables = {}
     for k in _TABLES:
         key = f"r{rid}.{k}"
@@ -486,10 +482,11 @@ def _load_run(r: dict, arrays: dict, store: ValueStore) -> Run:
 _ALL_NODE_FIELDS = {*NODE_FIELDS, *OPTIONAL_NODE_FIELDS}
 
 
-def _load_nodes(cols: dict[str, list[Any]], sources: list[list]) -> NodeTable:
+def _load_nodes(cols: dict[str, list[Any]], sources: list[list], ignored: set[str]) -> NodeTable:
     n = len(cols["kind"])
-    # NOTE: columns this version does not know (a newer minor version) are dropped; the
-    # optional ones (OPTIONAL_NODE_FIELDS) may be absent (older traces)
+    # NOTE: columns this version does not know (a newer minor version) are dropped and named
+    # in a warning; the optional ones (OPTIONAL_NODE_FIELDS) may be absent (older traces)
+    ignored.update(f"node column {f!r}" for f in cols if f not in _ALL_NODE_FIELDS)
     cols = {f: v for f, v in cols.items() if f in _ALL_NODE_FIELDS}
     for f in cols:
         if not isinstance(cols[f], list) or len(cols[f]) != n:

@@ -5,7 +5,8 @@ Everything here is a frozen dataclass; :mod:`tpx_inspect.records` re-exports the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,54 @@ class Saved:
     bytes: int
 
 
+def column(
+    *,
+    encode: Callable[[Any], Any] | None = None,
+    decode: Callable[[Any], Any] | None = None,
+    optional: bool = False,
+    api: Callable[[Any], Any] | bool = True,
+    default: Any = MISSING,
+) -> Any:
+    """Declare a field of :class:`Node` as a column of the trace's node table.
+
+    ``encode``/``decode`` turn the field's value into its JSON entry and back (None: as is);
+    an ``optional`` column is written only when a node has a value (older traces lack it);
+    ``api`` says whether the server's ``NodeInfo`` shows it (a function: shown converted).
+    The node table (:mod:`tpx_inspect.tables`), the loader, the schema test and the server's
+    model read these declarations; adding a field here is the one place to add a column.
+    """
+    meta = {"column": (encode, decode, optional, api)}
+    return field(default=default, metadata=meta)
+
+
+def _source_json(s: Source | None) -> list | None:
+    return None if s is None else [s.file, s.line, s.function]
+
+
+def _source(v: list | None) -> Source | None:
+    return None if v is None else Source(v[0], v[1], v[2])
+
+
+def _source_text(s: Source | None) -> str | None:
+    return None if s is None else str(s)
+
+
+def _edges_json(edges: tuple[Edge, ...]) -> list:
+    return [[e.src, list(e.shape), e.dtype] for e in edges]
+
+
+def _edges(v: list) -> tuple[Edge, ...]:
+    return tuple([Edge(e[0], tuple(e[1]), e[2]) for e in v])
+
+
+def _saved_json(saved: tuple[Saved, ...]) -> list:
+    return [[v.slot, list(v.shape), v.dtype, v.bytes] for v in saved]
+
+
+def _saved(v: list) -> tuple[Saved, ...]:
+    return tuple([Saved(x[0], tuple(x[1]), x[2], x[3]) for x in v])
+
+
 @dataclass(frozen=True)
 class Node:
     """The static record of one node: what was computed, from what, where.
@@ -61,18 +110,18 @@ class Node:
     """
 
     id: int
-    kind: str
-    op: str | None
-    name: str
-    label: str
-    params: dict[str, Any]
-    scope: str
-    source: Source | None
-    inputs: tuple[Edge, ...]
-    shape: tuple[int, ...]
-    dtype: str
-    saved: tuple[Saved, ...] = ()
-    overrides: dict[str, str] | None = None
+    kind: str = column()
+    op: str | None = column()
+    name: str = column()
+    label: str = column()
+    params: dict[str, Any] = column(api=False)
+    scope: str = column()
+    source: Source | None = column(encode=_source_json, decode=_source, api=_source_text)
+    inputs: tuple[Edge, ...] = column(encode=_edges_json, decode=_edges)
+    shape: tuple[int, ...] = column(encode=list, decode=tuple)
+    dtype: str = column()
+    saved: tuple[Saved, ...] = column(encode=_saved_json, decode=_saved, api=False, default=())
+    overrides: dict[str, str] | None = column(optional=True, default=None)
 
     @property
     def saved_bytes(self) -> int:
@@ -83,6 +132,10 @@ class Node:
     def title(self) -> str:
         """A short display name: the op, or the parameter's name, or ``leaf``."""
         return self.op or self.label or self.kind
+
+
+NODE_COLUMNS_DECLARED: tuple[Field, ...] = tuple(f for f in fields(Node) if "column" in f.metadata)
+"""The fields of :class:`Node` that are columns of the node table, in column order."""
 
 
 @dataclass(frozen=True)

@@ -13,18 +13,23 @@ from typing import Any
 
 import numpy as np
 
-from tpx_inspect.nodes import Accumulation, Edge, Node, NodeStats, Saved, Source
+from tpx_inspect.nodes import NODE_COLUMNS_DECLARED, Accumulation, Node, NodeStats
 from tpx_inspect.summary import STAT_FIELDS, TensorSummary, summary_from_row
 
-NODE_FIELDS = (
-    "kind", "op", "name", "label", "params", "scope", "source", "inputs", "shape", "dtype", "saved",
-)  # fmt: skip
-"""The columns of a structure's node table, as the trace JSON stores them."""
+NODE_FIELDS = tuple(f.name for f in NODE_COLUMNS_DECLARED if not f.metadata["column"][2])
+"""The columns of a structure's node table, as the trace JSON stores them (the fields of
+:class:`~tpx_inspect.nodes.Node` declared with ``column()``)."""
 
-OPTIONAL_NODE_FIELDS = ("overrides",)
-"""Columns a structure's node table may add (older traces lack them): ``overrides`` holds,
-per node, None or ``{"rule": "module:function", "kernel": ...}`` naming the overridden rule
-and kernel that computed it (see ``tpx.override_rule``); written only when a node has one."""
+OPTIONAL_NODE_FIELDS = tuple(f.name for f in NODE_COLUMNS_DECLARED if f.metadata["column"][2])
+"""Columns a structure's node table may add (older traces lack them), written only when a
+node has a value: ``overrides`` holds, per node, None or ``{"rule": "module:function",
+"kernel": ...}`` naming the overridden rule and kernel that computed it."""
+
+_ENCODE = tuple((f.name, f.metadata["column"][0]) for f in NODE_COLUMNS_DECLARED)
+_DECODE = tuple(
+    (f.name, f.metadata["column"][1], f.metadata["column"][2], f.default)
+    for f in NODE_COLUMNS_DECLARED
+)
 
 
 class NodeTable(Sequence[Node]):
@@ -44,22 +49,12 @@ class NodeTable(Sequence[Node]):
     @classmethod
     def from_nodes(cls, nodes: Sequence[Node]) -> NodeTable:
         """The table of ``nodes`` (ids must be 0..n-1 in order)."""
-        cols: dict[str, list[Any]] = {f: [] for f in NODE_FIELDS}
-        for n in nodes:
-            src = n.source
-            cols["kind"].append(n.kind)
-            cols["op"].append(n.op)
-            cols["name"].append(n.name)
-            cols["label"].append(n.label)
-            cols["params"].append(n.params)
-            cols["scope"].append(n.scope)
-            cols["source"].append(None if src is None else [src.file, src.line, src.function])
-            cols["inputs"].append([[e.src, list(e.shape), e.dtype] for e in n.inputs])
-            cols["shape"].append(list(n.shape))
-            cols["dtype"].append(n.dtype)
-            cols["saved"].append([[v.slot, list(v.shape), v.dtype, v.bytes] for v in n.saved])
-        if any(n.overrides for n in nodes):
-            cols["overrides"] = [n.overrides for n in nodes]
+        cols: dict[str, list[Any]] = {}
+        for name, encode in _ENCODE:
+            values = [getattr(n, name) for n in nodes]
+            if name in OPTIONAL_NODE_FIELDS and not any(values):
+                continue
+            cols[name] = values if encode is None else [encode(v) for v in values]
         table = cls(cols)
         table._cache = list(nodes)
         return table
@@ -77,14 +72,14 @@ class NodeTable(Sequence[Node]):
 
     def _build(self, i: int) -> Node:
         c = self.columns
-        src = c["source"][i]
-        return Node(
-            i, c["kind"][i], c["op"][i], c["name"][i], c["label"][i], c["params"][i],
-            c["scope"][i], None if src is None else Source(src[0], src[1], src[2]),
-            tuple([Edge(e[0], tuple(e[1]), e[2]) for e in c["inputs"][i]]), tuple(c["shape"][i]),
-            c["dtype"][i], tuple([Saved(v[0], tuple(v[1]), v[2], v[3]) for v in c["saved"][i]]),
-            c["overrides"][i] if "overrides" in c else None,
-        )  # fmt: skip
+        values = []
+        for name, decode, optional, default in _DECODE:
+            if optional and name not in c:
+                values.append(default)
+                continue
+            v = c[name][i]
+            values.append(v if decode is None else decode(v))
+        return Node(i, *values)
 
     def input_counts(self) -> list[int]:
         """The number of inputs of each node, without building records."""

@@ -22,6 +22,7 @@ Importing this module imports neither the libraries nor ``array_api_compat``; th
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -45,8 +46,6 @@ def namespace_of(xp_or_name: ModuleType | str) -> ModuleType:
     >>> namespace_of("numpy").__name__
     'array_api_compat.numpy'
     """
-    import importlib
-
     try:
         import array_api_compat
     except ImportError:
@@ -127,13 +126,7 @@ def _make_lib(xp: ModuleType, device: Any, label: str) -> Lib:
     on_cpu = "cpu" in str(default).lower()
     dev = default if device is None or (str(device) == "cpu" and on_cpu) else device
     lib = Lib(xp, dev, label, np_of, xp_of)
-    kind = _library_name(xp)
-    if kind == "torch":
-        from p10.backends import torch_extras as extras_module
-    elif kind == "dask":
-        from p10.backends import dask_extras as extras_module
-    else:
-        extras_module = None
+    extras_module = _extras_module(_library_name(xp))
     if extras_module is not None:
         extras_module.configure(lib)
     else:
@@ -146,23 +139,25 @@ def _make_lib(xp: ModuleType, device: Any, label: str) -> Lib:
 def _library_extras(lib: Lib, extras: dict[Op, Kernel] | None) -> dict[Op, Kernel]:
     table: dict[Op, Kernel] = {}
     kind = _library_name(lib.xp)
-    if kind == "torch":
-        from p10.backends import torch_extras
-
-        table.update(torch_extras.kernels(lib))
-    elif kind == "dask":
-        from p10.backends import dask_extras
-
-        table.update(dask_extras.kernels(lib))
+    module = _extras_module(kind)
+    if module is not None:
+        table.update(module.kernels(lib))
     elif kind in _SPECIAL_ERF:  # NOTE: written for GPU machines; not run by the tests here
-        import importlib
-
         table[Op.ERF] = importlib.import_module(_SPECIAL_ERF[kind]).erf
     table.update(extras or {})
     return table
 
 
+# Library -> its module of library-specific kernels, with ``configure(lib)`` (array conversions,
+# devices) and ``kernels(lib)`` (kernels over the standard ones); imported on first use.
+EXTRAS_MODULES = {"torch": "p10.backends.torch_extras", "dask": "p10.backends.dask_extras"}
+# Library -> the module of its erf (not in the standard), for libraries without an extras module
 _SPECIAL_ERF = {"cupy": "cupyx.scipy.special", "jax": "jax.scipy.special"}
+
+
+def _extras_module(kind: str) -> ModuleType | None:
+    name = EXTRAS_MODULES.get(kind)
+    return None if name is None else importlib.import_module(name)
 
 
 def _generic_to_numpy(a: Any) -> np.ndarray:

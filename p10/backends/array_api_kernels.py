@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from p10._errors import MissingKernelError
-from p10._ops import Op
+from p10._ops import SPEC_OF, Op
 from p10.backends import array_api_index, array_api_nn
 
 Kernel = Callable[..., Any]
@@ -101,6 +101,17 @@ def _reduce_dtype(ufunc: np.ufunc, dt: np.dtype) -> np.dtype:
 
 
 # -- elementwise -------------------------------------------------------------------------------
+def _standard(lib: Lib, arity: int) -> dict[Op, Kernel]:
+    """The kernels of the op-spec entries that the Array API names as P10 does (``spec.xp``);
+    one the namespace lacks gets the host fallback or the missing-kernel error (see
+    :func:`generic_kernels`)."""
+    return {
+        op: getattr(lib.xp, spec.function_name)
+        for op, spec in SPEC_OF.items()
+        if spec.xp and spec.arity == arity and hasattr(lib.xp, spec.function_name)
+    }
+
+
 def _unary(lib: Lib) -> dict[Op, Kernel]:
     xp = lib.xp
 
@@ -126,38 +137,16 @@ def _unary(lib: Lib) -> dict[Op, Kernel]:
         return lambda x: fn(x if x.dtype == xp.bool else xp.astype(x, xp.bool))
 
     return {
-        Op.NEG: xp.negative,
-        Op.ABS: xp.abs,
-        Op.EXP: xp.exp,
-        Op.LOG: xp.log,
-        Op.LOG1P: xp.log1p,
-        Op.EXPM1: xp.expm1,
-        Op.SQRT: xp.sqrt,
-        Op.SQUARE: xp.square,
+        **_standard(lib, arity=1),
         Op.RECIPROCAL: lambda x: 1.0 / x,
-        Op.SIN: xp.sin,
-        Op.COS: xp.cos,
-        Op.TAN: xp.tan,
-        Op.TANH: xp.tanh,
         Op.SIGMOID: sigmoid,
         Op.RELU: relu,
         Op.GELU: gelu_tanh,  # replaced below by one that also does approximate="none"
-        Op.SIGN: xp.sign,
-        Op.FLOOR: xp.floor,
-        Op.CEIL: xp.ceil,
-        Op.ROUND: xp.round,
         Op.CLIP: clip,
         Op.CAST: lambda x, *, dtype: lib.cast(x, dtype),
         Op.COPY: lambda x: xp.asarray(x, copy=True),
         Op.LOGICAL_NOT: logical(xp.logical_not),
-        Op.BITWISE_INVERT: xp.bitwise_invert,
-        Op.ISNAN: xp.isnan,
-        Op.ISINF: xp.isinf,
-        Op.ISFINITE: xp.isfinite,
-        Op.ACOS: xp.acos, Op.ACOSH: xp.acosh, Op.ASIN: xp.asin, Op.ASINH: xp.asinh,
-        Op.ATAN: xp.atan, Op.ATANH: xp.atanh, Op.COSH: xp.cosh, Op.SINH: xp.sinh,
-        Op.LOG2: xp.log2, Op.LOG10: xp.log10, Op.TRUNC: xp.trunc, Op.SIGNBIT: xp.signbit,
-    }  # fmt: skip
+    }
 
 
 def _binary(lib: Lib) -> dict[Op, Kernel]:
@@ -180,17 +169,7 @@ def _binary(lib: Lib) -> dict[Op, Kernel]:
     def where(c, a, b):
         return xp.where(c, *lib.promote(a, b))
 
-    table = {
-        Op.ADD: xp.add, Op.SUB: xp.subtract, Op.MUL: xp.multiply, Op.DIV: xp.divide,
-        Op.FLOORDIV: xp.floor_divide, Op.MOD: xp.remainder, Op.POW: xp.pow,
-        Op.MAXIMUM: xp.maximum, Op.MINIMUM: xp.minimum, Op.EQ: xp.equal, Op.NE: xp.not_equal,
-        Op.LT: xp.less, Op.LE: xp.less_equal, Op.GT: xp.greater, Op.GE: xp.greater_equal,
-        Op.BITWISE_AND: xp.bitwise_and, Op.BITWISE_OR: xp.bitwise_or,
-        Op.BITWISE_XOR: xp.bitwise_xor, Op.ATAN2: xp.atan2, Op.LOGADDEXP: xp.logaddexp,
-        Op.HYPOT: xp.hypot, Op.COPYSIGN: xp.copysign, Op.NEXTAFTER: xp.nextafter,
-        Op.BITWISE_LEFT_SHIFT: xp.bitwise_left_shift,
-        Op.BITWISE_RIGHT_SHIFT: xp.bitwise_right_shift,
-    }  # fmt: skip
+    table = _standard(lib, arity=2)
     out: dict[Op, Kernel] = {op: promoted(fn) for op, fn in table.items()}
     out[Op.LOGICAL_AND] = logical(xp.logical_and)
     out[Op.LOGICAL_OR] = logical(xp.logical_or)
@@ -373,7 +352,8 @@ def _gelu(erf: Kernel, tanh_form: Kernel) -> Kernel:
     return gelu
 
 
-_OUTSIDE = (Op.ERF, Op.EINSUM)
+# Ops the standard lacks, and op-spec entries the namespace lacks: NumPy's kernel on the host
+_OUTSIDE = (Op.ERF, Op.EINSUM, *SPEC_OF)
 
 
 def generic_kernels(lib: Lib, extras: dict[Op, Kernel] | None = None) -> dict[Op, Kernel]:
@@ -389,7 +369,7 @@ def generic_kernels(lib: Lib, extras: dict[Op, Kernel] | None = None) -> dict[Op
     table.update(extras or {})
     for op in _OUTSIDE:
         if op not in table:
-            why = "not in the Array API standard"
+            why = f"not in the Array API standard or not in {lib.xp.__name__}"
             table[op] = host_fallback(lib, op) if lib.cpu else missing(lib, op, why)
     if Op.GELU not in (extras or {}):
         table[Op.GELU] = _gelu(table[Op.ERF], table[Op.GELU])

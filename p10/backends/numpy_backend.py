@@ -14,7 +14,7 @@ from scipy import special
 
 from p10._backend import Backend
 from p10._indexing import fill_key
-from p10._ops import Op
+from p10._ops import SPEC_OF, Op
 
 
 def _clip(x, *, min=None, max=None):
@@ -28,11 +28,6 @@ def _gelu(x, *, approximate="none"):
         inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1.0 + np.tanh(inner))
     return 0.5 * x * (1.0 + special.erf(x * (1.0 / math.sqrt(2.0))))
-
-
-def _relu(x):
-    # NOTE: np.maximum keeps NaN, as torch.relu does.
-    return np.maximum(x, x.dtype.type(0))
 
 
 def _reduce(ufunc):
@@ -196,57 +191,10 @@ def _avg_pool2d(x, *, kernel_size, stride, padding=(0, 0)):
 
 
 KERNELS = {
-    Op.NEG: np.negative,
-    Op.ABS: np.abs,
-    Op.EXP: np.exp,
-    Op.LOG: np.log,
-    Op.LOG1P: np.log1p,
-    Op.EXPM1: np.expm1,
-    Op.SQRT: np.sqrt,
-    Op.SQUARE: np.square,
-    Op.RECIPROCAL: np.reciprocal,
-    Op.SIN: np.sin,
-    Op.COS: np.cos,
-    Op.TAN: np.tan,
-    Op.TANH: np.tanh,
-    Op.SIGMOID: special.expit,
-    Op.RELU: _relu,
+    **{op: spec.numpy for op, spec in SPEC_OF.items() if spec.numpy is not None},
     Op.GELU: _gelu,
-    Op.ERF: special.erf,
-    Op.SIGN: np.sign,
-    Op.FLOOR: np.floor,
-    Op.CEIL: np.ceil,
-    Op.ROUND: np.round,
     Op.CLIP: _clip,
     Op.CAST: lambda x, *, dtype: x.astype(dtype),
-    Op.COPY: np.copy,
-    Op.LOGICAL_NOT: np.logical_not,
-    Op.BITWISE_INVERT: np.invert,
-    Op.ISNAN: np.isnan,
-    Op.ISINF: np.isinf,
-    Op.ISFINITE: np.isfinite,
-    Op.ADD: np.add,
-    Op.SUB: np.subtract,
-    Op.MUL: np.multiply,
-    Op.DIV: np.true_divide,
-    Op.FLOORDIV: np.floor_divide,
-    Op.MOD: np.remainder,
-    Op.POW: np.power,
-    Op.MAXIMUM: np.maximum,
-    Op.MINIMUM: np.minimum,
-    Op.EQ: np.equal,
-    Op.NE: np.not_equal,
-    Op.LT: np.less,
-    Op.LE: np.less_equal,
-    Op.GT: np.greater,
-    Op.GE: np.greater_equal,
-    Op.LOGICAL_AND: np.logical_and,
-    Op.LOGICAL_OR: np.logical_or,
-    Op.LOGICAL_XOR: np.logical_xor,
-    Op.BITWISE_AND: np.bitwise_and,
-    Op.BITWISE_OR: np.bitwise_or,
-    Op.BITWISE_XOR: np.bitwise_xor,
-    Op.WHERE: np.where,
     Op.SUM: _reduce(np.add),
     Op.MEAN: _mean,
     Op.PROD: _reduce(np.multiply),
@@ -284,25 +232,6 @@ KERNELS = {
     Op.FOLD: _fold,
     Op.MAX_POOL2D: _max_pool2d,
     Op.AVG_POOL2D: _avg_pool2d,
-    Op.ACOS: np.arccos,
-    Op.ACOSH: np.arccosh,
-    Op.ASIN: np.arcsin,
-    Op.ASINH: np.arcsinh,
-    Op.ATAN: np.arctan,
-    Op.ATANH: np.arctanh,
-    Op.COSH: np.cosh,
-    Op.SINH: np.sinh,
-    Op.LOG2: np.log2,
-    Op.LOG10: np.log10,
-    Op.TRUNC: np.trunc,
-    Op.SIGNBIT: np.signbit,
-    Op.ATAN2: np.arctan2,
-    Op.LOGADDEXP: np.logaddexp,
-    Op.HYPOT: np.hypot,
-    Op.COPYSIGN: np.copysign,
-    Op.NEXTAFTER: np.nextafter,
-    Op.BITWISE_LEFT_SHIFT: np.left_shift,
-    Op.BITWISE_RIGHT_SHIFT: np.right_shift,
 }
 
 

@@ -1,38 +1,13 @@
-"""Shared setup of the backend tests: which optional backends to sweep, and how to get one.
-
-Every backend of :data:`BACKENDS` is tried; one whose library is not installed skips (via
-``pytest.importorskip``), so without the optional libraries only the NumPy path runs.
-"""
+"""Shared setup of the backend tests: each optional backend in turn (see tests/helpers/backends)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import pytest
 
 import p10
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-# The optional backends and the module each one needs.
-BACKENDS: dict[str, str] = {
-    "array_api_strict": "array_api_strict",
-    "torch": "torch",
-    "dask": "dask",
-}
-FULL = os.environ.get("P10_BACKEND_SWEEP", "") == "full"
-"""``P10_BACKEND_SWEEP=full`` runs the whole TPX sweep on every backend instead of a subset."""
-
-
-def load(name: str) -> p10.Backend:
-    """The registered backend ``name``, or a skip when its library is missing."""
-    pytest.importorskip("array_api_compat")
-    pytest.importorskip(BACKENDS[name])
-    return p10.get_backend(name)
+from tests.helpers.backends import BACKENDS, load
 
 
 @pytest.fixture(params=list(BACKENDS))

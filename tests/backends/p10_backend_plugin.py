@@ -3,10 +3,9 @@
 Tests that create tensors without naming a backend (``tp.asarray(a)``, ``p10.ones(3)``) then
 get tensors of that backend, so the TPX suite runs unchanged on PyTorch, Dask, ...::
 
-    P10_TEST_BACKEND=torch .venv/bin/python -m pytest -p p10_backend_plugin tests/tpx
+    P10_TEST_BACKEND=torch .venv/bin/python -m pytest -p tests.backends.p10_backend_plugin tests/tpx
 
-(``tests/backends`` must be importable: its ``conftest.py`` puts it on ``sys.path`` when
-pytest collects it, or set ``PYTHONPATH=tests/backends``.) A backend that is not installed
+(run from the repository root: ``tests`` is a package.) A backend that is not installed
 skips every test with the reason. ``tests/backends/test_tpx_on_backends.py`` does the same
 in-process for a representative part of the suite.
 """

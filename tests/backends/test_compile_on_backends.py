@@ -3,25 +3,18 @@ backend, bit for bit (a rule case per op, and a training step with an optimizer)
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, load
 
 import p10
 import tpx as tp
 import tpx.nn as nn
 import tpx.optim as optim
-
-_TPX_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tpx")
-if _TPX_TESTS not in sys.path:
-    sys.path.insert(0, _TPX_TESTS)
-
-compile_tests = pytest.importorskip("test_compile", reason="tests/tpx/test_compile.py is absent")
+from tests.helpers.backends import BACKENDS, load
+from tests.tpx import test_compile as compile_tests
 
 
 def _representative() -> list[Any]:

@@ -20,13 +20,12 @@ da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")
 pytest.importorskip("array_api_compat")
 
-import dask_cluster  # noqa: E402  (tests/backends is on sys.path: see conftest.py)
-
 import p10  # noqa: E402
 import tpx as tp  # noqa: E402
 import tpx.nn as nn  # noqa: E402
 import tpx.optim as optim  # noqa: E402
 from p10.backends import dask_extras  # noqa: E402
+from tests.backends import dask_cluster  # noqa: E402
 
 ROWS, FEATURES, HIDDEN, CHUNK = 512, 32, 16, 128  # 4 row chunks
 

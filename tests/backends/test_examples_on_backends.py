@@ -15,11 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import FULL, load
-from run_on_backend import run
 
 import p10
 from p10 import Op
+from tests.backends.run_on_backend import run
+from tests.helpers.backends import FULL, load
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "examples")
 DEFAULT = [

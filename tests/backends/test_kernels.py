@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _kernel_cases import CASES, COVERED, KCase
-from conftest import BACKENDS, load
 
 import p10
 from p10 import Op
 from p10.backends import numpy_backend
+from tests.helpers.backends import BACKENDS, load
+from tests.helpers.kernel_cases import CASES, COVERED, KCase
 
 TOL = {np.dtype("float32"): (2e-5, 2e-6), np.dtype("float64"): (1e-12, 1e-13)}
 

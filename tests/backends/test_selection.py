@@ -9,11 +9,11 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, load
 
 import p10
 import tpx as tp
 from p10.backends import array_api_backend
+from tests.helpers.backends import BACKENDS, load
 
 
 # -- selection ---------------------------------------------------------------------------------

@@ -6,28 +6,22 @@ order, and second order for a few ops), which keeps CI short; ``P10_BACKEND_SWEE
 every case, first and second order. The whole TPX suite runs on a backend with the plugin
 (see ``p10_backend_plugin``)::
 
-    P10_TEST_BACKEND=dask .venv/bin/python -m pytest -p p10_backend_plugin tests/tpx
+    P10_TEST_BACKEND=dask .venv/bin/python -m pytest -p tests.backends.p10_backend_plugin tests/tpx
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, FULL, load
 
 import p10
 import tpx as tp
+from tests.helpers.backends import BACKENDS, FULL, load
+from tests.tpx import test_rules as rules_sweep
 
-_TPX_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tpx")
-if _TPX_TESTS not in sys.path:
-    sys.path.insert(0, _TPX_TESTS)
-
-rules_sweep = pytest.importorskip("test_rules", reason="tests/tpx/test_rules.py is not present")
 CASES = rules_sweep.CASES
 
 

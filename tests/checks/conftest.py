@@ -1,19 +1,11 @@
-"""Shared setup of the check tests: the rule case table of tests/tpx and a buggy backend."""
+"""Shared setup of the check tests: a buggy backend."""
 
 from __future__ import annotations
-
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import p10
-
-# NOTE: tests/ is not a package; the rule sweep reuses the case table next to the TPX tests.
-_TPX_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tpx")
-if _TPX_TESTS not in sys.path:
-    sys.path.insert(0, _TPX_TESTS)
 
 
 def make_backend(name: str, **wrong: object) -> p10.Backend:

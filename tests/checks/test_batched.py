@@ -11,11 +11,11 @@ import dataclasses
 
 import numpy as np
 import pytest
-from _rule_cases import CASES
 
 import p10
 import tpx as tp
 from p10 import Op
+from tests.helpers.rule_cases import CASES
 from tpx.rules import RULES, Rule
 from tpx_inspect.checks import LocalOptions, capture_call, kernel_check, local_check
 from tpx_inspect.checks.batched import BatchReplay, batches

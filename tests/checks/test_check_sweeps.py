@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _rule_cases import CASES
 
 import p10
 import tpx as tp
 import tpx.nn as nn
+from tests.helpers.rule_cases import CASES
 from tpx import _engine, _mode
 from tpx_inspect.checks import CATEGORIES, Report, run_all_checks, run_script_checks
 

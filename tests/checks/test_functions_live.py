@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from tests.helpers.scripts import HIDDEN_FUNCTION, write_script
 from tpx_inspect.checks import functions as fmod
 from tpx_inspect.cli import cli
 from tpx_inspect.records import Trace
@@ -21,27 +21,6 @@ from tpx_inspect.server.app import create_app
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CUSTOM_RULE = os.path.join(ROOT, "examples", "custom_rule.py")
-
-LOCAL_FUNCTION = """
-import tpx as tp
-
-def make():
-    class Hidden(tp.Function):  # defined inside a function: cannot be imported later
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * 2.0 * x
-
-    return Hidden
-
-x = tp.asarray([0.5, -1.5, 2.0], dtype="float64", requires_grad=True)
-(make().apply(x).sin()).sum().backward()
-"""
 
 
 def _run(*args: str) -> object:
@@ -55,8 +34,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("function-runs")
     _run("run", CUSTOM_RULE, "-o", str(root / "live"), "--check", "--", "--wrong")
     _run("run", CUSTOM_RULE, "-o", str(root / "plain"), "--", "--wrong")
-    script = root / "hidden.py"
-    script.write_text(textwrap.dedent(LOCAL_FUNCTION))
+    script = write_script(root, "hidden.py", HIDDEN_FUNCTION)
     _run("run", str(script), "-o", str(root / "hidden"))
     return root
 

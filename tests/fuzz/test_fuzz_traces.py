@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _mutations import Mutation, build_corpus, make_base, many_graphs
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 import tpx_inspect
+from tests.helpers.mutations import Mutation, build_corpus, make_base, many_graphs
 from tpx_inspect import TraceFormatError
 from tpx_inspect.cli import cli
 from tpx_inspect.server import Settings, create_app

@@ -10,9 +10,9 @@ import math
 
 import jsonschema
 import pytest
-from _mutations import make_base, mutations
 
 import tpx_inspect
+from tests.helpers.mutations import make_base, mutations
 from tpx_inspect._schema import MAX_DEPTH, compile_schema
 
 # NOTE: limits the loader adds on top of the schema (depth, string length): jsonschema has none

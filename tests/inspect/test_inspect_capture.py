@@ -7,10 +7,10 @@ import sys
 
 import numpy as np
 import pytest
-from _inspect_graphs import chain_capture, small_capture
 
 import tpx as tp
 import tpx_inspect
+from tests.inspect._inspect_graphs import chain_capture, small_capture
 from tpx_inspect import Policy
 
 

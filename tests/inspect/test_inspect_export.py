@@ -7,11 +7,11 @@ import json
 import subprocess
 
 import pytest
-from _inspect_graphs import small_capture
-from test_inspect_format import golden
 
 import tpx as tp
 import tpx_inspect
+from tests.inspect._inspect_graphs import small_capture
+from tests.inspect.test_inspect_format import golden
 from tpx_inspect import ExportError, GraphvizNotFoundError, collapse
 from tpx_inspect.export import KIND_COLOURS, STATUS_COLOURS, graphviz_available, render, to_dot
 

@@ -11,10 +11,10 @@ import zipfile
 import jsonschema
 import numpy as np
 import pytest
-from _inspect_graphs import small_capture
 
 import tpx as tp
 import tpx_inspect
+from tests.inspect._inspect_graphs import small_capture
 from tpx_inspect import TraceFormatError
 from tpx_inspect.format import from_json, to_json
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from _inspect_graphs import chain_capture
 
 import tpx_inspect
+from tests.inspect._inspect_graphs import chain_capture
 from tpx_inspect._cli_tables import graphs_table, nodes_table
 
 

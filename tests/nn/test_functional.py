@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from _nn_check import check_module_grads, f64
 
 import tpx as tp
 import tpx.nn as nn
 import tpx.nn.functional as F
+from tests.helpers.nn_check import check_module_grads, f64
 
 RNG = np.random.default_rng(0)
 

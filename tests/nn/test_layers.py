@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from _nn_check import ModuleGradError, check_module_grads, f64
 from scipy.special import erf
 
 import p10
 import tpx as tp
 import tpx.nn as nn
+from tests.helpers.nn_check import ModuleGradError, check_module_grads, f64
 
 RNG = np.random.default_rng(0)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _nn_check import check_module_grads, f64
 
 import p10
 import tpx as tp
@@ -14,6 +13,7 @@ import tpx.nn as nn
 import tpx.nn.functional as F
 import tpx.optim as optim
 from p10 import ShapeError
+from tests.helpers.nn_check import check_module_grads, f64
 
 RNG = np.random.default_rng(7)
 

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 import p10
-
-# NOTE: tests/ is not a package; make the case table importable whatever the import mode.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from _p10_cases import SUBSET_NAME, make_subset_backend  # noqa: E402
+from tests.helpers.p10_cases import SUBSET_NAME, make_subset_backend
 
 
 @pytest.fixture(autouse=True)

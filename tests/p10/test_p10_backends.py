@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _p10_cases import (
+
+import p10
+from p10 import Op
+from tests.helpers.p10_cases import (
     KERNEL_CASES,
     SUBSET_NAME,
     SUBSET_OPS,
@@ -15,9 +18,6 @@ from _p10_cases import (
     make_subset_backend,
     run_case,
 )
-
-import p10
-from p10 import Op
 
 
 @pytest.fixture(params=[*p10.list_backends(), SUBSET_NAME])

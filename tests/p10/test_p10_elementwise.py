@@ -7,10 +7,10 @@ import itertools
 
 import numpy as np
 import pytest
-from _p10_cases import assert_same_array
 from scipy import special
 
 import p10
+from tests.helpers.p10_cases import assert_same_array
 
 rng = np.random.default_rng(7)
 X = rng.standard_normal((3, 4)).astype(np.float32)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _p10_cases import assert_same_array
 
 import p10
+from tests.helpers.p10_cases import assert_same_array
 
 A = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _p10_cases import assert_same_array
 from scipy import special
 
 import p10
+from tests.helpers.p10_cases import assert_same_array
 
 rng = np.random.default_rng(3)
 X = rng.standard_normal((2, 3, 4)).astype(np.float32)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _p10_cases import assert_same_array
 
 import p10
+from tests.helpers.p10_cases import assert_same_array
 
 rng = np.random.default_rng(11)
 X = rng.standard_normal((2, 3, 4)).astype(np.float32)

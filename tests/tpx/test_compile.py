@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _rule_cases import CASES, Case
 
 import tpx as tp
 import tpx.nn as nn
 import tpx.optim as optim
+from tests.helpers.rule_cases import CASES, Case
 
 
 def _arrays(out: Any) -> list[np.ndarray]:

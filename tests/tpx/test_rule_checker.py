@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _fd import GradcheckError, check_vjp
-from _rule_cases import CASES
-from test_rules import run_case, run_gradgrad_case
 
 import p10
 import tpx as tp
 from p10 import Op
+from tests.helpers.fd import GradcheckError, check_vjp
+from tests.helpers.rule_cases import CASES
+from tests.tpx.test_rules import run_case, run_gradgrad_case
 from tpx.rules import RULES, unbroadcast
 
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _fd import check_vjp, gradient_function
-from _rule_cases import CASES, Case
 
 import p10
 import tpx as tp
 from p10 import Op
+from tests.helpers.fd import check_vjp, gradient_function
+from tests.helpers.rule_cases import CASES, Case
 from tpx.rules import NON_DIFFERENTIABLE, RULES
 
 BUILTIN_RULE_OPS = [op for op in RULES if isinstance(op, Op)]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tpx as tp
+from tests.helpers.scripts import Square
 
 
 def _torch():
@@ -115,17 +116,6 @@ def test_dlpack_1_export_carries_the_read_only_flag():
 
 def test_a_foreign_write_to_a_value_saved_by_a_function_is_caught():
     torch = _torch()
-
-    class Square(tp.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * 2 * x
 
     x = tp.asarray([1.0, 2.0], requires_grad=True)
     with tp.set_saved_tensor_checks(True):

@@ -6,36 +6,16 @@ shows PARTIAL with the reason and marks that node as skipped."""
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers.scripts import HIDDEN_FUNCTION, write_script
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-HIDDEN = """
-import tpx as tp
-
-def make():
-    class Hidden(tp.Function):  # defined inside a function: never importable offline
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * 2.0 * x
-
-    return Hidden
-
-x = tp.asarray([0.5, -1.5, 2.0], dtype="float64", requires_grad=True)
-(make().apply(x).sin()).sum().backward()
-"""
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +30,7 @@ def check_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     wrong = runner.invoke(cli, ["run", example, "-o", str(root / "custom-wrong"), "--check",
                                 "--", "--wrong"])  # fmt: skip
     assert wrong.exit_code == 0 and "1 fail" in wrong.output, wrong.output
-    (root / "hidden.py").write_text(textwrap.dedent(HIDDEN))
+    write_script(root, "hidden.py", HIDDEN_FUNCTION)
     hidden = runner.invoke(cli, ["run", str(root / "hidden.py"), "-o", str(root / "hidden")])
     assert hidden.exit_code == 0, hidden.output
     thread = ServerThread(create_app([root], web_dir=ROOT / "web"), bind("127.0.0.1", 0))

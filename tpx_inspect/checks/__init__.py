@@ -5,6 +5,9 @@
 - Per recorded graph (:func:`record` live, or :func:`from_trace_graph` offline): the local
   check of every node's rule (``local``), ``accumulation``, ``kernel`` (against the numpy
   spec), ``order`` and ``nonfinite``; on a function also ``tracing`` (grad mode on vs off).
+- Registry: every check registers itself with :func:`register_check` in its own module; the
+  runner, the CLI's ``--only``, the server's enum, :data:`CATEGORIES` and the table in
+  docs/checks.md derive from :func:`check_names` / :func:`categories`.
 - Drivers: :func:`run_all_checks`, :func:`run_graph_checks`, :func:`run_script_checks`,
   :func:`run_trace_checks`, :func:`load_target`; results are a :class:`Report` (``to_json``,
   ``render``, ``status`` PASS/FAIL/SKIPPED/PARTIAL, ``exit_code`` 1 when one fails).
@@ -30,8 +33,8 @@ from tpx_inspect.checks.nonfinite import nonfinite_check
 from tpx_inspect.checks.offline import from_trace_graph
 from tpx_inspect.checks.order import order_check
 from tpx_inspect.checks.record import GraphRecord, NodeRecord, Recording, record
+from tpx_inspect.checks.registry import categories, check_names, register_check
 from tpx_inspect.checks.report import (
-    CATEGORIES,
     STATUSES,
     CheckResult,
     Finding,
@@ -51,11 +54,44 @@ from tpx_inspect.checks.runner import (
 from tpx_inspect.checks.targets import TargetError, load_target
 from tpx_inspect.checks.tracing import tracing_check
 
+CATEGORIES = categories()
+"""Every category a finding can have, one per kind of bug the checks name (from the registry)."""
+
 __all__ = [
-    "CATEGORIES", "FUNCTION_CHECKS", "GRAPH_CHECKS", "STATUSES", "CheckResult", "Finding",
-    "GradcheckError", "GradcheckResult", "GraphRecord", "LocalOptions", "Mismatch", "NodeRecord",
-    "Recording", "Report", "Skip", "Status", "TargetError", "accumulation_check", "capture_call",
-    "from_trace_graph", "gradcheck", "gradgradcheck", "kernel_check", "load_target", "local_check",
-    "nonfinite_check", "order_check", "record", "run_all_checks", "run_graph_checks",
-    "run_script_checks", "run_trace_checks", "tracing_check",
+    "CATEGORIES",
+    "FUNCTION_CHECKS",
+    "GRAPH_CHECKS",
+    "STATUSES",
+    "CheckResult",
+    "Finding",
+    "GradcheckError",
+    "GradcheckResult",
+    "GraphRecord",
+    "LocalOptions",
+    "Mismatch",
+    "NodeRecord",
+    "Recording",
+    "Report",
+    "Skip",
+    "Status",
+    "TargetError",
+    "accumulation_check",
+    "capture_call",
+    "categories",
+    "check_names",
+    "from_trace_graph",
+    "gradcheck",
+    "gradgradcheck",
+    "kernel_check",
+    "load_target",
+    "local_check",
+    "nonfinite_check",
+    "order_check",
+    "record",
+    "register_check",
+    "run_all_checks",
+    "run_graph_checks",
+    "run_script_checks",
+    "run_trace_checks",
+    "tracing_check",
 ]  # fmt: skip

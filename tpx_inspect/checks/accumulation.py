@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect.checks.record import BackwardRecord, Contribution, GraphRecord
+from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 
@@ -64,6 +65,15 @@ def _finding(graph, target, parts, k, expected, got) -> Finding:
     )  # fmt: skip
 
 
+@register_check(
+    "accumulation",
+    rank=20,
+    summary=(
+        "for every gradient summed from several consumers: each running total equals the previous "
+        "total plus the contribution, and the node ran with the final total; names the consumer "
+        "whose contribution was lost."
+    ),
+)
 def accumulation_check(graph: GraphRecord) -> CheckResult:
     """Check every accumulated gradient of every backward against the sum of its parts.
 

@@ -18,9 +18,8 @@ import numpy as np
 
 import p10
 import tpx
-from tpx import RuleContext
 from tpx_inspect.checks.record import NodeRecord
-from tpx_inspect.checks.replay import Replay, _numpy, _ReplayNode, _tensor
+from tpx_inspect.checks.replay import Replay, _numpy, _tensor, rule_context
 
 
 def stackable(node: NodeRecord) -> bool:
@@ -120,9 +119,7 @@ class BatchReplay:
             return tuple(_stack_grads(gs) for gs in zip(*per_node))
         replay = self.replays[0]
         ts = tuple(self._padded(xs))
-        meta = tuple((t.shape, t.dtype) if isinstance(t, p10.Tensor) else ((), None) for t in ts)
-        node = _ReplayNode(self.nodes[0], replay.params, meta)
-        ctx = RuleContext(node, ts, _tensor(out))  # type: ignore[arg-type]
+        ctx = rule_context(self.nodes[0], replay.params, ts, _tensor(out))
         grads = replay.rule.vjp(ctx, _tensor(np.asarray(g, dtype=out.dtype)))
         return tuple(self._unpad(i, gi, xs) for i, gi in enumerate(grads))
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import tpx
+from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip
 
 
@@ -59,6 +60,16 @@ def _flat(result: Any) -> list[np.ndarray]:
     return [np.array(t.numpy()) for t in [*outs, *grads] if t is not None]
 
 
+@register_check(
+    "replay",
+    subject="function",
+    rank=70,
+    summary=(
+        "the plan `tpx.compile` records for the function is replayed twice and compared bitwise "
+        "with eager calls; a difference names the plan's kernel that made the value, its node "
+        "and source line."
+    ),
+)
 def replay_check(
     fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0, replays: int = 2
 ) -> CheckResult:
@@ -135,12 +146,10 @@ def _compare(eager: list, replayed: list, call: int, compiled: Any) -> list[Find
 def _producer(compiled: Any, k: int) -> tuple[str | None, str | None, str | None]:
     """The kernel of the plan that made returned value ``k``: its op, the GradFn node it
     came from and the source line (None when an argument or a constant is returned)."""
-    from tpx._plan import _output_slots
-
     plans = compiled.plans()
     if not plans:
         return None, None, None
-    slots = _output_slots(plans[-1].outputs)
+    slots = plans[-1].output_slots
     if k >= len(slots):
         return None, None, None
     for step in reversed(plans[-1].steps):

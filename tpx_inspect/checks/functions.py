@@ -19,13 +19,10 @@ from typing import Any
 
 import p10
 import tpx
+from tpx import observe
+from tpx_inspect.checks.local import local_check
+from tpx_inspect.checks.offline import from_trace_graph
 from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
-
-NOT_IMPORTED = (
-    "tp.Function {name!r} ({path}) is user code, not imported offline (record with "
-    "`tpx-inspect run --check`, or check with `tpx-inspect gradcheck RUN --trust-code`)"
-)
-"""The skip reason of a Function node checked offline without its class."""
 
 
 def live_function_classes() -> dict[str, type]:
@@ -40,15 +37,7 @@ def live_function_classes() -> dict[str, type]:
     >>> live_function_classes()["Twice"] is Twice
     True
     """
-    found: dict[str, type] = {}
-    stack = list(tpx.Function.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        op = cls.__dict__.get("_op")
-        if op is not None:
-            found.setdefault(op.value, cls)
-        stack.extend(cls.__subclasses__())
-    return found
+    return observe.function_classes()
 
 
 def function_info(cls: type) -> dict[str, Any]:
@@ -56,8 +45,8 @@ def function_info(cls: type) -> dict[str, Any]:
 
     A class defined inside a function (``<locals>`` in its qualname) cannot be imported.
 
-    >>> function_info(tpx.Function)["path"]
-    'tpx._function:Function'
+    >>> function_info(tpx.Function)["importable"]
+    True
     """
     # NOTE: the file of forward's code, not inspect.getsourcefile: a script's classes live in
     # a __main__ that is no longer the script's once the run ended.
@@ -149,26 +138,10 @@ def _load_file(path: str) -> Any:
     return mod
 
 
-def unavailable_reason(name: str, meta: Mapping[str, Any]) -> str:
-    """Why a Function node is skipped offline when its class was not imported."""
-    info = (meta.get("functions") or {}).get(name)
-    if info is None:
-        return f"tp.Function {name!r}: the trace does not record its import path"
-    if not info.get("importable", True):
-        return (
-            f"tp.Function {name!r} ({info['path']}) is defined inside a function: it cannot "
-            "be imported offline (record with `tpx-inspect run --check`)"
-        )
-    return NOT_IMPORTED.format(name=name, path=info["path"])
-
-
 def record_live_checks(trace: Any, classes: Mapping[str, type] | None = None) -> list[dict]:
     """Run the local check on every graph of ``trace`` with the live Function classes and
     write each node's verdict into ``trace.meta["live_checks"]``:
     ``[{"graph": id, "verdicts": [[node, status, message], ...]}]``."""
-    from tpx_inspect.checks.local import local_check
-    from tpx_inspect.checks.offline import from_trace_graph
-
     classes = dict(live_function_classes() if classes is None else classes)
     out = []
     for g in trace.graphs:

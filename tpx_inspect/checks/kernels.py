@@ -18,6 +18,7 @@ import numpy as np
 import p10
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
+from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 from tpx_inspect.checks.tracing import tap_kernels
@@ -108,6 +109,17 @@ def _finding(node: NodeRecord, phase: str, what: str, why: str, **details: Any) 
     )  # fmt: skip
 
 
+@register_check(
+    "kernel",
+    rank=30,
+    summary=(
+        "nodes that ran on a backend other than `numpy` are replayed on the numpy spec from their "
+        "own recorded inputs (forward) and recorded incoming gradient (the rule's backward); one "
+        "wrong kernel shows up only at the node that ran it; for a backward mismatch the rule is "
+        "replayed on both backends with every kernel call tapped, and the first kernel whose "
+        "output differs is named."
+    ),
+)
 def kernel_check(
     graph: GraphRecord, include_spec: bool = False, batch_size: int = 512
 ) -> CheckResult:

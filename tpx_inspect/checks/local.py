@@ -32,6 +32,7 @@ from tpx_inspect.checks._differences import (
 )
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
+from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
@@ -217,6 +218,9 @@ def backward_order(graph: GraphRecord) -> list[int]:
     return order
 
 
+@register_check("local", categories=("rule",), rank=10, summary=(
+    "each node's forward is rerun in float64 from its recorded inputs; `<u, J v>` by central "
+    "differences is compared with `<vjp(u), v>` one input at a time (Details below)."))  # fmt: skip
 def local_check(
     graph: GraphRecord,
     opts: LocalOptions | None = None,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
+from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 
@@ -97,6 +98,18 @@ def backward_findings(graph: GraphRecord) -> list[Finding]:
     return findings
 
 
+@register_check(
+    "nonfinite",
+    categories=(
+        "nonfinite-forward",
+        "nonfinite-backward",
+    ),
+    rank=50,
+    summary=(
+        "the node that produced NaN/Inf from finite values (forward: its output; backward: its "
+        "rule, or an accumulation that overflowed) apart from the nodes that only passed it on."
+    ),
+)
 def nonfinite_check(graph: GraphRecord) -> CheckResult:
     """Find the producers of the first NaN/Inf of the forward and of each backward.
 

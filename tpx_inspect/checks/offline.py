@@ -15,7 +15,6 @@ import numpy as np
 
 import p10
 from p10 import IndexSlot
-from tpx_inspect.checks.functions import unavailable_reason
 from tpx_inspect.checks.record import (
     BackwardRecord,
     Contribution,
@@ -23,6 +22,26 @@ from tpx_inspect.checks.record import (
     GraphRecord,
     NodeRecord,
 )
+
+NOT_IMPORTED = (
+    "tp.Function {name!r} ({path}) is user code, not imported offline (record with "
+    "`tpx-inspect run --check`, or check with `tpx-inspect gradcheck RUN --trust-code`)"
+)
+"""The skip reason of a Function node checked offline without its class."""
+
+
+def unavailable_reason(name: str, meta: Mapping[str, Any]) -> str:
+    """Why a Function node is skipped offline when its class was not imported."""
+    info = (meta.get("functions") or {}).get(name)
+    if info is None:
+        return f"tp.Function {name!r}: the trace does not record its import path"
+    if not info.get("importable", True):
+        return (
+            f"tp.Function {name!r} ({info['path']}) is defined inside a function: it cannot "
+            "be imported offline (record with `tpx-inspect run --check`)"
+        )
+    return NOT_IMPORTED.format(name=name, path=info["path"])
+
 
 _FLOAT_WORDS = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
 

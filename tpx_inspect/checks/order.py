@@ -11,6 +11,7 @@ import time
 
 from tpx_inspect.checks.accumulation import NO_BACKWARD
 from tpx_inspect.checks.record import BackwardRecord, GraphRecord
+from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 
 
@@ -75,6 +76,15 @@ def _missing_findings(graph: GraphRecord, bw: BackwardRecord, k: int) -> list[Fi
     ]
 
 
+@register_check(
+    "order",
+    rank=40,
+    summary=(
+        "execution order is reverse topological (every node ran after all of its consumers) and "
+        "every node on a path to a leaf requiring grad ran exactly once (`tpx.grad` runs only "
+        "what it needs and is exempt)."
+    ),
+)
 def order_check(graph: GraphRecord) -> CheckResult:
     """Check the execution order and completeness of every recorded backward.
 

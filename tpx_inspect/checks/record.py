@@ -8,7 +8,6 @@ output values and every backward event) or offline from a saved trace that holds
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,7 +17,7 @@ import numpy as np
 
 import p10
 import tpx
-from tpx import _engine
+from tpx import observe
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,7 @@ class Recorder:
             "id": nid, "name": node.name, "op": node.op, "params": dict(node.params),
             "edges": edges, "inputs": None, "output": None, "backend": "numpy",
             "scope": node.scope, "source": node.source, "rule": node.rule,
-            "function": _function_class(node),
+            "function": observe.function_class(node),
         }  # fmt: skip
 
     # -- observer events -------------------------------------------------------------------------
@@ -221,21 +220,21 @@ class Recorder:
         if self.keep_values and not self.done:
             self._nodes[self._id(node)]["inputs"] = tuple(to_numpy(x) for x in inputs)
 
-    def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
+    def on_backward_start(self, roots: Any, grads: dict, order: list, info: Any) -> None:
         if self.done:
             return
         ids = tuple(self._id(r) for r in roots)
         seeds = tuple(to_numpy(grads[r]) for r in roots)
         self._backwards.append(
             {"roots": ids, "seeds": seeds, "order": tuple(self._id(n) for n in order),
-             "executions": [], "contributions": [], "partial": _inside_grad(sys._getframe(1))}
+             "executions": [], "contributions": [], "partial": info.is_grad}
         )  # fmt: skip
 
     def on_node_executed(self, node: Any, grad_output: Any, grad_inputs: tuple, s: float) -> None:
         if not self._backwards or self.done:
             return
         nid = self._id(node)
-        if _has_hooks(node):
+        if observe.has_pre_hooks(node):
             self._nodes[nid]["hooked"] = True
         ex = Execution(nid, to_numpy(grad_output), tuple(to_numpy(g) for g in grad_inputs))
         self._backwards[-1]["executions"].append(ex)
@@ -261,39 +260,6 @@ class Recorder:
             for b in self._backwards
         )  # fmt: skip
         return GraphRecord(nodes, backwards)
-
-
-def _has_hooks(node: Any) -> bool:
-    hooks = [getattr(node, "_pre_hooks", None), getattr(node, "tensor_hooks", None)]
-    if isinstance(node, tpx.AccumulateGrad) and node.variable._extra:
-        hooks.append(node.variable._extra.get("hooks"))
-    return any(hooks)
-
-
-def _inside_grad(frame: Any) -> bool:
-    """Whether this backward runs for ``tpx.grad`` (read from the engine's frames)."""
-    # NOTE: on_backward_start does not say whether leaves will be accumulated; tpx.grad runs
-    # only the nodes its inputs need, so the order check must know.
-    for _ in range(12):
-        if frame is None:
-            return False
-        if frame.f_code is _engine.grad.__code__:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _function_class(node: Any) -> Any:
-    """The ``tp.Function`` subclass that recorded ``node``, or None for built-in ops."""
-    if node.ctx is None:
-        return None
-    stack = list(tpx.Function.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        if cls.__dict__.get("_op") is node.op:
-            return cls
-        stack.extend(cls.__subclasses__())
-    return None
 
 
 class Recording:

@@ -17,21 +17,14 @@ import numpy as np
 import p10
 import tpx
 from tpx import FunctionCtx, RuleContext
-from tpx._tensor import wrap
 from tpx_inspect.checks.record import NodeRecord
 
 
-class _ReplayNode:
-    """The few node attributes a :class:`tpx.RuleContext` reads."""
-
-    __slots__ = ("ctx", "edges", "in_meta", "op", "params")
-
-    def __init__(self, node: NodeRecord, params: dict, in_meta: tuple) -> None:
-        self.op = node.op
-        self.params = params
-        self.edges = node.edges
-        self.in_meta = in_meta
-        self.ctx = None
+def rule_context(node: NodeRecord, params: dict, inputs: tuple, output: Any) -> RuleContext:
+    """The context a rule of ``node`` reads, built from the trace and the values to replay."""
+    meta = tuple((t.shape, t.dtype) if isinstance(t, p10.Tensor) else ((), None) for t in inputs)
+    needs = tuple(e is not None for e in node.edges)
+    return RuleContext(params, meta, needs, inputs, output)
 
 
 def why_not_replayable(node: NodeRecord) -> str | None:
@@ -106,8 +99,7 @@ class Replay:
         if self.node.function is not None:
             return self._function_vjp(xs, g)
         ts = tuple(self._tensor(x) for x in xs)
-        meta = tuple((t.shape, t.dtype) if isinstance(t, p10.Tensor) else ((), None) for t in ts)
-        ctx = RuleContext(_ReplayNode(self.node, self.params, meta), ts, self._tensor(out))  # type: ignore[arg-type]
+        ctx = rule_context(self.node, self.params, ts, self._tensor(out))
         grads = self.rule.vjp(ctx, self._tensor(np.asarray(g, dtype=out.dtype)))
         return tuple(_numpy(gi) for gi in grads)
 
@@ -119,7 +111,7 @@ class Replay:
 
     def _function_forward(self, xs: Sequence[Any]) -> tuple[Any, FunctionCtx]:
         ctx = FunctionCtx(tuple(e is not None for e in self.node.edges))
-        args = [wrap(self._tensor(x)) if isinstance(x, np.ndarray) else x for x in xs]
+        args = [tpx.asarray(self._tensor(x)) if isinstance(x, np.ndarray) else x for x in xs]
         with tpx.no_grad():
             out = self.node.function.forward(ctx, *args)
         return out, ctx
@@ -127,7 +119,8 @@ class Replay:
     def _function_vjp(self, xs: Sequence[Any], g: np.ndarray) -> tuple[Any, ...]:
         out, ctx = self._function_forward(xs)
         with tpx.no_grad():
-            grads = self.node.function.backward(ctx, wrap(self._tensor(np.asarray(g, out.dtype))))
+            grad_output = tpx.asarray(self._tensor(np.asarray(g, out.dtype)))
+            grads = self.node.function.backward(ctx, grad_output)
         grads = grads if isinstance(grads, tuple) else (grads,)
         return tuple(_numpy(gi) for gi in grads)
 

@@ -19,19 +19,6 @@ from typing import Any
 
 import numpy as np
 
-CATEGORIES = (
-    "gradcheck",
-    "rule",
-    "accumulation",
-    "kernel",
-    "tracing",
-    "replay",
-    "order",
-    "nonfinite-forward",
-    "nonfinite-backward",
-)
-"""Every category a finding can have, one per kind of bug the checks name."""
-
 
 class Status(StrEnum):
     """The verdict of one check, or of a whole report.

@@ -9,31 +9,24 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-import p10
 import tpx
-from tpx_inspect.checks.accumulation import accumulation_check
-from tpx_inspect.checks.compiled import replay_check
-from tpx_inspect.checks.gradcheck import gradcheck
-from tpx_inspect.checks.kernels import kernel_check
-from tpx_inspect.checks.local import LocalOptions, local_check
-from tpx_inspect.checks.nonfinite import nonfinite_check
-from tpx_inspect.checks.order import order_check
+from tpx_inspect.checks import registry
+from tpx_inspect.checks.function_checks import fresh
+from tpx_inspect.checks.local import LocalOptions
 from tpx_inspect.checks.record import GraphRecord, record
+from tpx_inspect.checks.registry import CheckContext, check_names
 from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
-from tpx_inspect.checks.tracing import tracing_check
 
-GRAPH_CHECKS = ("local", "accumulation", "kernel", "order", "nonfinite")
+GRAPH_CHECKS = check_names("graph")
 """The checks that read a recorded graph (live or from a trace), in the order they run."""
 
-FUNCTION_CHECKS = ("gradcheck", *GRAPH_CHECKS, "tracing", "replay")
-"""Every check :func:`run_all_checks` can run on a function."""
+FUNCTION_CHECKS = check_names()
+"""Every check :func:`run_all_checks` can run on a function, in the order they run."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(check, index, total)``: called before each check starts (for a progress bar)."""
@@ -62,37 +55,20 @@ def run_graph_checks(
     >>> report.passed, [r.check for r in report.results]
     (True, ['local', 'accumulation', 'kernel', 'order', 'nonfinite'])
     """
-    _validate(checks, GRAPH_CHECKS)
-    runs = {
-        "local": lambda: local_check(graph, local_options, _nodes("local", node_progress), client),
-        "accumulation": lambda: accumulation_check(graph),
-        "kernel": lambda: kernel_check(graph),
-        "order": lambda: order_check(graph),
-        "nonfinite": lambda: nonfinite_check(graph),
-    }
+    _validate(checks, check_names("graph"))
+    context = CheckContext(opts=local_options, node_progress=node_progress, client=client)
     results = []
     for k, name in enumerate(checks):
         if progress is not None:
             progress(name, k, len(checks))
-        results.append(runs[name]())
+        results.append(registry.spec(name)(graph, context))
     return Report(tuple(results))
-
-
-def _nodes(name: str, progress: Progress | None) -> Callable[[int, int], None] | None:
-    return None if progress is None else lambda done, total: progress(name, done, total)
 
 
 def _validate(checks: Sequence[str], known: Sequence[str]) -> None:
     unknown = [c for c in checks if c not in known]
     if unknown:
         raise ValueError(f"unknown check(s) {unknown}; choose from {', '.join(known)}")
-
-
-def _fresh(x: Any) -> Any:
-    """A new leaf sharing ``x``'s value, so the checks never touch the caller's ``.grad``."""
-    if isinstance(x, tpx.Tensor) and x.requires_grad:
-        return x.detach().requires_grad_(True)
-    return x
 
 
 def _float_outputs(out: Any) -> list[Any]:
@@ -115,7 +91,7 @@ def capture_call(
     >>> [n.name for n in g.nodes], len(g.backwards)
     (['AccumulateGrad', 'TanhBackward'], 1)
     """
-    args = [_fresh(x) for x in inputs]
+    args = [fresh(x) for x in inputs]
     rng = np.random.default_rng(seed)
     with record() as rec:
         outs = _float_outputs(fn(*args))
@@ -152,71 +128,6 @@ def _user_sources(graph: GraphRecord, where: str) -> GraphRecord:
     return dataclasses.replace(graph, nodes=nodes)
 
 
-def _gradcheck_result(
-    fn: Callable[..., Any], inputs: Sequence[Any], seed: int, where: str
-) -> CheckResult:
-    start = time.perf_counter()
-    args = [_float64(x) for x in inputs]
-    seeded = _reseeded(fn, seed)
-    if not repeatable(seeded, args):
-        return CheckResult("gradcheck", 0, (), 0, time.perf_counter() - start,
-                           skips=(Skip(NOT_REPEATABLE),))  # fmt: skip
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        result = gradcheck(seeded, args, fast_mode=True, seed=seed, raise_exception=False)
-    findings = tuple(
-        Finding(
-            "gradcheck", m.message(), source=where, details={"output": m.output, "input": m.input}
-        )
-        for m in result.mismatches
-    )
-    note = ("inputs upcast to float64; fast mode (random projections)",)
-    return CheckResult("gradcheck", result.checked, findings, 0, time.perf_counter() - start, note)
-
-
-NOT_REPEATABLE = (
-    "the function gives different values on two calls with the same inputs and p10's default "
-    "generator reseeded (a random op with its own generator?): nothing to compare"
-)
-
-
-def _reseeded(fn: Callable[..., Any], seed: int) -> Callable[..., Any]:
-    """``fn`` with p10's default generator reseeded before every call, so that random ops
-    (dropout) draw the same values at every finite-difference step."""
-
-    def call(*args: Any) -> Any:
-        p10.manual_seed(seed)
-        return fn(*args)
-
-    return call
-
-
-def repeatable(fn: Callable[..., Any], args: Sequence[Any]) -> bool:
-    """Whether two calls of ``fn(*args)`` (grad mode off) give bitwise equal outputs.
-
-    >>> import tpx as tp
-    >>> repeatable(lambda t: t * 2, [tp.ones(2)])
-    True
-    """
-    with tpx.no_grad():
-        first, second = _values(fn(*args)), _values(fn(*args))
-    return len(first) == len(second) and all(
-        a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
-        for a, b in zip(first, second)
-    )
-
-
-def _values(out: Any) -> list[np.ndarray]:
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [np.array(o.numpy()) for o in outs if isinstance(o, tpx.Tensor)]
-
-
-def _float64(x: Any) -> Any:
-    if isinstance(x, tpx.Tensor) and x.requires_grad and x.dtype.kind == "f":
-        return tpx.asarray(np.asarray(x.numpy(), np.float64), requires_grad=True)
-    return x
-
-
 def run_all_checks(
     fn: Callable[..., Any],
     inputs: Sequence[Any],
@@ -238,45 +149,27 @@ def run_all_checks(
     >>> report.passed, report.exit_code, len(report.results)
     (True, 0, 8)
     """
-    _validate(checks, FUNCTION_CHECKS)
+    _validate(checks, check_names())
     where = where or location_of(fn)
+    context = CheckContext(opts=local_options, seed=seed, where=where)
+    graph: GraphRecord | None = None
     results: list[CheckResult] = []
-    total = len(checks)
-    if "gradcheck" in checks:
+    for name in sorted(checks, key=_report_rank):
         if progress is not None:
-            progress("gradcheck", 0, total)
-        results.append(_gradcheck_result(fn, inputs, seed, where))
-    graph_checks = [c for c in checks if c in GRAPH_CHECKS]
-    if graph_checks:
-        graph = capture_call(fn, inputs, seed=seed, where=where)
-        offset = len(results)
-
-        def shifted(name: str, k: int, _: int) -> None:
-            if progress is not None:
-                progress(name, k + offset, total)
-
-        report = run_graph_checks(graph, graph_checks, local_options=local_options,
-                                  progress=shifted)  # fmt: skip
-        results += report.results
-    if "tracing" in checks:
-        if progress is not None:
-            progress("tracing", len(results), total)
-        traced = tracing_check(fn, [_fresh(x) for x in inputs], seed)[0]
-        results.append(_relocated(traced, where))
-    if "replay" in checks:
-        if progress is not None:
-            progress("replay", len(results), total)
-        results.append(replay_check(fn, inputs, seed=seed))
+            progress(name, len(results), len(checks))
+        spec = registry.spec(name)
+        if spec.subject == "graph":
+            graph = graph or capture_call(fn, inputs, seed=seed, where=where)
+            results.append(spec(graph, context))
+        else:
+            results.append(spec(fn, context, inputs))
     return Report(tuple(results))
 
 
-def _relocated(result: CheckResult, where: str) -> CheckResult:
-    """``result`` with finding sources inside tpx_inspect replaced by ``where``."""
-    findings = tuple(
-        dataclasses.replace(f, source=where) if f.source.startswith(_HERE) else f
-        for f in result.findings
-    )
-    return dataclasses.replace(result, findings=findings)
+def _report_rank(name: str) -> int:
+    """Where check ``name`` runs: graph checks together (one recording), in the order given."""
+    spec = registry.spec(name)
+    return min(s.rank for s in registry.checks("graph")) if spec.subject == "graph" else spec.rank
 
 
 def run_script_checks(

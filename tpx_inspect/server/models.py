@@ -11,11 +11,13 @@ written as a number when finite and as the string ``"nan"``, ``"inf"`` or ``"-in
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from dataclasses import MISSING
+from typing import Any, Literal, get_type_hints
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from tpx_inspect.checks.report import STATUSES
+from tpx_inspect.nodes import NODE_COLUMNS_DECLARED, Node
 
 CheckStatus = Literal[STATUSES]  # type: ignore[valid-type]
 """PASS/FAIL/SKIPPED/PARTIAL, lower case: the one status model of ``tpx_inspect.checks``."""
@@ -127,29 +129,45 @@ class EdgeInfo(BaseModel):
     dtype: str
 
 
-class NodeInfo(BaseModel):
-    """The static record of one node plus the figures a list shows."""
+class NodeFigures(BaseModel):
+    """The figures a node list shows next to a node's record (one step's measurements)."""
 
-    id: int
-    kind: str
-    op: str | None
-    name: str
     title: str
-    label: str
-    scope: str
-    source: str | None
-    shape: list[int]
-    dtype: str
-    inputs: list[EdgeInfo]
     saved_bytes: int
     order: int | None
     grad_norm: Number = None
     forward_seconds: float = 0.0
     backward_seconds: float | None = None
     nonfinite: bool = False
-    overrides: dict[str, str] | None = Field(
-        default=None, description="The overridden rule/kernel that computed it, if any."
-    )
+
+
+def _column_type(f: Any) -> Any:
+    api = f.metadata["column"][3]
+    return _NODE_HINTS[f.name] if api is True else get_type_hints(api)["return"]
+
+
+_NODE_HINTS = get_type_hints(Node)
+NODE_INFO_COLUMNS = tuple(f for f in NODE_COLUMNS_DECLARED if f.metadata["column"][3] is not False)
+"""The node-table columns the API shows in :class:`NodeInfo` (declared in tpx_inspect.nodes)."""
+
+NodeInfo = create_model(
+    "NodeInfo",
+    __base__=NodeFigures,
+    __doc__="The static record of one node (the trace's node columns) plus the figures a list "
+    "shows.",
+    id=(int, ...),
+    **{f.name: (_column_type(f), f.default if f.default is not MISSING else ...)
+       for f in NODE_INFO_COLUMNS},
+)  # fmt: skip
+
+
+def node_columns(n: Node) -> dict[str, Any]:
+    """The :data:`NODE_INFO_COLUMNS` of node ``n`` as :class:`NodeInfo` takes them."""
+    out = {}
+    for f in NODE_INFO_COLUMNS:
+        api, value = f.metadata["column"][3], getattr(n, f.name)
+        out[f.name] = value if api is True else api(value)
+    return out
 
 
 class NodeList(BaseModel):

@@ -139,13 +139,10 @@ def node_info(g: Graph, i: int) -> m.NodeInfo:
     """The :class:`NodeInfo` of node ``i`` of ``g``."""
     n, st = g.node(i), g.stats[i]
     return m.NodeInfo(
-        id=n.id, kind=n.kind, op=n.op, name=n.name, title=n.title, label=n.label, scope=n.scope,
-        source=None if n.source is None else str(n.source), shape=list(n.shape), dtype=n.dtype,
-        inputs=[m.EdgeInfo(src=e.src, shape=list(e.shape), dtype=e.dtype) for e in n.inputs],
-        saved_bytes=n.saved_bytes, order=st.order,
+        id=n.id, **m.node_columns(n), title=n.title, saved_bytes=n.saved_bytes, order=st.order,
         grad_norm=None if st.grad is None else m.number(st.grad.norm),
         forward_seconds=st.forward_seconds, backward_seconds=st.backward_seconds,
-        nonfinite=_nonfinite(st.output) or _nonfinite(st.grad), overrides=n.overrides,
+        nonfinite=_nonfinite(st.output) or _nonfinite(st.grad),
     )  # fmt: skip
 
 

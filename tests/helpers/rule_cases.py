@@ -17,6 +17,9 @@ import numpy as np
 
 import p10
 from p10 import Op
+from p10._ops import SPEC_OF
+from p10._opspec import OpSpec
+from tpx.rules import RULES
 
 Maker = Callable[[np.random.Generator], np.ndarray]
 
@@ -135,44 +138,56 @@ def case(op: Op, name: str, fn: Callable[..., Any], *makers: Maker, **kw: Any) -
 
 SHAPES = [(), (5,), (2, 3, 4)]
 
-_UNARY: list[tuple[Op, Callable[..., Any], Callable[[tuple[int, ...]], Maker]]] = [
-    (Op.NEG, p10.negative, u),
-    (Op.ABS, p10.abs, away),
-    (Op.EXP, p10.exp, u),
-    (Op.LOG, p10.log, pos),
-    (Op.LOG1P, p10.log1p, lambda s: u(s, -0.5, 2.0)),
-    (Op.EXPM1, p10.expm1, u),
-    (Op.SQRT, p10.sqrt, pos),
-    (Op.SQUARE, p10.square, u),
-    (Op.RECIPROCAL, p10.reciprocal, lambda s: away(s, (0.0,), 0.5)),
-    (Op.SIN, p10.sin, u),
-    (Op.COS, p10.cos, u),
-    (Op.TAN, p10.tan, lambda s: u(s, -1.2, 1.2)),
-    (Op.TANH, p10.tanh, u),
-    (Op.SIGMOID, p10.sigmoid, u),
-    (Op.RELU, p10.relu, away),
-    (Op.ERF, p10.erf, u),
-    (Op.SIGN, p10.sign, away),
-    (Op.FLOOR, p10.floor, between_ints),
-    (Op.CEIL, p10.ceil, between_ints),
-    (Op.ROUND, p10.round, between_ints),
-    (Op.COPY, p10.positive, u),
-    (Op.CAST, lambda x: p10.astype(x, p10.float64, copy=True), u),
-    (Op.ACOS, p10.acos, lambda s: u(s, -0.8, 0.8)),
-    (Op.ACOSH, p10.acosh, lambda s: u(s, 1.3, 3.0)),
-    (Op.ASIN, p10.asin, lambda s: u(s, -0.8, 0.8)),
-    (Op.ASINH, p10.asinh, u),
-    (Op.ATAN, p10.atan, u),
-    (Op.ATANH, p10.atanh, lambda s: u(s, -0.8, 0.8)),
-    (Op.COSH, p10.cosh, u),
-    (Op.SINH, p10.sinh, u),
-    (Op.LOG2, p10.log2, pos),
-    (Op.LOG10, p10.log10, pos),
-    (Op.TRUNC, p10.trunc, between_ints),
-]
-for _op, _fn, _maker in _UNARY:
-    for _shape in SHAPES:
-        case(_op, f"{len(_shape)}d", _fn, _maker(_shape))
+# -- elementwise: every differentiable op-spec entry (p10._opspec), inputs from its domain ---------
+# Test overrides: inputs away from kinks and jumps, or (None) cases written out below.
+UNARY_MAKERS: dict[Op, Callable[[tuple[int, ...]], Maker]] = {
+    Op.ABS: away,
+    Op.RECIPROCAL: lambda s: away(s, (0.0,), 0.5),
+    Op.RELU: away,
+    Op.SIGN: away,
+    Op.FLOOR: between_ints,
+    Op.CEIL: between_ints,
+    Op.ROUND: between_ints,
+    Op.TRUNC: between_ints,
+}
+BINARY_MAKERS: dict[Op, Callable[[tuple, tuple], tuple[Maker, Maker]] | None] = {
+    Op.DIV: lambda s0, s1: (u(s0), away(s1, (0.0,), 0.5)),
+    Op.POW: lambda s0, s1: (pos(s0), u(s1)),
+    Op.MAXIMUM: lambda s0, s1: (grid(s0, 0.0), grid(s1, 0.25)),
+    Op.MINIMUM: lambda s0, s1: (grid(s0, 0.0), grid(s1, 0.25)),
+    Op.ATAN2: lambda s0, s1: (u(s0), away(s1, (0.0,), 0.5)),
+    Op.HYPOT: lambda s0, s1: (away(s0, (0.0,), 0.3), u(s1)),
+    Op.COPYSIGN: lambda s0, s1: (away(s0), away(s1)),
+    Op.MOD: None,
+    Op.FLOORDIV: None,
+}
+BIN_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((2, 1, 4), (3, 1)), ((), (2, 3)), ((2, 3), ())]
+
+
+def _bshape(a: tuple, b: tuple) -> str:
+    return "x".join(map(str, a)) + "_" + "x".join(map(str, b))
+
+
+def _spec_cases(op: Op, spec: OpSpec) -> None:
+    fn = getattr(p10, spec.function_name)
+    lo, hi = spec.domain
+    if spec.arity == 1:
+        make = UNARY_MAKERS.get(op, lambda s: u(s, lo, hi))
+        for shape in SHAPES:
+            case(op, f"{len(shape)}d", fn, make(shape))
+        return
+    pair = BINARY_MAKERS.get(op, lambda s0, s1: (u(s0, lo, hi), u(s1, lo, hi)))
+    if pair is not None:
+        for s0, s1 in BIN_SHAPES:
+            case(op, _bshape(s0, s1), fn, *pair(s0, s1))
+
+
+for _op, _spec in SPEC_OF.items():
+    if _op in RULES and _spec.function_name is not None:
+        _spec_cases(_op, _spec)
+for _shape in SHAPES:
+    case(Op.COPY, f"{len(_shape)}d", p10.positive, u(_shape))
+    case(Op.CAST, f"{len(_shape)}d", lambda x: p10.astype(x, p10.float64, copy=True), u(_shape))
 
 for _approx in ("none", "tanh"):
     for _shape in SHAPES:
@@ -184,27 +199,6 @@ case(Op.CLIP, "max", lambda x: p10.clip(x, max=0.7), away((5,), _CLIP_PTS))
 case(Op.CLIP, "both", lambda x: p10.clip(x, -0.5, 0.7), away((2, 3, 2), _CLIP_PTS))
 case(Op.CLIP, "0d", lambda x: p10.clip(x, -0.5, 0.7), away((), _CLIP_PTS))
 
-BIN_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((2, 1, 4), (3, 1)), ((), (2, 3)), ((2, 3), ())]
-
-
-def _bshape(a: tuple, b: tuple) -> str:
-    return "x".join(map(str, a)) + "_" + "x".join(map(str, b))
-
-
-for _s0, _s1 in BIN_SHAPES:
-    _id = _bshape(_s0, _s1)
-    case(Op.ADD, _id, p10.add, u(_s0), u(_s1))
-    case(Op.SUB, _id, p10.subtract, u(_s0), u(_s1))
-    case(Op.MUL, _id, p10.multiply, u(_s0), u(_s1))
-    case(Op.DIV, _id, p10.divide, u(_s0), away(_s1, (0.0,), 0.5))
-    case(Op.POW, _id, p10.pow, pos(_s0), u(_s1))
-    case(Op.MAXIMUM, _id, p10.maximum, grid(_s0, 0.0), grid(_s1, 0.25))
-    case(Op.MINIMUM, _id, p10.minimum, grid(_s0, 0.0), grid(_s1, 0.25))
-    case(Op.ATAN2, _id, p10.atan2, u(_s0), away(_s1, (0.0,), 0.5))
-    case(Op.LOGADDEXP, _id, p10.logaddexp, u(_s0), u(_s1))
-    case(Op.HYPOT, _id, p10.hypot, away(_s0, (0.0,), 0.3), u(_s1))
-    case(Op.COPYSIGN, _id, p10.copysign, away(_s0), away(_s1))
-    case(Op.NEXTAFTER, _id, p10.nextafter, u(_s0), u(_s1))
 case(Op.ADD, "scalar", lambda x: x + 1.5, u((2, 3)))
 case(Op.SUB, "rscalar", lambda x: 1.5 - x, u((2, 3)))
 case(Op.MUL, "scalar", lambda x: x * 2.5, u((2, 3)))

@@ -1,0 +1,1 @@
+"""The test suite, a package: shared helpers are imported as ``tests.helpers.<name>``."""

@@ -1,0 +1,1 @@
+"""Helpers shared by several test folders (case tables, checkers, small scripts)."""

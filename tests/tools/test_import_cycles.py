@@ -1,0 +1,56 @@
+"""tools/import_cycles.py finds planted cycles, tells module-level from function-level imports."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("import_cycles", ROOT / "tools" / "import_cycles.py")
+import_cycles = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("import_cycles", import_cycles)
+_spec.loader.exec_module(import_cycles)
+
+
+def _package(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_finds_a_module_level_cycle_and_names_its_modules(tmp_path: Path) -> None:
+    _package(tmp_path, {
+        "__init__.py": "from pkg import a\n",
+        "a.py": "from pkg.b import f\n",
+        "b.py": "from . import c\n",
+        "c.py": "import pkg.a\n",
+        "d.py": "from pkg import a\n",
+    })  # fmt: skip
+    assert import_cycles.cycles("pkg", root=tmp_path) == [["pkg.a", "pkg.b", "pkg.c"]]
+    count, lines = import_cycles.report("pkg", False, root=tmp_path)
+    assert count == 1
+    assert "e.g. pkg.a -> pkg.b -> pkg.c -> pkg.a" in [line.strip() for line in lines]
+
+
+def test_function_level_and_type_checking_imports_are_apart(tmp_path: Path) -> None:
+    _package(tmp_path, {
+        "__init__.py": "",
+        "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import b\n",
+        "b.py": "def f():\n    from pkg import a\n    return a\n",
+        "c.py": "try:\n    from pkg import d\nexcept ImportError:\n    pass\n",
+        "d.py": "class K:\n    from pkg import c\n",
+    })  # fmt: skip
+    assert import_cycles.cycles("pkg", root=tmp_path) == [["pkg.c", "pkg.d"]]
+    graph = import_cycles.build_graph("pkg", root=tmp_path)
+    assert graph.inner["pkg.b"] == {"pkg.a"} and not graph.top.get("pkg.a")
+    assert import_cycles.main(["--check", "tpx_inspect"]) in (0, 1)
+
+
+def test_a_long_chain_is_walked_without_recursion(tmp_path: Path) -> None:
+    n = 3000
+    files = {f"m{i}.py": f"from pkg import m{(i + 1) % n}\n" for i in range(n)}
+    _package(tmp_path, {"__init__.py": "", **files})
+    [comp] = import_cycles.cycles("pkg", root=tmp_path)
+    assert len(comp) == n

@@ -1,0 +1,77 @@
+"""The trace format's version: one constant, and what the loader does with other versions.
+
+A trace stores ``"version": MAJOR`` and, from minor version 1 on, ``"minor": MINOR``. A minor
+version only adds optional fields (node columns, keys): a trace of a newer minor version
+loads, and a :class:`TraceVersionWarning` names what this reader ignored. Another major
+version is refused with a :class:`~tpx_inspect.errors.TraceFormatError`.
+
+>>> version_fields()
+{'version': 1}
+>>> check_version({"version": 1, "minor": 3}, "t.json")
+3
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+from tpx_inspect._schema_values import quote
+from tpx_inspect.errors import TraceFormatError
+
+FORMAT_VERSION = (1, 0)
+"""(major, minor) of the traces this tpx_inspect writes, and the newest it reads fully."""
+
+
+class TraceVersionWarning(UserWarning):
+    """A trace of a newer minor version was loaded; its unknown fields were ignored."""
+
+
+def version_fields() -> dict[str, int]:
+    """The version keys :func:`tpx_inspect.save` writes (``minor`` only from minor 1 on)."""
+    major, minor = FORMAT_VERSION
+    return {"version": major, "minor": minor} if minor else {"version": major}
+
+
+def check_version(doc: dict[str, Any], path: str) -> int:
+    """The minor version of ``doc``; a TraceFormatError for another major version.
+
+    >>> check_version({"version": 2}, "t.json")
+    Traceback (most recent call last):
+    ...
+    tpx_inspect.errors.TraceFormatError: t.json: trace format version 2 is not supported by ...
+    """
+    major, minor = doc.get("version"), doc.get("minor", 0)
+    if type(major) is not int or major != FORMAT_VERSION[0]:
+        raise TraceFormatError(
+            f"{path}: trace format version {quote(major)} is not supported by this tpx_inspect "
+            f"(it reads versions {FORMAT_VERSION[0]}); re-capture the trace or upgrade "
+            "tpx_inspect"
+        )
+    if type(minor) is not int or minor < 0:
+        raise TraceFormatError(f"{path}: 'minor' must be a non-negative integer")
+    return minor
+
+
+def warn_ignored(path: str, minor: int, ignored: Iterable[str]) -> None:
+    """Warn that ``ignored`` (names of unknown fields) were dropped while loading ``path``.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     warn_ignored("t.json", 2, ["node column 'color'"])
+    >>> print(w[0].message)
+    t.json: trace format 1.2 is newer than this tpx_inspect reads fully (1.0); ignored: node ...
+    """
+    names = sorted(set(ignored))
+    if not names and minor <= FORMAT_VERSION[1]:
+        return
+    major, ours = FORMAT_VERSION
+    newer = (
+        f"trace format {major}.{minor} is newer than this tpx_inspect reads fully ({major}.{ours})"
+        if minor > ours
+        else f"trace format {major}.{minor}"
+    )
+    what = ", ".join(names) if names else "nothing"
+    warnings.warn(f"{path}: {newer}; ignored: {what}", TraceVersionWarning, stacklevel=3)
