@@ -40,14 +40,14 @@ def test_far_boxes_drawn_as_aggregates_near_ones_labelled_frames_round_expanded(
 
 def test_legend_names_the_unit_offers_log_and_hides(viewer):
     v = viewer.open("run=model&graph=0")
-    v.page.select_option("#colour", "saved_bytes")
-    label = v.page.inner_text("#legend-label")
-    assert "bytes saved for backward" in label
+    label = "() => document.getElementById('legend-label').textContent"
+    v.page.select_option("#colour", "saved_bytes")  # values and unit from the server
+    v.page.wait_for_function(f"() => ({label})().includes('bytes saved for backward')")
     assert "B" in v.page.inner_text("#legend-max")
     v.page.select_option("#scale", "log")
-    assert "log scale" in v.page.inner_text("#legend-label")
+    v.page.wait_for_function(f"() => ({label})().includes('log scale')")
     v.page.select_option("#scale", "linear")
-    assert "linear scale" in v.page.inner_text("#legend-label")
+    v.page.wait_for_function(f"() => ({label})().includes('linear scale')")
     v.page.click("#canvas")
     v.page.keyboard.press("l")
     assert not v.page.is_visible("#legend") and v.page.is_visible("#legend-show")
