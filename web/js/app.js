@@ -12,7 +12,7 @@ export const state = {
   run: null, graph: null, expanded: new Set(), scopes: [], view: null, nodes: [], byNode: new Map(),
   order: [], selected: null, hits: [], hit: -1, findings: new Map(), skips: new Map(), report: null, checked: false,
   diff: null, compare: null, play: { index: -1, timer: null }, colour: "kind", graphs: [], stub: "",
-  boxByNode: new Map(), boxByScope: new Map(), legend: null, legendHidden: false, nodesLoaded: false, records: null, tree: null, vm: false, expandAll: false,
+  boxByNode: new Map(), boxByScope: new Map(), legend: null, legendHidden: false, nodesLoaded: false, records: null, tree: null, treeLoad: null, vm: false, expandAll: false,
   // Load generations: a pick made while an earlier one is still loading wins; stale replies are
   // dropped instead of overwriting what the user asked for last.
   loadSeq: 0, viewSeq: 0,

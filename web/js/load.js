@@ -76,6 +76,8 @@ function forgetGraph() {
   delete document.body.dataset.loaded;
   state.nodes = [];
   state.records = null;
+  state.treeLoad = null;
+  setTree(null);
   state.nodesLoaded = false;
   state.byNode = new Map();
   state.order = [];
@@ -95,20 +97,37 @@ export async function selectGraph(graph, { keepExpanded = false, node = null } =
   // The first frame comes first: the group tree comes alongside (the server's first screen
   // needs no tree here), node records after it, so they do not compete with the layout.
   state.vm = true; // until the server answers that it has no view model
-  const tree = api.tree(state.run, state.graph).catch(() => null);
   await refreshView();
   if (token !== state.loadSeq) return; // superseded by a later pick
   main.fit();
   document.body.dataset.interactive = `${state.run}/${state.graph}`;
   if (state.vm && $("search").value.trim()) search($("search").value);
-  setTree(state.vm ? await tree : null);
-  if (token !== state.loadSeq) return;
   const size = state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
+  // The tree of a big graph is a big answer: asked when a feature needs it, or when idle, so
+  // that it does not hold up the first search.
+  if (size <= EAGER) await ensureTree();
+  else setTimeout(() => token === state.loadSeq && ensureTree(), 3000);
+  if (token !== state.loadSeq) return;
   if (!state.vm || size <= EAGER) await ensureRecords();
   if (token !== state.loadSeq) return;
   if (node !== null) await select(node);
   if (state.compare) await showCompare(state.compare);
   updateURL();
+}
+
+// The view model's group tree (which groups hold a node, which lie below a group), once.
+export function ensureTree() {
+  if (!state.vm) return Promise.resolve();
+  if (!state.treeLoad) {
+    const token = state.loadSeq;
+    state.treeLoad = api.tree(state.run, state.graph).catch(() => null).then((tree) => {
+      if (token !== state.loadSeq) return;
+      setTree(tree);
+      applyMarks();
+      if (state.hits.length) markHits();
+    });
+  }
+  return state.treeLoad;
 }
 
 // Every node record and the backward order of the shown graph, loaded once.

@@ -3,12 +3,13 @@
 
 import { $, api, main, state } from "./app.js";
 import { boxOf } from "./boxes.js";
-import { ensureRecords, refreshView } from "./load.js";
+import { ensureRecords, ensureTree, refreshView } from "./load.js";
 import { containersOf, groupsBelow, knownNode } from "./vm.js";
 import { renderBox, renderMessage, renderNode } from "./panel.js";
 import { updateURL } from "./url.js";
 
 export async function reveal(nodeId) {
+  await ensureTree();
   const box = boxOf(nodeId);
   if (box && box.group === null) return box;
   for (const g of containersOf(nodeId)) if (state.vm || state.scopes.includes(g)) state.expanded.add(g);
@@ -45,6 +46,7 @@ function figures(nodeId, which) {
 }
 
 export async function toggle(group) {
+  if (state.expanded.has(group) || state.expandAll) await ensureTree(); // collapsing: groups below
   if (state.expandAll) state.expanded = new Set(state.scopes); // "all" made explicit, then edited
   state.expandAll = false;
   if (state.expanded.has(group)) {
