@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tpx_inspect._deps import require
-from tpx_inspect.collapse import View, ViewNode, collapse, shape_label
+from tpx_inspect.collapse import LARGE, View, ViewNode, collapse, shape_label
 from tpx_inspect.records import Graph
 
 if TYPE_CHECKING:
@@ -84,7 +84,15 @@ def to_dot(
     >>> g = tpx_inspect.trace(lambda: (x * 2).sum().backward()).graphs[0]
     >>> print(to_dot(g).splitlines()[-2])
     n1 -> n2 [label="2x3"]
+
+    A graph of more than :data:`~tpx_inspect.collapse.LARGE` nodes, with none of ``fold``,
+    ``stub``, ``view`` given, is written from its view model instead (scopes and repeated
+    blocks folded, parameters in their scope: :func:`~tpx_inspect.export.folded.folded_dot`).
     """
+    if view is None and fold is None and stub is None and len(graph.nodes) > LARGE:
+        from tpx_inspect.export.folded import folded_dot  # NOTE: folded imports this module
+
+        return folded_dot(graph, status=status, rankdir=rankdir)
     v = (
         view
         if view is not None

@@ -1,7 +1,9 @@
 """Model Explorer's graph JSON (a ``GraphCollection``), so a graph opens in that tool.
 
-Namespaces come from scopes (``encoder.layer0`` -> ``encoder/layer0``); each node lists its
-incoming edges in argument order and its output's dtype and shape.
+Namespaces come from the view model (:mod:`tpx_inspect.viewmodel`): scopes (``encoder.layer0``
+-> ``encoder/layer0``), parameters inside the scope that uses them, and the loops found in
+unscoped code (``loop train.py:12 ×32/#3``), so Model Explorer shows the same hierarchy as the
+viewer; each node lists its incoming edges in argument order and its output's dtype and shape.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpx_inspect.records import Graph, Node
+from tpx_inspect.viewmodel import ViewModel, build
 
 
 def _kv(key: str, value: Any) -> dict[str, str]:
@@ -30,14 +33,32 @@ def to_model_explorer(graph: Graph, label: str | None = None) -> dict[str, Any]:
     ...     y.sum().backward()
     >>> me = to_model_explorer(tpx_inspect.trace(f).graphs[0])
     >>> [(n["label"], n["namespace"]) for n in me["graphs"][0]["nodes"]]
-    [('leaf', ''), ('exp', 'enc'), ('sum', '')]
+    [('leaf', 'enc'), ('exp', 'enc'), ('sum', '')]
     """
     name = label or f"run{graph.run}_graph{graph.id}"
-    nodes = [_node(graph, n) for n in graph.nodes]
+    spaces = namespaces(build(graph))
+    nodes = [_node(graph, n, spaces) for n in graph.nodes]
     return {"label": name, "graphs": [{"id": name, "nodes": nodes}]}
 
 
-def _node(graph: Graph, n: Node) -> dict[str, Any]:
+def namespaces(vm: ViewModel) -> list[str]:
+    """Per node, its place in the view model's tree as a Model Explorer namespace (repeat and
+    parameter groups are not levels: Model Explorer folds identical layers itself)."""
+    memo: dict[str, str] = {"root": ""}
+    stack = list(vm.groups.values())[1:]  # NOTE: parents come before children
+    for g in stack:
+        parent = memo[g.parent] if g.parent is not None else ""
+        if g.kind == "scope":
+            part = g.scope.rsplit(".", 1)[-1]
+        elif g.kind == "loop":
+            part = f"{vm.groups[g.parent].title}/{g.label.split(' ', 1)[0]}"  # type: ignore[index]
+        else:
+            part = ""
+        memo[g.id] = f"{parent}/{part}".strip("/") if part else parent
+    return [memo[o] for o in vm.owner]
+
+
+def _node(graph: Graph, n: Node, spaces: list[str]) -> dict[str, Any]:
     attrs = [_kv("kind", n.kind), _kv("name", n.name)]
     if n.op:
         attrs.append(_kv("op", n.op))
@@ -55,7 +76,7 @@ def _node(graph: Graph, n: Node) -> dict[str, Any]:
     return {
         "id": str(n.id),
         "label": n.title,
-        "namespace": n.scope.replace(".", "/"),
+        "namespace": spaces[n.id],
         "attrs": attrs,
         "incomingEdges": [
             {"sourceNodeId": str(e.src), "sourceNodeOutputId": "0", "targetNodeInputId": str(i)}

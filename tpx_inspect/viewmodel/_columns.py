@@ -1,27 +1,30 @@
 """The few per-node fields the view model reads, straight from a graph's node-table columns
-(no per-node records are built for a 100,000-node graph)."""
+(no per-node records and no copies: a 100,000-node graph's columns are used as loaded)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tpx_inspect.records import Graph
 
 
 @dataclass(frozen=True)
 class Columns:
-    """Per node: kind, op, label, scope, source key, input sources, shape, dtype."""
+    """Per node: kind, op, label, scope, source, inputs (``[src, shape, dtype]`` lists),
+    shape and dtype, as the node table stores them; ``srcs`` the input sources alone."""
 
     kind: list[str]
     op: list[str | None]
     label: list[str]
     scope: list[str]
-    source: list[tuple[str, int] | None]
-    srcs: list[tuple[int | None, ...]]
-    in_shapes: list[tuple[tuple[int, ...], ...]]
-    shape: list[tuple[int, ...]]
+    source: list[Any]
+    inputs: list[list[Any]]
+    shape: list[Any]
     dtype: list[str]
+    srcs: list[list[int | None]]
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -30,13 +33,23 @@ class Columns:
         """The op, the parameter's name, or the kind."""
         return self.op[i] or self.label[i] or self.kind[i]
 
+    def where(self, i: int) -> tuple[str, int] | None:
+        """``(file, line)`` of node ``i``'s source, or None."""
+        src = self.source[i]
+        if src is None:
+            return None
+        if isinstance(src, list | tuple):
+            return (str(src[0]), int(src[1]))
+        return (src.file, src.line)
 
-def _source(src: Any) -> tuple[str, int] | None:
-    if src is None:
-        return None
-    if isinstance(src, list | tuple):
-        return (str(src[0]), int(src[1]))
-    return (src.file, src.line)
+    def csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """Inputs as arrays: node ``i``'s sources are ``flat[ptr[i]:ptr[i + 1]]`` (-1: none)."""
+        counts = np.fromiter((len(s) for s in self.srcs), np.int64, len(self.srcs))
+        ptr = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        flat = np.fromiter((-1 if s is None else s for x in self.srcs for s in x), np.int64,
+                           int(ptr[-1]))  # fmt: skip
+        return ptr, flat
 
 
 def columns(graph: Graph) -> Columns:
@@ -51,11 +64,8 @@ def columns(graph: Graph) -> Columns:
             "inputs": [[(e.src, e.shape, e.dtype) for e in n.inputs] for n in nodes],
             "shape": [n.shape for n in nodes], "dtype": [n.dtype for n in nodes],
         }  # fmt: skip
-    ins = c["inputs"]
     return Columns(
-        kind=list(c["kind"]), op=list(c["op"]), label=list(c["label"]), scope=list(c["scope"]),
-        source=[_source(s) for s in c["source"]],
-        srcs=[tuple(e[0] for e in x) for x in ins],
-        in_shapes=[tuple(tuple(e[1]) for e in x) for x in ins],
-        shape=[tuple(s) for s in c["shape"]], dtype=list(c["dtype"]),
+        kind=c["kind"], op=c["op"], label=c["label"], scope=c["scope"], source=c["source"],
+        inputs=c["inputs"], shape=c["shape"], dtype=c["dtype"],
+        srcs=[[e[0] for e in x] for x in c["inputs"]],
     )  # fmt: skip

@@ -72,9 +72,10 @@ def order_layers(rank: list[int], pairs: list[tuple[int, int]]) -> list[list[int
     for layer in layers:
         for j, i in enumerate(layer):
             pos[i] = float(j)
+    wide = [layer for layer in layers if len(layer) > 1]  # NOTE: a chain has none to sort
     for sweep in range(4):
         neighbours = preds if sweep % 2 == 0 else succs
-        seq = layers if sweep % 2 == 0 else layers[::-1]
+        seq = wide if sweep % 2 == 0 else wide[::-1]
         for layer in seq:
             layer.sort(key=lambda i: _barycentre(i, neighbours[i], pos))
             for j, i in enumerate(layer):

@@ -165,9 +165,9 @@ class _Composer:
         depth = {g: self.vm.groups[g].depth for g in self.frames}
         box = self.box
         parents = [self.parent(b) for b in box]
-        for d, srcs in enumerate(c.srcs):
+        for d, ins in enumerate(c.inputs):
             bd = box[d]
-            for s, shape in zip(srcs, c.in_shapes[d]):
+            for s, shape, _ in ins:
                 if s is None or box[s] == bd:
                     continue
                 if parents[s] == parents[d]:  # NOTE: most edges: both ends in one frame
@@ -200,7 +200,7 @@ class _Composer:
             entry[0] += 1
 
     def label(self, item: str) -> str:
-        if item.startswith("n"):
+        if item[0] == "n":
             return self.vm.label(int(item[1:]))
         if item.startswith("i:"):
             return "from " + self.label(self.stubs[item]).split("\n", 1)[0]
@@ -253,10 +253,10 @@ class _Composer:
         return Frame(g, grp.kind, grp.title, grp.parent, x, y, w, h, grp.depth, grp.size)
 
     def _box(self, item: str, parent: str, x: float, y: float, w: float, h: float) -> Box:
-        label = self.label(item)
-        if item.startswith("n"):
+        if item[0] == "n":
             i = int(item[1:])
-            return Box(item, self.vm.cols.kind[i], label, parent, x, y, w, h, node=i)
+            return Box(item, self.vm.cols.kind[i], self.vm.label(i), parent, x, y, w, h, node=i)
+        label = self.label(item)
         if item.startswith("i:"):
             src = self.stubs[item]
             node = int(src[1:]) if src.startswith("n") else None

@@ -4,10 +4,11 @@
 are the graph's nodes. Groups are the scopes (``s:model.blocks.3``); N identical consecutive
 sibling scopes folded into one repeat group (``r:s:model.blocks.0+40``, drawn "x40", expanding
 to its copies); loops of unscoped code found from repeated source lines (iterations
-``l:<first>-<last>`` inside a repeat group), so an unscoped graph gets a hierarchy too; and
-the parameters and leaves of a group folded into ``p:<group>`` when there are many. Every
-leaf (parameter, buffer, input) sits in the innermost group holding all its consumers. Ids are
-derived from scope paths and node ids only, so they are the same in every layout and request.
+``l:<first>-<last>`` inside a repeat group ``r:l:<first>-<last>+<N>``), so an unscoped graph
+gets a hierarchy too; and the parameters and leaves of a group folded into ``p:<group>`` when
+there are many. Every leaf (parameter, buffer, input) sits in the innermost group holding all
+its consumers. Ids are derived from scope paths and node ids only, so they are the same in
+every layout and request.
 Every walk is iterative.
 
 >>> import tpx as tp, tpx_inspect
@@ -124,17 +125,9 @@ class _Tree:
         self.scope: dict[str, str] = {ROOT: ""}
         self.count: dict[str, int] = {}
         self.owner: list[str] = [ROOT] * n
-        self.token_ids: dict = {}  # NOTE: strings and shapes as small ints: hashes then
-        self._node_tokens: dict[int, int] = {}  # do not depend on PYTHONHASHSEED
-
-    def node_token(self, c: Columns, i: int) -> int:
-        tok = self._node_tokens.get(i)
-        if tok is None:
-            key = (c.kind[i], c.op[i], c.shape[i], c.dtype[i], _template(c.label[i]))
-            tok = self._node_tokens[i] = self.token_ids.setdefault(key, len(self.token_ids))
-        return tok
 
     def add(self, gid: str, kind: str, parent: str, label: str, scope: str) -> str:
+        assert gid not in self.parent, f"group id {gid} made twice"  # a cycle would follow
         self.parent[gid] = parent
         self.kind[gid] = kind
         self.label[gid] = label
@@ -176,7 +169,9 @@ def _scope_groups(t: _Tree, c: Columns, ops: list[int]) -> None:
 
 def _tokens(c: Columns, ops: list[int]) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     ids: dict[tuple, int] = {}
-    tok = [ids.setdefault((c.op[i], c.shape[i], c.dtype[i], c.source[i]), len(ids)) for i in ops]
+    tok = [
+        ids.setdefault((c.op[i], tuple(c.shape[i]), c.dtype[i], c.where(i)), len(ids)) for i in ops
+    ]
     pos = {n: k for k, n in enumerate(ops)}
     a, b = [], []
     for k, i in enumerate(ops):
@@ -188,7 +183,7 @@ def _tokens(c: Columns, ops: list[int]) -> tuple[np.ndarray, tuple[np.ndarray, n
 
 
 def _where(c: Columns, i: int) -> str:
-    src = c.source[i]
+    src = c.where(i)
     return "" if src is None else f" {src[0].rsplit('/', 1)[-1]}:{src[1]}"
 
 
@@ -199,21 +194,21 @@ def _loops(t: _Tree, c: Columns, group: str, ops: list[int]) -> None:
         parent, offset, loops = stack.pop()
         for lp in loops:
             first = ops[offset + lp.start]
-            iters = []
+            body = f"l:{first}-{ops[offset + lp.start + lp.period - 1]}"  # the first copy's id
+            rid = t.add(f"r:{body}+{lp.copies}", "repeat", parent,
+                        f"loop{_where(c, first)} ×{lp.copies}", t.scope[parent])  # fmt: skip
+            t.count[rid] = lp.copies
             for j in range(lp.copies):
                 a = offset + lp.start + j * lp.period
                 members = ops[a : a + lp.period]
-                iid = t.add(f"l:{members[0]}-{members[-1]}", "loop", parent, f"#{j}",
+                if len(members) == 1:  # NOTE: a one-op body: the copies are the ops themselves
+                    t.owner[members[0]] = rid
+                    continue
+                iid = t.add(f"l:{members[0]}-{members[-1]}", "loop", rid, f"#{j}",
                             t.scope[parent])  # fmt: skip
-                iters.append(iid)
                 for i in members:
                     t.owner[i] = iid
                 stack.append((iid, a, lp.inner))
-            rid = t.add(f"r:{iters[0]}+{lp.copies}", "repeat", parent,
-                        f"loop{_where(c, first)} ×{lp.copies}", t.scope[parent])  # fmt: skip
-            t.count[rid] = lp.copies
-            for iid in iters:
-                t.parent[iid] = rid
 
 
 def _place_leaves(t: _Tree, c: Columns, leaves: list[int]) -> None:
@@ -226,7 +221,8 @@ def _place_leaves(t: _Tree, c: Columns, leaves: list[int]) -> None:
                 home[s] = g if s not in home else t.lca(home[s], g, depth)
     for i in leaves:
         fallback = "s:" + c.scope[i] if "s:" + c.scope[i] in t.parent else ROOT
-        t.owner[i] = home.get(i, fallback)
+        g = home.get(i, fallback)
+        t.owner[i] = t.parent[g] if t.kind[g] == "repeat" else g  # type: ignore[assignment]
 
 
 @lru_cache(maxsize=65536)
@@ -275,28 +271,41 @@ def _bottom_up(t: _Tree, kids: dict[str, list[str]]) -> tuple[dict[str, int], di
     return first, size
 
 
-def _signature(t: _Tree, c: Columns, kids: dict[str, list[str]], gid: str) -> str:
-    """A structural hash of ``gid``: ops, shapes, dtypes, inner groups up to their index, and
-    every input as an offset when inside the group (its shape when outside)."""
-    nodes: list[tuple[int, tuple]] = []
-    stack: list[tuple[str, tuple]] = [(gid, ())]
+def _node_tokens(c: Columns) -> np.ndarray:
+    """One int per node for its op, shapes, dtype, and name and scope up to their indices."""
+    ids: dict[tuple, int] = {}
+    out = np.empty(len(c), np.int64)
+    for i, (label, scope, shape, ins) in enumerate(zip(c.label, c.scope, c.shape, c.inputs)):
+        key = (c.kind[i], c.op[i], tuple(shape), c.dtype[i], _template(label), _template(scope),
+               tuple([tuple(e[1]) for e in ins]))  # fmt: skip
+        out[i] = ids.setdefault(key, len(ids))
+    return out
+
+
+def _structure(c: Columns, tokens: np.ndarray, csr: tuple, m: np.ndarray) -> tuple:
+    """Members ``m``'s tokens, input counts and inputs (an offset inside the group, -2 from a
+    leaf or from outside, -1 none): equal for two groups = identical structure."""
+    ptr, flat = csr
+    counts = ptr[m + 1] - ptr[m]
+    idx = np.repeat(ptr[m] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    src = flat[idx]
+    dst = np.repeat(m, counts)
+    pos = np.minimum(np.searchsorted(m, src), len(m) - 1)
+    inside = (src >= 0) & (m[pos] == src)
+    rel = np.where(inside, dst - src, np.where(src < 0, -1, -2))
+    return tokens[m], counts, rel
+
+
+def _members(kids: dict[str, list[str]], gid: str) -> np.ndarray:
+    out: list[int] = []
+    stack = [gid]
     while stack:
-        g, rel = stack.pop()
-        for x in kids[g]:
+        for x in kids[stack.pop()]:
             if x[0] == "n":
-                nodes.append((int(x[1:]), rel))
+                out.append(int(x[1:]))
             else:
-                stack.append((x, (*rel, t.kind[x], _template(t.label[x]))))
-    nodes.sort()
-    inside = {i for i, _ in nodes}
-    ids = t.token_ids
-    toks = tuple(
-        (t.node_token(c, i), ids.setdefault(rel, len(ids)),
-         tuple(i - s if s in inside else -1 - ids.setdefault(sh, len(ids))
-               for s, sh in zip(c.srcs[i], c.in_shapes[i])))
-        for i, rel in nodes
-    )  # fmt: skip
-    return f"{hash(toks) & 0xFFFFFFFFFFFF:012x}"
+                stack.append(x)
+    return np.sort(np.array(out, np.int64))
 
 
 def _range_label(t: _Tree, parent: str, copies: list[str]) -> str:
@@ -310,19 +319,28 @@ def _range_label(t: _Tree, parent: str, copies: list[str]) -> str:
 def _fold_repeats(
     t: _Tree, c: Columns, kids: dict[str, list[str]], size: dict, first: dict
 ) -> None:
-    sigs: dict[str, str] = {}
+    cache: list = []  # NOTE: tokens and input arrays, made for the first candidate pair only
+    seq_of: dict[str, tuple] = {}
 
     def same(a: str, b: str) -> bool:
-        if t.kind[b] != "scope" or (_template(t.label[a]), size[a]) != (
-            _template(t.label[b]), size[b]):  # fmt: skip
+        if t.kind[b] != "scope" or _template(t.label[a]) != _template(t.label[b]):
             return False
+        if not cache:
+            leaf = np.array([k in LEAF_KINDS for k in c.kind], bool)
+            cache.extend((_node_tokens(c), c.csr(), leaf))
         for g in (a, b):
-            if g not in sigs:
-                sigs[g] = _signature(t, c, kids, g)
-        return sigs[a] == sigs[b]
+            if g not in seq_of:
+                m = _members(kids, g)
+                # NOTE: ops only: the block holding the model's input x differs by that leaf
+                seq_of[g] = _structure(c, cache[0], cache[1], m[~cache[2][m]])
+        return all(np.array_equal(x, y) for x, y in zip(seq_of[a], seq_of[b]))
 
     for g in [g for g in kids if t.kind[g] in ("root", "scope", "loop")]:
-        seq, out, i = kids[g], [], 0
+        # NOTE: leaves first (they have no inputs: drawn on top anyway), so that a weight
+        # shared by the blocks does not split their run
+        seq = [x for x in kids[g] if x[0] == "n" and c.kind[int(x[1:])] in LEAF_KINDS]
+        seq += [x for x in kids[g] if not (x[0] == "n" and c.kind[int(x[1:])] in LEAF_KINDS)]
+        out, i = [], 0
         while i < len(seq):
             j = i + 1
             if seq[i][0] == "s":
@@ -350,7 +368,7 @@ def _node_label(c: Columns, i: int, scope: str) -> str:
     title = c.title(i)
     if c.kind[i] in LEAF_KINDS and scope and title.startswith(scope + "."):
         title = title[len(scope) + 1 :]
-    return f"{title}\n{shape_label(c.shape[i])}"
+    return f"{title}\n{shape_label(tuple(c.shape[i]))}"
 
 
 def _first_screen(t: _Tree, kids: dict[str, list[str]]) -> list[str]:

@@ -115,7 +115,7 @@ def _box(b) -> dict[str, Any]:
 
 def _haystack(vm: ViewModel, i: int, field: str | None) -> str:
     c = vm.cols
-    src = c.source[i]
+    src = c.where(i)
     parts = {
         "op": c.op[i] or "", "title": c.title(i), "label": c.label[i], "scope": c.scope[i],
         "source": "" if src is None else f"{src[0]}:{src[1]}", "kind": c.kind[i],
@@ -153,7 +153,7 @@ def records(vm: ViewModel, ids: list[int], fields: Iterable[str] = RECORD_FIELDS
     get = {
         "kind": lambda i: c.kind[i], "op": lambda i: c.op[i], "label": lambda i: c.label[i],
         "title": c.title, "scope": lambda i: c.scope[i], "shape": lambda i: list(c.shape[i]),
-        "source": lambda i: None if c.source[i] is None else f"{c.source[i][0]}:{c.source[i][1]}",
+        "source": lambda i: None if c.where(i) is None else "{}:{}".format(*c.where(i)),
         "dtype": lambda i: c.dtype[i], "group": lambda i: vm.owner[i],
     }  # fmt: skip
     out: dict[str, list] = {"ids": list(ids)}

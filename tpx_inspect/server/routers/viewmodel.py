@@ -15,7 +15,7 @@ import time
 from collections import Counter, OrderedDict
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
@@ -156,6 +156,10 @@ async def post_layout(
     return _json(await run_in_threadpool(_answer, request, run_id, graph_id, body))
 
 
+_NUMBER = r"-?\d{1,12}(\.\d{1,6})?"
+_VIEWPORT = rf"^{_NUMBER}(,{_NUMBER}){{3}}$"
+
+
 @router.get("/layout", responses=NOT_FOUND)
 async def get_layout(
     request: Request,
@@ -164,7 +168,9 @@ async def get_layout(
     key: Annotated[
         str | None, Query(max_length=40, description="a state key; none: first screen")
     ] = None,
-    viewport: Annotated[str | None, Query(max_length=100, description="x,y,w,h")] = None,
+    viewport: Annotated[
+        str | None, Query(max_length=100, pattern=_VIEWPORT, description="x,y,w,h (w, h > 0)")
+    ] = None,
     min_size: Annotated[float, Query(ge=0)] = 0.0,
 ) -> Response:
     """The layout of the state named ``key`` (from an earlier POST), or of the first screen."""
@@ -172,6 +178,8 @@ async def get_layout(
     vp = None
     if viewport:
         x, y, w, h = (float(v) for v in viewport.split(","))
+        if not (w > 0 and h > 0):
+            raise HTTPException(422, f"viewport {viewport!r}: width and height must be > 0")
         vp = Viewport(x=x, y=y, w=w, h=h)
     body = LayoutRequest(expanded=exp, viewport=vp, min_size=min_size)
     return _json(await run_in_threadpool(_answer, request, run_id, graph_id, body))
