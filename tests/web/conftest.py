@@ -71,10 +71,26 @@ def _wrong_rule_trace(path: Path) -> None:
     tpx_inspect.save(cap.trace, str(path / "trace.json"))
 
 
+def _wide_trace(path: Path) -> None:
+    """A value of 720 elements: more than one page of the node detail (256)."""
+    import tpx as tp
+    import tpx_inspect
+
+    tp.manual_seed(0)
+    with tpx_inspect.capture(name="wide") as cap:
+        x = tp.randn((24, 30), requires_grad=True)
+        (x.tanh() * 2.0).sum().backward()
+    tpx_inspect.save(cap.trace, str(path / "trace.json"))
+
+
 @pytest.fixture(scope="session")
 def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
-    for name, make in (("model", _model_trace), ("wrong-sin", _wrong_rule_trace)):
+    for name, make in (
+        ("model", _model_trace),
+        ("wrong-sin", _wrong_rule_trace),
+        ("wide", _wide_trace),
+    ):
         (root / name).mkdir()
         make(root / name)
     return root

@@ -28,7 +28,7 @@ def click_box(v, box_id: str, double: bool = False) -> None:
 def test_pick_run_and_graph_see_top_down_dag_and_pan_zoom_fit(viewer):
     v = viewer.open()
     runs = v.page.eval_on_selector_all("#run option", "os => os.map(o => o.value)")
-    assert set(runs) == {"model", "wrong-sin"}
+    assert set(runs) == {"model", "wrong-sin", "wide"}
     v.page.select_option("#run", "model")
     v.wait("s.run === 'model' && s.view !== null")
     # Picked while the run may still be loading: the later pick wins, stale replies are dropped.
@@ -60,16 +60,17 @@ def test_pick_run_and_graph_see_top_down_dag_and_pan_zoom_fit(viewer):
 
 def test_expand_collapse_scopes_and_stub_jump(viewer):
     v = viewer.open("run=model&graph=0")
-    collapsed = v.state("s.view.nodes.length")
-    scopes = v.state("s.view.nodes.filter(n => n.kind === 'scope').map(n => n.scope)")
-    assert scopes, "a scoped model opens collapsed"
-    box = v.state(f"s.view.nodes.find(n => n.scope === {scopes[0]!r})")
+    first = v.state("s.view.nodes.length")
+    groups = v.state("s.view.nodes.filter(n => n.group !== null).map(n => n.group)")
+    assert groups, "the three identical blocks open folded (x3)"
+    box = v.state(f"s.view.nodes.find(n => n.group === {groups[0]!r})")
+    assert box["id"] == groups[0] == "r:s:model.1+3" and box["count"] == 3  # a stable id
     click_box(v, box["id"], double=True)
-    v.wait(f"s.view.expanded.includes({scopes[0]!r})")
-    assert v.state("s.view.nodes.length") > collapsed
+    v.wait(f"s.view.expanded.includes({groups[0]!r})")
+    assert v.state("s.view.nodes.length") > first
     v.page.click("#collapse-all")
     v.wait("s.view.expanded.length === 0")
-    assert v.state("s.view.nodes.length") == collapsed
+    assert v.state("s.view.nodes.length") < first
     v.page.select_option("#stub", "true")
     v.page.click("#expand-all")
     v.wait(
@@ -84,8 +85,8 @@ def test_search_by_op_scope_source_and_id_and_jump_through_hits(viewer):
     v = viewer.open("run=model&graph=0")
     v.page.keyboard.press("/")
     v.page.keyboard.type("tanh")
-    hits = v.state("s.hits.length")
-    assert hits == 3  # one tanh per block
+    v.page.wait_for_function("() => document.getElementById('hits').textContent === '3 hits'")
+    assert v.state("s.hits.length") == 3  # one tanh per block (the server searches)
     v.page.keyboard.press("Enter")
     v.wait("s.selected !== null")
     first = v.state("s.selected")
@@ -96,6 +97,9 @@ def test_search_by_op_scope_source_and_id_and_jump_through_hits(viewer):
     assert "tanh" in v.page.inner_text("#panel")
     for query in ("1.fc2", "conftest.py", "#3"):
         v.page.fill("#search", query)
+        v.page.wait_for_function(
+            "() => /^\\d+ hits$/.test(document.getElementById('hits').textContent)"
+        )
         assert v.state("s.hits.length") >= 1, query
 
 
@@ -145,7 +149,7 @@ def test_play_backward_highlights_running_node_and_its_inputs(viewer):
 def test_colour_by_value_with_legend(viewer, key):
     v = viewer.open("run=model&graph=0")
     v.page.select_option("#colour", key)
-    assert v.page.is_visible("#legend")
+    v.page.wait_for_selector("#legend", state="visible")  # the server computes the values
     fills = v.page.evaluate("() => window.tpxViewer.main.fill.size")
     assert fills > 0
     assert v.page.inner_text("#legend-label")

@@ -5,8 +5,8 @@ const enc = encodeURIComponent;
 
 export class ApiError extends Error {}
 
-async function get(path) {
-  const res = await fetch(path, { headers: { Accept: "application/json" } });
+async function get(path, init = {}) {
+  const res = await fetch(path, { ...init, headers: { Accept: "application/json", ...(init.headers || {}) } });
   if (!res.ok) {
     let detail = res.statusText;
     try {
@@ -17,6 +17,19 @@ async function get(path) {
     throw new ApiError(`${res.status}: ${typeof detail === "string" ? detail : JSON.stringify(detail)}`);
   }
   return res.json();
+}
+
+// The view state travels in the body, never in thousands of URL parameters.
+const post = (path, body) => get(path, { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } });
+
+// A view-model endpoint the server may not have (an older server): null instead of an error.
+async function optional(promise) {
+  try {
+    return await promise;
+  } catch (err) {
+    if (err instanceof ApiError && /^(404|405):/.test(err.message)) return null;
+    throw err;
+  }
 }
 
 // Every item of a paginated list endpoint (the server answers at most 1000 per page).
@@ -51,6 +64,18 @@ export const http = {
     getAll(`/api/diff?run_a=${enc(a.run)}&graph_a=${enc(a.graph)}&run_b=${enc(b.run)}&graph_b=${enc(b.graph)}&changed=${changed}`, "nodes"),
   exportUrl: (run, graph, format) => `${graphPath(run, graph)}/export?format=${enc(format)}`,
   feed: (run, since) => get(`/api/runs/${enc(run)}/feed?since=${since}&wait=10`),
+  // The view model (issue 14): the group tree once, layouts of a state, records on demand,
+  // search and colour statistics computed by the server, value figures.
+  tree: (run, graph) => optional(get(`${graphPath(run, graph)}/tree`)),
+  layout: (run, graph, body) => optional(post(`${graphPath(run, graph)}/layout`, body)),
+  records: (run, graph, ids, fields) => post(`${graphPath(run, graph)}/records`, { ids, fields }),
+  search: (run, graph, q, key, limit = 1000) =>
+    get(`${graphPath(run, graph)}/search?q=${enc(q)}&key=${enc(key)}&limit=${limit}`),
+  colours: (run, graph, metric, key) => get(`${graphPath(run, graph)}/colours?metric=${enc(metric)}&key=${enc(key)}`),
+  heatmap: (run, graph, id, which, max = 128) =>
+    optional(get(`${graphPath(run, graph)}/nodes/${enc(id)}/heatmap?which=${enc(which)}&max=${max}`)),
+  histogram: (run, graph, id, which, bins = 40) =>
+    optional(get(`${graphPath(run, graph)}/nodes/${enc(id)}/histogram?which=${enc(which)}&bins=${bins}`)),
 };
 
 // Embedded data of a standalone export: one graph, its view, nodes and details.
@@ -67,5 +92,9 @@ export function embedded(data) {
     diff: () => miss("comparison"),
     exportUrl: () => null,
     feed: async () => ({ new: [], status: "ok" }),
+    tree: async () => null,
+    layout: async () => null,
+    heatmap: async () => null,
+    histogram: async () => null,
   };
 }

@@ -1,22 +1,26 @@
-// Canvas 2D rendering of a laid-out DAG: camera (pan, zoom, fit), culling to the viewport,
-// label level-of-detail, a spatial grid for hit testing, highlights and colour overrides.
+// Canvas 2D rendering of a laid-out DAG: camera (pan, zoom, fit), drawing from a spatial index
+// (only what meets the viewport), level of detail (labels when legible; boxes too small to see
+// drawn as aggregates per cell), frames around expanded scopes, highlights and colour overrides.
 
 import { kindColor, themeColors } from "./colors.js";
+import { CELL, SpatialIndex } from "./spatial.js";
 
-const GRID = 256; // world units per hit-test cell
+const TINY = 4; // screen px: boxes lower than this are drawn as aggregates
+const MANY = 5000; // more boxes than this in view: no labels, fills batched per colour
+const LEGIBLE = 7; // screen px: the smallest label drawn
 
 export class GraphView {
   constructor(canvas) {
     this.canvas = canvas;
     this.ctx = canvas.getContext("2d");
-    this.graph = { nodes: [], edges: [], width: 0, height: 0 };
+    this.graph = { nodes: [], edges: [], frames: [], width: 0, height: 0 };
     this.cam = { x: 0, y: 0, k: 1 };
     this.selected = null;
     this.hits = new Set();
     this.marked = new Map(); // node id -> "fail" | "skipped" | "ok" | "active" | "accum"
     this.fill = null; // node id -> css colour (colour-by mode)
     this.byId = new Map();
-    this.grid = new Map();
+    this.index = null;
     this.listeners = {};
     this.frame = 0;
     this._bindPointer();
@@ -34,19 +38,11 @@ export class GraphView {
 
   setGraph(graph) {
     this.graph = graph;
+    this.graph.frames ||= [];
     this.byId = new Map(graph.nodes.map((n) => [n.id, n]));
-    this.grid = new Map();
-    for (const n of graph.nodes) {
-      const x0 = Math.floor((n.x - n.w / 2) / GRID), x1 = Math.floor((n.x + n.w / 2) / GRID);
-      const y0 = Math.floor((n.y - n.h / 2) / GRID), y1 = Math.floor((n.y + n.h / 2) / GRID);
-      for (let gx = x0; gx <= x1; gx++) {
-        for (let gy = y0; gy <= y1; gy++) {
-          const key = gx + "," + gy;
-          if (!this.grid.has(key)) this.grid.set(key, []);
-          this.grid.get(key).push(n);
-        }
-      }
-    }
+    this.index = new SpatialIndex(graph.nodes, graph.edges);
+    const heights = graph.nodes.map((n) => n.h).sort((a, b) => a - b);
+    this.boxHeight = heights.length ? heights[Math.floor(heights.length / 2)] : 40;
     this.draw();
   }
 
@@ -104,8 +100,9 @@ export class GraphView {
   }
 
   nodeAt(sx, sy) {
+    if (!this.index) return null;
     const [wx, wy] = this.toWorld(sx, sy);
-    const cell = this.grid.get(Math.floor(wx / GRID) + "," + Math.floor(wy / GRID)) || [];
+    const cell = this.index.cells.get(Math.floor(wx / CELL) + "," + Math.floor(wy / CELL)) || [];
     for (const n of cell) {
       if (Math.abs(wx - n.x) <= n.w / 2 && Math.abs(wy - n.y) <= n.h / 2) return n;
     }
@@ -117,7 +114,12 @@ export class GraphView {
     this._pending = true;
     requestAnimationFrame(() => {
       this._pending = false;
-      this.render();
+      try {
+        this.render();
+      } catch (err) {
+        this.lastError = String(err); // kept for the status line and the benchmark
+        throw err;
+      }
     });
   }
 
@@ -131,81 +133,190 @@ export class GraphView {
     ctx.setTransform(this.dpr * cam.k, 0, 0, this.dpr * cam.k, -cam.x * cam.k * this.dpr, -cam.y * cam.k * this.dpr);
     const view = { x0: cam.x, y0: cam.y, x1: cam.x + this.viewWidth / cam.k, y1: cam.y + this.viewHeight / cam.k };
     this.drawnNodes = 0;
-    this._drawEdges(view, colors);
-    this._drawNodes(view, colors);
+    this.labelled = 0;
+    this.aggregated = 0;
+    if (!this.index) return;
+    this._drawFrames(view, colors);
+    if (this.boxHeight * cam.k < TINY) this._drawAggregates(view, colors);
+    else {
+      const boxes = this.index.boxesIn(view);
+      this._drawEdges(this.index.edgesIn(view), colors, boxes.length <= MANY);
+      this._drawNodes(boxes, colors);
+    }
+    this._drawChosen(colors);
     this.frame += 1;
     this.lastRenderMs = performance.now() - t0;
-    this.canvas.dataset.frame = String(this.frame);
-    this.canvas.dataset.drawn = String(this.drawnNodes);
+    const d = this.canvas.dataset;
+    d.frame = String(this.frame);
+    d.drawn = String(this.drawnNodes);
+    d.labelled = String(this.labelled);
+    d.aggregated = String(this.aggregated);
     this.emit("render", this.lastRenderMs);
   }
 
-  _drawEdges(view, colors) {
+  // Expanded scopes as frames: an outline with the scope's name at its top left.
+  // Frames smaller than a few pixels are left out; outlines go in one path, one stroke.
+  _drawFrames(view, colors) {
     const { ctx, cam } = this;
-    ctx.lineWidth = 1 / cam.k;
-    ctx.strokeStyle = colors.edge;
-    const labels = cam.k > 0.7;
-    ctx.font = `${10}px sans-serif`;
-    for (const e of this.graph.edges) {
-      const pts = e.points;
-      if (!pts || pts.length < 2 || !intersects(e.bbox ||= bbox(pts), view)) continue;
-      const hot = this.marked.get(e.source) === "active" || this.marked.get(e.target) === "accum";
-      ctx.strokeStyle = hot ? colors.active : colors.edge;
-      ctx.lineWidth = (hot ? 3 : 1) / Math.min(cam.k, 1);
+    const min = 6 / cam.k, labels = [];
+    ctx.lineWidth = 1.5 / cam.k;
+    ctx.strokeStyle = colors["kind-scope"];
+    ctx.beginPath();
+    for (const f of this.graph.frames) {
+      if (f.w < min || f.h < min) continue;
+      const x0 = f.x - f.w / 2, y0 = f.y - f.h / 2;
+      if (x0 + f.w < view.x0 || x0 > view.x1 || y0 + f.h < view.y0 || y0 > view.y1) continue;
+      ctx.rect(x0, y0, f.w, f.h);
+      if (cam.k * 11 >= 6 && f.w * cam.k > 40) labels.push([f.label, x0 + 6, y0 + 3]);
+    }
+    ctx.stroke();
+    ctx.textAlign = "left";
+    ctx.textBaseline = "top";
+    ctx.font = "bold 11px sans-serif";
+    ctx.fillStyle = colors.edgeLabel;
+    for (const [text, x, y] of labels) ctx.fillText(text, x, y);
+  }
+
+  // Too small to see one by one: each occupied cell of the pyramid as one block of its most
+  // common kind (or the colour-by colour of a box in it), batched into one path per colour.
+  _drawAggregates(view, colors) {
+    const { ctx } = this;
+    const byColour = new Map();
+    for (const a of this.index.aggregatesIn(view, this.cam.k, 3)) {
+      const colour = (this.fill && this.fill.get(a.rep.id)) || kindColor(a.kind, colors);
+      if (!byColour.has(colour)) byColour.set(colour, []);
+      byColour.get(colour).push(a);
+      this.aggregated += a.count;
+    }
+    const min = 2 / this.cam.k; // at least two pixels, so a lone box still shows
+    for (const [colour, list] of byColour) {
+      ctx.fillStyle = colour;
       ctx.beginPath();
-      ctx.moveTo(pts[0][0], pts[0][1]);
-      for (let i = 1; i < pts.length; i++) ctx.lineTo(pts[i][0], pts[i][1]);
+      for (const a of list) ctx.rect(a.x0, a.y0, Math.max(a.x1 - a.x0, min), Math.max(a.y1 - a.y0, min));
+      ctx.fill();
+    }
+  }
+
+  _drawEdges(edges, colors, detailed) {
+    const { ctx, cam } = this;
+    const labels = detailed && cam.k > 0.7;
+    const plain = [], hot = [];
+    for (const e of edges) (this.marked.get(e.source) === "active" || this.marked.get(e.target) === "accum" ? hot : plain).push(e);
+    ctx.font = "10px sans-serif";
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    for (const [list, colour, width] of [[plain, colors.edge, 1], [hot, colors.active, 3]]) {
+      if (!list.length) continue;
+      ctx.strokeStyle = ctx.fillStyle = colour;
+      ctx.lineWidth = width / Math.min(cam.k, 1);
+      ctx.beginPath();
+      for (const e of list) {
+        const pts = e.points;
+        ctx.moveTo(pts[0][0], pts[0][1]);
+        for (let i = 1; i < pts.length; i++) ctx.lineTo(pts[i][0], pts[i][1]);
+      }
       ctx.stroke();
-      arrowHead(ctx, pts[pts.length - 2], pts[pts.length - 1], 6);
-      if (labels && e.label) {
-        const m = pts[Math.floor(pts.length / 2)];
-        ctx.fillStyle = colors.edgeLabel;
+      if (detailed) {
+        ctx.beginPath();
+        for (const e of list) arrowHead(ctx, e.points[e.points.length - 2], e.points[e.points.length - 1], 6);
+        ctx.fill();
+      }
+      if (!labels) continue;
+      ctx.fillStyle = colors.edgeLabel;
+      for (const e of list) {
+        if (!e.label) continue;
+        const m = e.points[Math.floor(e.points.length / 2)];
         ctx.fillText(e.label, m[0] + 4, m[1]);
       }
     }
   }
 
-  _drawNodes(view, colors) {
+  _drawNodes(boxes, colors) {
     const { ctx, cam } = this;
-    const showLabel = cam.k > 0.35, showSub = cam.k > 0.6;
+    const many = boxes.length > MANY;
+    const showSub = cam.k > 0.6;
+    this.drawnNodes = boxes.length;
+    if (many) return this._fillBatched(boxes, colors);
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
-    for (const n of this.graph.nodes) {
-      if (n.x + n.w / 2 < view.x0 || n.x - n.w / 2 > view.x1) continue;
-      if (n.y + n.h / 2 < view.y0 || n.y - n.h / 2 > view.y1) continue;
-      this.drawnNodes += 1;
+    for (const n of boxes) {
       const x = n.x - n.w / 2, y = n.y - n.h / 2;
       const custom = this.fill && this.fill.get(n.id);
       ctx.fillStyle = custom || kindColor(n.kind, colors);
       ctx.beginPath();
-      roundRect(ctx, x, y, n.w, n.h, n.kind === "scope" ? 10 : 4);
+      roundRect(ctx, x, y, n.w, n.h, n.group ? 10 : 4);
       ctx.fill();
-      const mark = this.marked.get(n.id);
-      const chosen = n.id === this.selected || this.hits.has(n.id);
-      ctx.lineWidth = (chosen ? 3 : 1) / Math.min(cam.k, 1);
-      ctx.strokeStyle = n.id === this.selected ? colors.selected : this.hits.has(n.id) ? colors.hit : colors.border;
+      ctx.lineWidth = 1 / Math.min(cam.k, 1);
+      ctx.strokeStyle = colors.border;
       ctx.stroke();
-      if (mark) {
-        // A status ring outside the border, so a selected failing node shows both.
-        const pad = 5 / Math.min(cam.k, 1);
-        ctx.beginPath();
-        roundRect(ctx, x - pad, y - pad, n.w + 2 * pad, n.h + 2 * pad, 7);
-        ctx.lineWidth = 3 / Math.min(cam.k, 1);
-        ctx.strokeStyle = colors[mark];
-        // Skipped nodes get a dashed ring: not checked is not the same as passed.
-        if (mark === "skipped") ctx.setLineDash([6 / Math.min(cam.k, 1), 4 / Math.min(cam.k, 1)]);
-        ctx.stroke();
-        ctx.setLineDash([]);
-      }
-      if (!showLabel) continue;
+      const mark = this.marked.get(n.id);
+      if (mark) this._ring(n, colors[mark], mark === "skipped");
+      // Labels stay legible when zoomed out: at least LEGIBLE px on screen while the box is
+      // tall enough to hold them (the text then fills more of the box).
+      const size = Math.min(Math.max(12, LEGIBLE / cam.k), 0.7 * n.h);
+      if (size * cam.k < LEGIBLE - 1.5) continue; // short boxes (stubs) take slightly smaller text
+      this.labelled += 1;
       ctx.fillStyle = custom ? textOn(custom) : colors.text;
-      ctx.font = `bold ${12}px sans-serif`;
-      ctx.fillText(clip(n.label, n.w), n.x, showSub && n.sublabel ? n.y - 7 : n.y);
-      if (showSub && n.sublabel) {
-        ctx.font = `${10}px sans-serif`;
-        ctx.fillText(clip(n.sublabel, n.w), n.x, n.y + 8);
+      ctx.font = `bold ${size.toFixed(1)}px sans-serif`;
+      const sub = showSub && n.sublabel && size <= 12;
+      ctx.fillText(clip(n.label, n.w, size), n.x, sub ? n.y - 7 : n.y);
+      if (sub) {
+        ctx.font = "10px sans-serif";
+        ctx.fillText(clip(n.sublabel, n.w, 10), n.x, n.y + 8);
       }
     }
+  }
+
+  _fillBatched(boxes, colors) {
+    const byColour = new Map();
+    for (const n of boxes) {
+      const colour = (this.fill && this.fill.get(n.id)) || kindColor(n.kind, colors);
+      if (!byColour.has(colour)) byColour.set(colour, []);
+      byColour.get(colour).push(n);
+    }
+    for (const [colour, list] of byColour) {
+      this.ctx.fillStyle = colour;
+      this.ctx.beginPath();
+      for (const n of list) this.ctx.rect(n.x - n.w / 2, n.y - n.h / 2, n.w, n.h);
+      this.ctx.fill();
+    }
+    for (const n of boxes) {
+      const mark = this.marked.get(n.id);
+      if (mark) this._ring(n, colors[mark], mark === "skipped");
+    }
+  }
+
+  // A status ring outside the border, so a selected failing node shows both.
+  _ring(n, colour, dashed) {
+    const { ctx, cam } = this;
+    const s = 1 / Math.min(cam.k, 1), pad = 5 * s;
+    ctx.beginPath();
+    roundRect(ctx, n.x - n.w / 2 - pad, n.y - n.h / 2 - pad, n.w + 2 * pad, n.h + 2 * pad, 7);
+    ctx.lineWidth = 3 * s;
+    ctx.strokeStyle = colour;
+    // Skipped nodes get a dashed ring: not checked is not the same as passed.
+    if (dashed) ctx.setLineDash([6 * s, 4 * s]);
+    ctx.stroke();
+    ctx.setLineDash([]);
+  }
+
+  // The selected box and the search hits on top of everything, at least a few pixels wide.
+  _drawChosen(colors) {
+    const { ctx, cam } = this;
+    const min = 6 / cam.k;
+    const draw = (n, colour) => {
+      ctx.beginPath();
+      roundRect(ctx, n.x - Math.max(n.w, min) / 2, n.y - Math.max(n.h, min) / 2, Math.max(n.w, min), Math.max(n.h, min), 4);
+      ctx.lineWidth = 3 / Math.min(cam.k, 1);
+      ctx.strokeStyle = colour;
+      ctx.stroke();
+    };
+    for (const id of this.hits) {
+      const n = this.byId.get(id);
+      if (n && id !== this.selected) draw(n, colors.hit);
+    }
+    const sel = this.byId.get(this.selected);
+    if (sel) draw(sel, colors.selected);
   }
 
   _bindPointer() {
@@ -241,18 +352,6 @@ export class GraphView {
   }
 }
 
-function bbox(pts) {
-  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-  for (const [x, y] of pts) {
-    x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
-  }
-  return { x0, y0, x1, y1 };
-}
-
-function intersects(b, v) {
-  return !(b.x1 < v.x0 || b.x0 > v.x1 || b.y1 < v.y0 || b.y0 > v.y1);
-}
-
 function roundRect(ctx, x, y, w, h, r) {
   ctx.moveTo(x + r, y);
   ctx.arcTo(x + w, y, x + w, y + h, r);
@@ -262,15 +361,13 @@ function roundRect(ctx, x, y, w, h, r) {
   ctx.closePath();
 }
 
+// One arrow head as a closed subpath of the current path (filled by the caller, batched).
 function arrowHead(ctx, [x0, y0], [x1, y1], size) {
   const a = Math.atan2(y1 - y0, x1 - x0);
-  ctx.beginPath();
   ctx.moveTo(x1, y1);
   ctx.lineTo(x1 - size * Math.cos(a - 0.4), y1 - size * Math.sin(a - 0.4));
   ctx.lineTo(x1 - size * Math.cos(a + 0.4), y1 - size * Math.sin(a + 0.4));
   ctx.closePath();
-  ctx.fillStyle = ctx.strokeStyle;
-  ctx.fill();
 }
 
 function textOn(rgb) {
@@ -279,7 +376,7 @@ function textOn(rgb) {
   return 0.299 * r + 0.587 * g + 0.114 * b > 140 ? "#111" : "#fff";
 }
 
-function clip(text, width) {
-  const max = Math.max(3, Math.floor(width / 7));
+function clip(text, width, size = 12) {
+  const max = Math.max(3, Math.floor(width / (0.6 * size)));
   return text.length > max ? text.slice(0, max - 1) + "…" : text;
 }

@@ -1,6 +1,6 @@
 // The side panel: everything recorded about one node, a scope box or a stub.
 
-import { heatmap } from "./heatmap.js";
+import { gridOf, heatmap, histogram, histogramOf } from "./heatmap.js";
 
 const h = (tag, attrs = {}, ...children) => {
   const el = document.createElement(tag);
@@ -26,14 +26,14 @@ export const fmt = (v) => {
 };
 
 export const bytes = (n) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(2)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
-const seconds = (s) => (s === null || s === undefined ? "—" : s < 1e-3 ? `${(s * 1e6).toFixed(1)} µs` : `${(s * 1e3).toFixed(2)} ms`);
+export const seconds = (s) => (s === null || s === undefined ? "—" : s < 1e-3 ? `${(s * 1e6).toFixed(1)} µs` : `${(s * 1e3).toFixed(2)} ms`);
 const shape = (s) => `(${s.join(", ")}${s.length === 1 ? "," : ""})`;
 
 function kv(rows) {
   return h("table", { class: "kv" }, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))));
 }
 
-function summaryTable(title, s, values) {
+function summaryTable(title, s, values, figures = null) {
   if (!s) return [h("h3", {}, title), h("p", { class: "muted" }, "not recorded")];
   const bad = s.nan || s.inf;
   const rows = [
@@ -44,14 +44,33 @@ function summaryTable(title, s, values) {
     ["NaN / Inf / zeros", h("span", { class: bad ? "fail" : "" }, `${s.nan} / ${s.inf} / ${s.zeros}`)],
     ["preview", h("span", { class: "mono" }, (s.preview || []).map(fmt).join(", "))],
   ];
-  const out = [h("h3", {}, title), kv(rows)];
-  if (values && values.shape.length === 2 && values.data.length >= values.shape[0] * values.shape[1]) {
-    const [r, c] = values.shape;
-    const grid = [];
-    for (let i = 0; i < r; i++) grid.push(values.data.slice(i * c, (i + 1) * c).map(Number));
-    out.push(heatmap(grid));
-  }
-  return out;
+  return [h("h3", {}, title), kv(rows), ...valueFigures(title, values, figures)];
+}
+
+// The value itself: a heatmap (1-D as one row, N-D with leading axes as rows) and a histogram,
+// when the trace kept it. Values cut by the server's limit get the histogram of those at hand.
+function valueFigures(title, values, figures = null) {
+  if (!values || values.total < 2) return [];
+  const grid = gridOf(values);
+  if (grid) return [heatmap(grid), histogram(histogramOf(values.data), `histogram of ${title}`)];
+  // Cut by the page limit: the server's downsampled heatmap and its histogram of every value.
+  const slot = h("div", { class: "value-figures" }, h("p", { class: "muted" }, `${values.total} values: loading figures…`));
+  if (figures) {
+    figures().then(([grid2, hist]) => {
+      slot.replaceChildren(...[grid2 && heatmap(grid2), hist && histogram(hist, `histogram of ${title}`)].filter(Boolean));
+    }).catch((err) => slot.replaceChildren(h("p", { class: "muted" }, String(err))));
+  } else slot.replaceChildren(histogram(histogramOf(values.data), `histogram of the first ${values.data.length} of ${title}`));
+  return [slot];
+}
+
+// A saved tensor's values: the node's output (slot -1) or its input K, as the trace kept them.
+function savedValue(s, values, fig) {
+  const which = s.slot < 0 ? "output" : `input.${s.slot}`;
+  const v = values?.[which];
+  if (!v) return [];
+  const name = `saved ${s.slot < 0 ? "output" : `input ${s.slot}`}`;
+  const head = v.data.slice(0, 8).map(fmt).join(", ") + (v.total > 8 ? ", …" : "");
+  return [h("p", { class: "mono saved-values" }, `${name}: ${head}`), ...valueFigures(name, v, fig(which))];
 }
 
 function replace(panel, ...children) {
@@ -89,6 +108,8 @@ export function renderNode(panel, detail, ctx) {
   const inputs = n.inputs.map((e, i) =>
     h("tr", {}, h("td", {}, i), h("td", {}, e.src === null ? "const" : link(e.src)), h("td", { class: "mono" }, `${shape(e.shape)} ${e.dtype}`)));
   const saved = detail.saved.map((s) => h("tr", {}, h("td", {}, s.slot < 0 ? "output" : `input ${s.slot}`), h("td", { class: "mono" }, `${shape(s.shape)} ${s.dtype}`), h("td", {}, bytes(s.bytes))));
+  const fig = (which) => (ctx.figures ? () => ctx.figures(n.id, which) : null);
+  const savedValues = detail.saved.flatMap((s) => savedValue(s, detail.values, fig));
   const checks = checkLines(n.id, ctx);
   const diff = ctx.diff && ctx.diff.get(n.id);
   replace(
@@ -113,9 +134,10 @@ export function renderNode(panel, detail, ctx) {
     h("table", { class: "kv" }, inputs.length ? inputs : h("tr", {}, h("td", { class: "muted" }, "none (leaf)"))),
     h("h3", {}, "saved for backward"),
     h("table", { class: "kv" }, saved.length ? saved : h("tr", {}, h("td", { class: "muted" }, "nothing"))),
-    ...summaryTable("output", detail.output, detail.values?.output),
-    ...summaryTable("gradient (incoming)", detail.grad, detail.values?.grad),
-    ...detail.grads_out.flatMap((g, i) => (g ? summaryTable(`gradient to input ${i}`, g, detail.values?.[`grad_out.${i}`]) : [])),
+    ...savedValues,
+    ...summaryTable("output", detail.output, detail.values?.output, fig("output")),
+    ...summaryTable("gradient (incoming)", detail.grad, detail.values?.grad, fig("grad")),
+    ...detail.grads_out.flatMap((g, i) => (g ? summaryTable(`gradient to input ${i}`, g, detail.values?.[`grad_out.${i}`], fig(`grad_out.${i}`)) : [])),
     h("h3", {}, "checks"),
     ctx.checked ? h("ul", { id: "node-checks" }, checks) : h("p", { class: "muted" }, "not run (press X)"),
     diff ? h("h3", {}, "compared") : null,
@@ -128,7 +150,8 @@ export function renderBox(panel, box, ctx) {
   if (box.scope) rows.push(["scope", box.scope]);
   if (box.size > 1) rows.push(["nodes inside", String(box.size)]);
   const actions = [];
-  if (box.kind === "scope") actions.push(h("button", { onclick: () => ctx.toggle(box.scope) }, "Expand (Enter)"));
+  if (box.count > 1) rows.push(["copies", `${box.count} identical blocks`]);
+  if (box.group !== null) actions.push(h("button", { onclick: () => ctx.toggle(box.group) }, "Expand (Enter)"));
   if (box.kind === "stub" && box.node !== null) actions.push(h("button", { onclick: () => ctx.select(box.node) }, `Jump to #${box.node} (Enter)`));
   panel.replaceChildren(h("h2", {}, box.label), kv(rows), ...actions);
 }

@@ -1,0 +1,28 @@
+// What every part of the viewer shares: the data source, the state of what is shown, the main
+// graph view, and the status line. No logic lives here, only the shared objects.
+
+import { embedded, http } from "./api.js";
+import { GraphView } from "./graph-view.js";
+
+export const $ = (id) => document.getElementById(id);
+
+export const api = window.TPX_EMBED ? embedded(window.TPX_EMBED) : http;
+
+export const state = {
+  run: null, graph: null, expanded: new Set(), scopes: [], view: null, nodes: [], byNode: new Map(),
+  order: [], selected: null, hits: [], hit: -1, findings: new Map(), skips: new Map(), report: null, checked: false,
+  diff: null, compare: null, play: { index: -1, timer: null }, colour: "kind", graphs: [], stub: "",
+  boxByNode: new Map(), boxByScope: new Map(), legend: null, legendHidden: false, nodesLoaded: false, records: null, tree: null, treeLoad: null, vm: false, expandAll: false,
+  // Load generations: a pick made while an earlier one is still loading wins; stale replies are
+  // dropped instead of overwriting what the user asked for last.
+  loadSeq: 0, viewSeq: 0,
+};
+
+export const main = new GraphView($("canvas"));
+
+// The second view when comparing side by side (made on first use).
+export const views = { other: null };
+
+export function status(text) {
+  $("status").textContent = text;
+}

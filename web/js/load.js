@@ -1,0 +1,210 @@
+// Loading: the run list, a run's graphs, one graph's view at an expansion state, and the node
+// records that search, colours and playback need (after the first frame).
+
+import { $, api, main, state, status } from "./app.js";
+import { indexView, toDrawable } from "./boxes.js";
+import { showVerdict } from "./checks-ui.js";
+import { applyColour } from "./colour.js";
+import { showCompare } from "./compare.js";
+import { markHits, search, select } from "./picking.js";
+import { applyMarks, stopPlay } from "./playback.js";
+import { updateURL } from "./url.js";
+import { allGroups, setTree, viewOfLayout } from "./vm.js";
+
+export async function loadRuns() {
+  const runs = await api.runs();
+  const label = runLabels(runs);
+  $("run").replaceChildren(...runs.map((r) => new Option(`${label.get(r.id)} (${r.status}, ${r.graphs} graphs)`, r.id)));
+  return runs;
+}
+
+// Runs of the same script share a name: those are told apart by their folder (the run id).
+export function runLabels(runs) {
+  const count = new Map();
+  for (const r of runs) count.set(r.name, (count.get(r.name) || 0) + 1);
+  return new Map(runs.map((r) => [r.id, count.get(r.name) > 1 && r.id !== r.name ? `${r.name} · ${r.id}` : r.name]));
+}
+
+export async function fillCompare(runs) {
+  // Every graph of every run can be compared; listed after the first frame is drawn.
+  const options = [new Option("—", "")];
+  const label = runLabels(runs);
+  for (const r of runs) {
+    const list = await api.graphs(r.id);
+    for (const g of list.graphs) options.push(new Option(`${label.get(r.id)} / graph ${g.id} (${g.detail})`, `${r.id}\u0000${g.id}`));
+  }
+  $("compare").replaceChildren(...options);
+  document.body.dataset.compareReady = "1";
+}
+
+export function fillGraphs(graphs) {
+  state.graphs = graphs;
+  $("graph").replaceChildren(...graphs.map((g) => new Option(graphLabel(g), g.id)));
+}
+
+export function graphLabel(g) {
+  return `graph ${g.id}: ${g.detail} · ${g.nodes} nodes${g.finite === false ? " · non-finite" : ""}`;
+}
+
+export async function selectRun(run, graph = null, node = null) {
+  const token = ++state.loadSeq;
+  state.run = run;
+  $("run").value = run;
+  const list = await api.graphs(run);
+  if (state.run !== run) return; // another run was picked meanwhile
+  fillGraphs(list.graphs);
+  if (token !== state.loadSeq) {
+    // A graph was picked while the list loaded: keep that pick.
+    if (state.graph !== null) $("graph").value = String(state.graph);
+    return;
+  }
+  if (!list.graphs.length) {
+    status("this run recorded no graph yet");
+    return;
+  }
+  await selectGraph(graph ?? list.graphs[0].id, { keepExpanded: graph !== null, node });
+}
+
+function forgetGraph() {
+  state.findings = new Map();
+  state.skips = new Map();
+  state.report = null;
+  state.checked = false;
+  showVerdict(null);
+  state.diff = null;
+  stopPlay();
+  delete document.body.dataset.loaded;
+  state.nodes = [];
+  state.records = null;
+  state.treeLoad = null;
+  setTree(null);
+  state.nodesLoaded = false;
+  state.byNode = new Map();
+  state.order = [];
+}
+
+// Graphs up to this many nodes load every node record after the first frame; bigger ones (with
+// the server's view model) ask for records when a feature needs them (search and colours are
+// computed by the server).
+const EAGER = 5_000;
+
+export async function selectGraph(graph, { keepExpanded = false, node = null } = {}) {
+  const token = ++state.loadSeq;
+  state.graph = Number(graph);
+  $("graph").value = String(graph);
+  if (!keepExpanded) state.expanded = new Set();
+  forgetGraph();
+  // The first frame comes first: the group tree comes alongside (the server's first screen
+  // needs no tree here), node records after it, so they do not compete with the layout.
+  state.vm = true; // until the server answers that it has no view model
+  await refreshView();
+  if (token !== state.loadSeq) return; // superseded by a later pick
+  main.fit();
+  document.body.dataset.interactive = `${state.run}/${state.graph}`;
+  if (state.vm && $("search").value.trim()) search($("search").value);
+  const size = state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
+  // The tree of a big graph is a big answer: asked when a feature needs it, or when idle, so
+  // that it does not hold up the first search.
+  if (size <= EAGER) await ensureTree();
+  else setTimeout(() => token === state.loadSeq && ensureTree(), 3000);
+  if (token !== state.loadSeq) return;
+  if (!state.vm || size <= EAGER) await ensureRecords();
+  if (token !== state.loadSeq) return;
+  if (node !== null) await select(node);
+  if (state.compare) await showCompare(state.compare);
+  updateURL();
+}
+
+// The view model's group tree (which groups hold a node, which lie below a group), once.
+export function ensureTree() {
+  if (!state.vm) return Promise.resolve();
+  if (!state.treeLoad) {
+    const token = state.loadSeq;
+    state.treeLoad = api.tree(state.run, state.graph).catch(() => null).then((tree) => {
+      if (token !== state.loadSeq) return;
+      setTree(tree);
+      applyMarks();
+      if (state.hits.length) markHits();
+    });
+  }
+  return state.treeLoad;
+}
+
+// Every node record and the backward order of the shown graph, loaded once.
+export function ensureRecords() {
+  if (state.records) return state.records;
+  const token = state.loadSeq;
+  state.records = Promise.all([api.nodes(state.run, state.graph), api.backward(state.run, state.graph)]).then(([nodes, order]) => {
+    if (token !== state.loadSeq) return;
+    state.nodes = nodes.nodes;
+    state.byNode = new Map(state.nodes.map((n) => [n.id, n]));
+    state.order = order.nodes.map((n) => n.id);
+    state.nodesLoaded = true;
+    document.body.dataset.loaded = `${state.run}/${state.graph}`;
+    applyColour();
+    if ($("search").value.trim()) search($("search").value);
+  });
+  return state.records;
+}
+
+// Every group open: the view model is asked with one flag, not thousands of names.
+export function setExpandAll() {
+  state.expandAll = state.vm;
+  state.expanded = new Set(allGroups());
+}
+
+export function setCollapsed() {
+  state.expandAll = false;
+  state.expanded = new Set(state.vm ? ["root"] : []);
+}
+
+// The view model's layout (the state in the body; nothing named: the server's first screen),
+// or an older server's /view.
+async function fetchView() {
+  if (state.vm) {
+    const named = state.expandAll || state.expanded.size;
+    const body = state.expandAll ? { expand_all: true } : { expanded: named ? [...state.expanded] : null };
+    const res = await api.layout(state.run, state.graph, body);
+    if (res) {
+      if (!state.expandAll) state.expanded = new Set(res.expanded);
+      return viewOfLayout(res, [...state.expanded]);
+    }
+    state.vm = false;
+  }
+  return api.view(state.run, state.graph, [...state.expanded], state.stub);
+}
+
+export async function refreshView() {
+  const seq = ++state.viewSeq;
+  const t0 = performance.now();
+  const view = await fetchView();
+  if (seq !== state.viewSeq) return false; // a newer layout was asked for: drop this one
+  const t1 = performance.now();
+  state.view = view;
+  state.scopes = view.scopes;
+  indexView(view);
+  main.setGraph(toDrawable(view));
+  applyColour();
+  applyMarks();
+  if (state.hits.length) markHits();
+  const t2 = performance.now();
+  state.timing = { fetch: t1 - t0, index: t2 - t1 };
+  const ms = (t2 - t0).toFixed(0);
+  const g = state.graphs.find((x) => x.id === state.graph);
+  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms (here ${(t2 - t1).toFixed(0)} ms)${view.note ? " · " + view.note : ""}`);
+  document.body.dataset.ready = `${state.run}/${state.graph}/${state.expandAll ? "*" : [...state.expanded].join(",")}`;
+  return true;
+}
+
+export async function follow(run) {
+  // Live runs (tpx-inspect run --serve): new graphs appear as they are recorded.
+  while (state.run === run) {
+    const feed = await api.feed(run, state.graphs.length);
+    for (const g of feed.new) {
+      state.graphs.push(g);
+      $("graph").append(new Option(graphLabel(g), g.id));
+    }
+    if (feed.new.length) status(`live: ${state.graphs.length} graphs recorded`);
+    if (feed.status !== "running" && !feed.new.length) break;
+  }
+}

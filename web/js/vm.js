@@ -1,0 +1,68 @@
+// The server's view model of a graph (issue 14), when the server has it: the tree of groups
+// (scopes, xN repeated blocks, loops found in unscoped code, parameter groups) with stable ids,
+// and what the viewer derives from it: the groups holding a node, the groups below a group.
+// Without it (an older server) the same questions are answered from scope names.
+
+import { state } from "./app.js";
+import { ancestors } from "./boxes.js";
+
+const GROUP_KINDS = new Set(["scope", "repeat", "loop", "params"]);
+
+export function setTree(tree) {
+  if (!tree) {
+    state.tree = null;
+    return;
+  }
+  const groups = new Map(tree.groups.map((g) => [g.id, g]));
+  const parent = new Map();
+  for (const g of tree.groups) for (const c of g.children) parent.set(c, g.id);
+  state.tree = { groups, parent, nodes: tree.nodes, root: tree.root, defaults: tree.default_expanded || [] };
+}
+
+// The group a folded box stands for (what expanding it opens), or null for a node or stub.
+export function groupOf(box) {
+  if (state.vm) return GROUP_KINDS.has(box.kind) ? box.id : null;
+  return box.kind === "scope" ? box.scope : null;
+}
+
+// The groups holding a node, innermost first (the root left out).
+export function containersOf(nodeId) {
+  if (!state.vm) return ancestors(state.byNode.get(nodeId)?.scope || "").reverse();
+  if (!state.tree) return []; // still on its way: only boxes of nodes themselves are found
+  const out = [];
+  for (let g = state.tree.parent.get("n" + nodeId); g && g !== state.tree.root; g = state.tree.parent.get(g)) out.push(g);
+  return out;
+}
+
+// Every group below ``group`` (itself included).
+export function groupsBelow(group) {
+  if (state.vm && !state.tree) return new Set([group]);
+  if (!state.vm) return new Set([...state.expanded].filter((s) => s === group || s.startsWith(group + ".")));
+  const out = new Set(), stack = [group];
+  while (stack.length) {
+    const g = stack.pop();
+    out.add(g);
+    for (const c of state.tree.groups.get(g)?.children || []) if (state.tree.groups.has(c)) stack.push(c);
+  }
+  return out;
+}
+
+export function knownNode(nodeId) {
+  if (state.vm) return Number.isInteger(nodeId) && nodeId >= 0 && nodeId < (state.tree?.nodes ?? Infinity);
+  return state.byNode.has(nodeId);
+}
+
+// Every group that can be expanded (the "scopes" of an older server).
+export function allGroups() {
+  if (!state.vm) return state.scopes;
+  return state.tree ? [...state.tree.groups.keys()].filter((g) => g !== "root") : [...state.expanded].filter((g) => g !== "root");
+}
+
+// A layout of the view model as the view the rest of the viewer draws.
+export function viewOfLayout(res, expanded) {
+  return {
+    nodes: res.boxes, edges: res.edges, frames: res.frames || [], width: res.width, height: res.height,
+    expanded: (res.expanded || expanded).filter((g) => g !== "root"), scopes: allGroups(), key: res.key, engine: "view model", cached: res.cached,
+    note: res.total_boxes > res.boxes.length ? `${res.total_boxes} boxes` : "",
+  };
+}
