@@ -60,8 +60,19 @@ def test_a_planted_bug_in_every_rule_is_caught_at_its_nodes(op):
     finally:
         RULES[op] = saved
     result = local_check(graph)
+    mine = {n.id for n in graph.nodes if n.op is op}
+    if any(_is_complex(x) for n in graph.nodes if n.op is op for x in (*n.inputs, n.output)):
+        # the local check compares real tensors: the node is SKIPPED, never passed (the rule
+        # itself is checked by finite differences, complex cases included, in tests/tpx)
+        skipped = {s.node for s in result.skips if s.reason.startswith("complex values")}
+        assert mine <= skipped and not result.findings, result
+        return
     assert result.findings, f"planted bug in {op.value} not caught"
     assert {f.op for f in result.findings} == {op.value}
+
+
+def _is_complex(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype.kind == "c"
 
 
 def _deep_model(x, w1, w2, gamma):

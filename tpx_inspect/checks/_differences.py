@@ -169,3 +169,46 @@ def compare(i, name, u, v, y, plus, minus, grads, opts) -> tuple:
         rtol = max(rtol, opts.rtol32)  # the rule ran in float32
     tol = opts.atol + rtol * scale + roundoff
     return numerical, analytical, tol, asym
+
+
+SYMMETRIC_INPUT = frozenset({"cholesky", "eigh"})
+"""Ops that read one triangle of a symmetric matrix (as NumPy and PyTorch do): their rules
+give the gradient within symmetric matrices, so the directions of input 0 are symmetric."""
+
+
+def in_domain(node: NodeRecord, i: int, v: np.ndarray) -> np.ndarray:
+    """The direction ``v`` of input ``i`` moved into the op's domain (symmetric for
+    :data:`SYMMETRIC_INPUT`), rows of a batch on the leading axis."""
+    if i == 0 and getattr(node.op, "value", node.op) in SYMMETRIC_INPUT:
+        return (v + np.swapaxes(v, -1, -2)) / 2
+    return v
+
+
+def values_skip_reason(node: NodeRecord) -> str | None:
+    """Why the local check skips ``node`` for its values (complex, NaN), or None."""
+    return _complex(node) or _nonfinite(node)
+
+
+def _complex(node: NodeRecord) -> str | None:
+    """Why a node with complex values is skipped: the differences here are of real tensors
+    (its rule is checked by finite differences in the rule-table test, complex cases included).
+    """
+    values = [x for x in node.inputs or () if isinstance(x, np.ndarray)] + [node.output]
+    if any(isinstance(v, np.ndarray) and v.dtype.kind == "c" for v in values):
+        return "complex values (the local check compares real tensors only)"
+    return None
+
+
+def _nonfinite(node: NodeRecord) -> str | None:
+    values = [x for x in node.inputs or () if isinstance(x, np.ndarray) and x.dtype.kind == "f"]
+    values.append(node.output)
+    if any(_has_nan(v) for v in values if v is not None):
+        return "NaN values (see the nonfinite check)"
+    return None
+
+
+def _has_nan(v: np.ndarray) -> bool:
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+        # NOTE: max propagates NaN (and only NaN): one reduction instead of isnan + any
+        return v.size > 0 and bool(np.isnan(v.max()))
+    return bool(np.isnan(v).any())

@@ -23,12 +23,14 @@ from tpx_inspect.checks._differences import (
     NotReplayable,
     compare,
     cotangents,
+    in_domain,
     locate_element,
     reproduced,
     shifted,
     stack_recorded,
     sub,
     usable,
+    values_skip_reason,
 )
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
@@ -145,6 +147,7 @@ class _Batch:
         for i in differentiable:
             for _ in range(opts.directions):
                 v = np.where(np.isfinite(xs[i]), draws.next(), 0.0)
+                v = in_domain(replay.nodes[0], i, v)
                 plus, minus = shifted(replay, xs, i, v * opts.eps)
                 for name, u in us:
                     numbers = compare(i, name, u, v, y, plus, minus, grads[name], opts)
@@ -292,7 +295,7 @@ def check_nodes(
         node = graph.node(nid)
         if node.is_leaf:
             continue
-        reason = why_not_replayable(node) or _nonfinite(node)
+        reason = why_not_replayable(node) or values_skip_reason(node)
         if reason is not None:
             out[nid] = (reason, None, None)
         else:
@@ -379,18 +382,3 @@ def _locate(
     if analytical is None:
         analytical = np.zeros(np.shape(node.inputs[c.input]))
     return locate_element(node, c.input, u, analytical, opts)
-
-
-def _nonfinite(node: NodeRecord) -> str | None:
-    values = [x for x in node.inputs or () if isinstance(x, np.ndarray) and x.dtype.kind == "f"]
-    values.append(node.output)
-    if any(_has_nan(v) for v in values if v is not None):
-        return "NaN values (see the nonfinite check)"
-    return None
-
-
-def _has_nan(v: np.ndarray) -> bool:
-    if isinstance(v, np.ndarray) and v.dtype.kind == "f":
-        # NOTE: max propagates NaN (and only NaN): one reduction instead of isnan + any
-        return v.size > 0 and bool(np.isnan(v.max()))
-    return bool(np.isnan(v).any())
