@@ -78,6 +78,12 @@ def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
             f"gradient of shape {graw.shape} does not match the shape {t.shape} of "
             f"{output_name(t)}; pass a gradient of that shape"
         )
+    if (graw.dtype.kind == "c") != (t.dtype.kind == "c"):  # as PyTorch; nodes rely on it
+        raise BackwardError(
+            f"gradient of dtype {graw.dtype.name} for {output_name(t)} of dtype "
+            f"{t.dtype.name}: a complex output takes a complex gradient, a real one a real "
+            f"gradient; pass a gradient of dtype {t.dtype.name}"
+        )
     if create_graph and isinstance(g, Tensor):
         return g
     return _as_grad(graw, create_graph)
@@ -210,7 +216,7 @@ def _run(order: list[Node], grads: dict, run: _Pass) -> None:
         else:
             # NOTE: no local keeps a gradient alive past its node: a leaf takes over a
             # gradient that nothing else holds (see _unshared)
-            _send(grads, node, g, node.rule.vjp(_context(node, g, run), g), run, start)
+            _send(grads, node, g, node.vjp(_context(node, g, run), g), run, start)
         g = None
 
 

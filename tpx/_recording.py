@@ -95,7 +95,8 @@ def _record(
     meta = _node_meta.get(key)
     if meta is None:
         meta = _new_meta(key, raw, out)
-    if meta[1][1].kind not in "fc":
+    in_meta, out_meta, real = meta
+    if out_meta[1].kind not in "fc":
         return wrap(out)
     # NOTE: the edges first: a leaf's AccumulateGrad made here must get a smaller sequence
     # number than this node (the engine runs nodes by decreasing number)
@@ -103,9 +104,10 @@ def _record(
     node = _new(GradFn)  # GradFn.__init__ written out, as in record_pair
     node.seq = next(_graph._seq)
     node.op, node.params, node.rule = op, params, rule
+    node.vjp = rule.real_vjp if real else rule.vjp
     node.edges = edges
     node.needs_input_grad = needs_of(edges)
-    node.in_meta, node.out_meta = meta
+    node.in_meta, node.out_meta = in_meta, out_meta
     if overrides is not None:
         node.overrides = overrides.mark(op, out._backend)
     if rule.save or rule.save_output or rule.save_from is not None:
@@ -177,16 +179,18 @@ def _check_finite(op: Any, node: GradFn | None, out: p10.Tensor) -> None:
 _NEEDS_ONE = (True,)  # a unary shortcut records only for an input that requires grad
 _NEEDS_TWO = (((False, False), (False, True)), ((True, False), (True, True)))
 
-# (op, backend, output shape and dtype, then each input's) -> (in_meta, out_meta): the metadata
-# of a recorded node, shared by every node with the same key (see tpx._graph.shared). The dtypes
-# in the key are the backend arrays' own; the metadata holds P10's.
+# (op, backend, output shape and dtype, then each input's) -> (in_meta, out_meta, real): the
+# metadata of a recorded node, shared by every node with the same key (see tpx._graph.shared),
+# and whether all its values are real (the node then runs Rule.real_vjp). The dtypes in the key
+# are the backend arrays' own; the metadata holds P10's.
 _node_meta: dict[tuple, tuple] = {}
 
 
 def _new_meta(key: tuple, raw: tuple | list, out: p10.Tensor) -> tuple:
     """The metadata of ``key`` (not cached yet): computed from the values, then cached."""
     in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
-    meta = (in_meta, shared((out._data.shape, out.dtype)))
+    real = all(dtype.kind != "c" for _, dtype in in_meta) and out.dtype.kind != "c"
+    meta = (in_meta, shared((out._data.shape, out.dtype)), real)
     if len(_node_meta) >= 4096:
         _node_meta.clear()  # bounded, as tpx._graph.shared
     _node_meta[key] = meta
@@ -251,12 +255,13 @@ def record_pair(
     node.op = op
     node.params = {} if params is None else params
     node.rule = rule
+    node.in_meta, node.out_meta, real = meta
+    node.vjp = rule.real_vjp if real else rule.vjp
     if b is None:
         node.edges, node.needs_input_grad = (e0,), _NEEDS_ONE
     else:
         node.edges = (e0, e1)
         node.needs_input_grad = _NEEDS_TWO[e0 is not None][e1 is not None]
-    node.in_meta, node.out_meta = meta
     if overrides is not None:
         node.overrides = overrides.mark(op, a._backend)
     save = rule.save
