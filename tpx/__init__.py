@@ -9,6 +9,7 @@
 ([[1.0, 2.0], [1.0, 2.0]], [[2.0, 0.0], [2.0, 0.0]])
 """
 
+import importlib as _importlib
 import types as _types
 
 from p10 import (  # Array API (issue 18); tpx's torch-style sort/argsort/roll/tril/triu stay
@@ -218,21 +219,56 @@ long = int64
 
 __version__ = "0.1.0"
 
-# NOTE: last, as PyTorch loads torch.nn and torch.optim: these modules import tpx themselves
-from tpx import autograd, data, nn, observe, optim, utils  # noqa: E402
-from tpx.nn import load, save  # noqa: E402
+from tpx import autograd, observe  # noqa: E402
+
+# NOTE: nn, optim, data and utils are built on tpx (they `import tpx as tp`), so tpx imports
+# them when first used (PEP 562), not while it initializes itself: no import cycle between the
+# package and its subpackages (tools/import_cycles.py), whichever is imported first
+_ON_FIRST_USE = {
+    "data": ("tpx.data", None),
+    "nn": ("tpx.nn", None),
+    "optim": ("tpx.optim", None),
+    "utils": ("tpx.utils", None),
+    "load": ("tpx.nn", "load"),
+    "save": ("tpx.nn", "save"),
+}
+
+
+def __getattr__(name: str) -> object:
+    """``tpx.nn``, ``tpx.optim``, ``tpx.data``, ``tpx.utils``, ``tpx.load``/``tpx.save``.
+
+    >>> import tpx as tp
+    >>> tp.nn.Linear(2, 1).weight.shape
+    (1, 2)
+    """
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module 'tpx' has no attribute {name!r}")
+    module_name, attr = _ON_FIRST_USE[name]
+    value = _importlib.import_module(module_name)
+    if attr is not None:
+        value = getattr(value, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})
+
 
 # the op-spec table's functions (p10._opspec), where tpx defines no PyTorch-style one itself
 globals().update({n: f for n, f in _OP_FUNCTIONS.items() if n not in globals()})
 
 __all__ = sorted(
-    n
-    for n, v in globals().items()
-    if (
-        n[0] != "_"
-        and n not in ("float", "int")  # PyTorch's dtype names, not to shadow the builtins
-        and not (isinstance(v, _types.ModuleType) and not v.__name__.startswith("tpx."))
-    )
-    or n in ("fft", "linalg")  # the Array API extensions, p10's modules
+    {
+        n
+        for n, v in globals().items()
+        if (
+            n[0] != "_"
+            and n not in ("float", "int")  # PyTorch's dtype names, not to shadow the builtins
+            and not (isinstance(v, _types.ModuleType) and not v.__name__.startswith("tpx."))
+        )
+        or n in ("fft", "linalg")  # the Array API extensions, p10's modules
+    }
+    | set(_ON_FIRST_USE)
 )
 """Every public name: the imports above and the generated functions, listed once."""
