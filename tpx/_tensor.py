@@ -7,6 +7,7 @@ have shortcuts (:mod:`tpx._shortcuts`). Both record through :mod:`tpx._recording
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -165,9 +166,8 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
         return self._value.__dlpack_device__()
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
-        import tpx
-
-        return tpx
+        # NOTE: the package, loaded before any of its modules (no import of it from here)
+        return sys.modules["tpx"]
 
     def __repr__(self) -> str:
         body = repr(self._value)[:-1]

@@ -27,6 +27,7 @@ def test_tpx_has_no_module_level_import_cycle() -> None:
     tool = _tool()
     assert tool.cycles("tpx") == []
     assert tool.main(["--check", "tpx"]) == 0
+    assert tool.cycles("tpx", function_level=True) == []  # not even through function imports
 
 
 def test_the_check_fails_on_a_planted_package_cycle(tmp_path: Path) -> None:
