@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect import check_view
+from tpx_inspect.check_view import NO_LIVE, BackwardRecord, LiveInfo, NodeRecord
 from tpx_inspect.nodes import (
     KINDS,
     Accumulation,
@@ -42,8 +44,9 @@ from tpx_inspect.tables import (
 
 __all__ = [
     "KINDS", "NODE_COLUMNS", "NODE_FIELDS", "SUMMARY_COLUMNS", "TIME_COLUMNS", "Accumulation",
-    "AccumulationsView", "Edge", "ErrorInfo", "Graph", "GraphTables", "Node", "NodeStats",
-    "NodeTable", "NodeValues", "Run", "Saved", "Source", "StatsView", "Trace", "ValueStore",
+    "AccumulationsView", "BackwardRecord", "Edge", "ErrorInfo", "Graph", "GraphTables",
+    "LiveInfo", "Node", "NodeRecord", "NodeStats", "NodeTable", "NodeValues", "Run", "Saved",
+    "Source", "StatsView", "Trace", "ValueStore",
 ]  # fmt: skip
 
 
@@ -55,7 +58,9 @@ class Graph:
     ``partial`` (recorded when an error ended the run before any backward used it).
     ``detail`` is ``full`` (previews, values, accumulations, gradients per input) or ``stats``
     (a later step of an already stored structure: per-node statistics only). ``stats``,
-    ``order`` and ``accumulations`` are read from ``tables``.
+    ``order`` and ``accumulations`` are read from ``tables``. The checks read the same graph
+    through :meth:`replay_node` and :attr:`backwards` (full values); ``live`` holds what a live
+    recording adds to it (:class:`~tpx_inspect.check_view.LiveInfo`).
     """
 
     id: int
@@ -70,6 +75,7 @@ class Graph:
     peak_saved_bytes: int = 0
     backward_seconds: float = 0.0
     values: ValueStore = field(default_factory=ValueStore, repr=False)
+    live: LiveInfo = field(default=NO_LIVE, repr=False)
 
     @cached_property
     def stats(self) -> Sequence[NodeStats]:
@@ -170,6 +176,35 @@ class Graph:
                 ins.append(self.value(st.consts[k]) if k < len(st.consts) else None)
         outs = tuple(self.value(g) for g in st.grads_out)
         return NodeValues(tuple(ins), self.value(st.output), self.value(st.grad), outs)
+
+    # -- what the checks read ----------------------------------------------------------------
+    @cached_property
+    def replay_nodes(self) -> tuple[NodeRecord, ...]:
+        """Every node as the checks read it: op object, Python params, input/output values."""
+        return tuple(check_view.node_record(self, i) for i in range(len(self.nodes)))
+
+    def replay_node(self, i: int) -> NodeRecord:
+        """Node ``i`` as the checks read it (see :attr:`replay_nodes`)."""
+        return self.replay_nodes[i]
+
+    @cached_property
+    def backwards(self) -> tuple[BackwardRecord, ...]:
+        """The backward that ran over this graph, with its values (empty if none ran)."""
+        if self.kind != "backward" or not self.order:
+            return ()
+        return (check_view.backward_record(self),)
+
+    @cached_property
+    def _first_runs(self) -> dict[int, Any]:
+        runs: dict[int, Any] = {}
+        for bw in self.backwards:
+            for ex in bw.executions:
+                runs.setdefault(ex.node, ex)
+        return runs
+
+    def execution(self, i: int) -> Any:
+        """The first run of node ``i`` in :attr:`backwards` (an ``Execution``), or None."""
+        return self._first_runs.get(i)
 
     def to_dot(self, **options: Any) -> str:
         """The DOT source of this graph (see :func:`tpx_inspect.export.dot.to_dot`)."""

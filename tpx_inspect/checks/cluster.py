@@ -10,14 +10,13 @@ findings are those of a single-process run.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import pickle
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tpx_inspect.checks.local import LocalOptions, check_nodes
-from tpx_inspect.checks.record import GraphRecord
+from tpx_inspect.records import Graph
 
 TASKS_PER_WORKER = 4
 """Slices per worker: enough to balance uneven slices and to show progress."""
@@ -25,7 +24,7 @@ TASKS_PER_WORKER = 4
 
 def cluster_outcomes(
     client: Any,
-    graph: GraphRecord,
+    graph: Graph,
     ids: Sequence[int],
     opts: LocalOptions,
     progress: Callable[[int, int], None] | None = None,
@@ -58,15 +57,15 @@ def cluster_outcomes(
     return out
 
 
-def _payload(graph: GraphRecord) -> bytes:
-    """The graph as the checks need it (not the contributions), pickled."""
+def _payload(graph: Graph) -> bytes:
+    """The graph with what the checks read of it made (nodes and executions), pickled."""
     import cloudpickle
 
-    backwards = tuple(dataclasses.replace(bw, contributions=()) for bw in graph.backwards)
-    return cloudpickle.dumps(dataclasses.replace(graph, backwards=backwards), protocol=5)
+    graph.execution(0)  # NOTE: made once here, not on every worker
+    return cloudpickle.dumps(graph, protocol=5)
 
 
-_GRAPHS: dict[str, GraphRecord] = {}
+_GRAPHS: dict[str, Graph] = {}
 """On a worker: the graph of the running check, unpickled once per worker."""
 
 
