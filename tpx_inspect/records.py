@@ -276,7 +276,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Trace:
-    """A captured trace: versioned, saved as JSON plus an ``.npz`` sidecar.
+    """A captured trace: versioned, saved as JSON plus an ``.npz`` sidecar by
+    ``tpx_inspect.save(trace, path)`` and read back by ``tpx_inspect.load(path)``
+    (:mod:`tpx_inspect.format`, which builds on these records, not the other way round).
 
     >>> import tpx as tp, tpx_inspect
     >>> with tpx_inspect.capture(timing=False) as cap:
@@ -306,16 +308,3 @@ class Trace:
     def graph(self, run: int = 0, graph: int = 0) -> Graph:
         """Graph ``graph`` of run ``run``."""
         return self.run(run).graph(graph)
-
-    def save(self, path: str) -> tuple[str, str]:
-        """Write ``path`` (JSON) and its sidecar; returns both paths."""
-        from tpx_inspect.format import save
-
-        return save(self, path)
-
-    @staticmethod
-    def load(path: str) -> Trace:
-        """Read and validate a trace written by :meth:`save`."""
-        from tpx_inspect.format import load
-
-        return load(path)

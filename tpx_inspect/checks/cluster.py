@@ -15,8 +15,10 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from tpx_inspect.checks.local import LocalOptions, check_nodes
 from tpx_inspect.records import Graph
+
+CheckNodes = Callable[[Graph, Sequence[int], Any], dict[int, tuple]]
+"""``check(graph, ids, opts)``: the per-node outcomes of ``ids`` (``local.check_nodes``)."""
 
 TASKS_PER_WORKER = 4
 """Slices per worker: enough to balance uneven slices and to show progress."""
@@ -26,11 +28,13 @@ def cluster_outcomes(
     client: Any,
     graph: Graph,
     ids: Sequence[int],
-    opts: LocalOptions,
+    opts: Any,
+    check: CheckNodes,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[int, tuple]:
-    """:func:`check_nodes` of ``ids`` run on the workers of ``client`` (a
-    ``dask.distributed.Client``), merged into one dict.
+    """``check(graph, part, opts)`` of slices of ``ids`` run on the workers of ``client`` (a
+    ``dask.distributed.Client``), merged into one dict (``check`` is
+    :func:`~tpx_inspect.checks.local.check_nodes`, passed in: this module does not import it).
 
     ``progress(done, total)`` counts nodes of finished slices (leaves included).
     """
@@ -42,7 +46,7 @@ def cluster_outcomes(
     # NOTE: one pickled payload is one message frame: dask ships many small arrays one
     # frame each, which was measured 25x slower for a graph of small nodes
     [remote] = client.scatter([_payload(graph)], broadcast=True)
-    futures = {client.submit(_check_part, remote, token, part, opts, pure=False): len(part)
+    futures = {client.submit(_check_part, remote, token, part, opts, check, pure=False): len(part)
                for part in slices}  # fmt: skip
     out: dict[int, tuple] = {}
     done = 0
@@ -69,12 +73,14 @@ _GRAPHS: dict[str, Graph] = {}
 """On a worker: the graph of the running check, unpickled once per worker."""
 
 
-def _check_part(payload: bytes, token: str, ids: list, opts: LocalOptions) -> dict[int, tuple]:
+def _check_part(
+    payload: bytes, token: str, ids: list, opts: Any, check: CheckNodes
+) -> dict[int, tuple]:
     graph = _GRAPHS.get(token)
     if graph is None:
         _GRAPHS.clear()
         graph = _GRAPHS[token] = pickle.loads(payload)
-    return check_nodes(graph, ids, opts)
+    return check(graph, ids, opts)
 
 
 def split(items: list, parts: int) -> list[list]:

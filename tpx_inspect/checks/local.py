@@ -34,6 +34,7 @@ from tpx_inspect.checks._differences import (
     values_skip_reason,
 )
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
+from tpx_inspect.checks.cluster import cluster_outcomes
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
@@ -251,9 +252,7 @@ def local_check(
     start = time.perf_counter()
     order = backward_order(graph)
     if client is not None:
-        from tpx_inspect.checks.cluster import cluster_outcomes
-
-        outcomes = cluster_outcomes(client, graph, order, opts, progress)
+        outcomes = cluster_outcomes(client, graph, order, opts, check_nodes, progress)
     else:
         outcomes = check_nodes(graph, order, opts, progress)
     findings, checked, skips, notes = [], 0, [], []

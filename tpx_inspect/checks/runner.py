@@ -219,9 +219,10 @@ def run_trace_checks(
     """
     from tpx_inspect.checks.functions import import_functions, live_verdicts, merge_live
     from tpx_inspect.checks.offline import with_functions
+    from tpx_inspect.format import load
 
     if not isinstance(trace, Trace):
-        trace = Trace.load(str(trace))
+        trace = load(str(trace))
     functions = import_functions(trace.meta) if trust_code else {}
     reports = []
     for g in trace.graphs:

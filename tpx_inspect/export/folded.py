@@ -22,12 +22,15 @@ second. Pure and deterministic.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from tpx_inspect.collapse import shape_label
-from tpx_inspect.export.dot import _RANK, KIND_COLOURS, STATUS_COLOURS, _quote, node_status
-from tpx_inspect.records import Graph
+from tpx_inspect.export._style import _RANK, KIND_COLOURS, STATUS_COLOURS, _quote, node_status
 from tpx_inspect.viewmodel import ViewModel, build
 from tpx_inspect.viewmodel.layout import _Composer
+
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
 
 __all__ = ["folded_dot"]
 
