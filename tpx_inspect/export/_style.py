@@ -4,6 +4,7 @@ each node, DOT quoting."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,6 +53,25 @@ def node_status(graph: Graph) -> list[str]:
         bad[has] |= counts[rows[has]] > 0
     unused = (t.nodes[:, 2] < 0) if graph.kind == "backward" else np.zeros(len(bad), bool)
     return np.where(bad, "nonfinite", np.where(unused, "unused", "ok")).tolist()
+
+
+def statuses_with(graph: Graph, status: Mapping[int, str] | None = None) -> list[str]:
+    """:func:`node_status` of every node, with ``status`` (node id -> a status of
+    :data:`STATUS_COLOURS`) overriding it; an unknown status is refused.
+
+    >>> import tpx as tp, tpx_inspect
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> statuses_with(tpx_inspect.trace(lambda: (x * 2).sum().backward()).graphs[0], {1: "fail"})
+    ['ok', 'fail', 'ok']
+    """
+    statuses = node_status(graph)
+    for i, s in (status or {}).items():
+        if s not in STATUS_COLOURS:
+            raise ValueError(
+                f"unknown status {s!r} for node {i}; use one of {list(STATUS_COLOURS)}"
+            )
+        statuses[i] = s
+    return statuses
 
 
 def _quote(s: str) -> str:

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from tpx_inspect._deps import require
 from tpx_inspect.collapse import LARGE, View, ViewNode, collapse, shape_label
-from tpx_inspect.export._style import _RANK, KIND_COLOURS, STATUS_COLOURS, _quote, node_status
+from tpx_inspect.export._style import (
+    _RANK,
+    KIND_COLOURS,
+    STATUS_COLOURS,
+    _quote,
+    node_status,
+    statuses_with,
+)
 from tpx_inspect.export.folded import folded_dot
 
 __all__ = ["KIND_COLOURS", "STATUS_COLOURS", "node_status", "to_dot"]
@@ -57,13 +64,7 @@ def to_dot(
         if view is not None
         else collapse(graph, fold=fold, stub=stub, max_nodes=max_nodes, span=span)
     )
-    statuses = node_status(graph)
-    for i, s in (status or {}).items():
-        if s not in STATUS_COLOURS:
-            raise ValueError(
-                f"unknown status {s!r} for node {i}; use one of {list(STATUS_COLOURS)}"
-            )
-        statuses[i] = s
+    statuses = statuses_with(graph, status)
     # NOTE: imported here so that `import tpx_inspect` needs only numpy and scipy
     dot = require("graphviz", "DOT export").Digraph(
         name=f"run{graph.run}_graph{graph.id}",
