@@ -251,12 +251,12 @@ def backward_record(graph: Graph) -> BackwardRecord:
         executions.append(Execution(i, v.grad, tuple(v.grads_out)))
     seeds: dict[int, Any] = {}
     contributions = []
-    for a in graph.accumulations:
-        value, total = graph.value(a.contribution), graph.value(a.total)
-        if a.source is None:
-            seeds[a.target] = value
+    for target, source, c, t in graph.tables.accumulations.tolist():
+        value, total = graph.summary_value(c), graph.summary_value(t)
+        if source < 0:
+            seeds[target] = value
         elif value is not None and total is not None:
-            contributions.append(Contribution(a.target, a.source, value, total))
+            contributions.append(Contribution(target, source, value, total))
     roots = tuple(graph.roots)
     return BackwardRecord(
         roots, tuple(seeds.get(r) for r in roots), tuple(graph.order), tuple(executions),

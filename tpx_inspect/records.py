@@ -118,8 +118,12 @@ class Graph:
 
     def consumers(self, i: int) -> tuple[Node, ...]:
         """The nodes that use node ``i``'s output, by increasing id."""
+        return tuple(self.nodes[j] for j in self.consumer_ids(i))
+
+    def consumer_ids(self, i: int) -> tuple[int, ...]:
+        """The ids of the nodes that use node ``i``'s output, increasing."""
         self.node(i)
-        return tuple(self.nodes[j] for j in self._consumers[i])
+        return self._consumers[i]
 
     def output(self, i: int) -> TensorSummary | None:
         """Summary of node ``i``'s output (a leaf's value)."""
@@ -167,15 +171,43 @@ class Graph:
 
     def node_values(self, i: int) -> NodeValues:
         """Inputs, output, incoming gradient and per-input gradients of node ``i``."""
-        node, st = self.node(i), self.stats[i]
-        ins = []
-        for k, e in enumerate(node.inputs):
+        node = self.node(i)
+        rows, edge_start, grads_out, consts = self._rows
+        at = self.summary_value
+        ins, outs = [], []
+        k = edge_start[i] if edge_start else -1
+        for j, e in enumerate(node.inputs):
             if e.src is not None:
-                ins.append(self.value(self.stats[e.src].output))
+                ins.append(at(rows[e.src][0]))
             else:
-                ins.append(self.value(st.consts[k]) if k < len(st.consts) else None)
-        outs = tuple(self.value(g) for g in st.grads_out)
-        return NodeValues(tuple(ins), self.value(st.output), self.value(st.grad), outs)
+                ins.append(at(consts[k + j]) if k >= 0 else None)
+            if k >= 0:
+                outs.append(at(grads_out[k + j]))
+        return NodeValues(tuple(ins), at(rows[i][0]), at(rows[i][1]), tuple(outs))
+
+    def summary_value(self, row: int) -> np.ndarray | None:
+        """The full value of row ``row`` of ``tables.summaries`` (None: -1, or not kept)."""
+        if row < 0:
+            return None
+        vid = self._value_ids[row]
+        return None if vid < 0 else self.values.get(vid)
+
+    @cached_property
+    def _value_ids(self) -> list[int]:
+        return self.tables.summaries[:, 8].astype(np.int64).tolist()
+
+    @cached_property
+    def _rows(self) -> tuple[list, list[int], list[int], list[int]]:
+        """The tables as lists: node rows, each node's first edge (empty: no per-edge
+        columns, ``stats`` detail), the summary rows of gradients out and of constants."""
+        t = self.tables
+        starts: list[int] = []
+        if self.detail == "full" and len(t.grads_out):
+            n = 0
+            for node in self.nodes:
+                starts.append(n)
+                n += len(node.inputs)
+        return t.nodes.tolist(), starts, t.grads_out.tolist(), t.consts.tolist()
 
     # -- what the checks read ----------------------------------------------------------------
     @cached_property

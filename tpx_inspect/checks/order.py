@@ -48,7 +48,7 @@ def _order_findings(graph: Graph, bw: BackwardRecord, k: int) -> list[Finding]:
             findings.append(finding_at(node, "order", f"backward {k}: {node.where()} ran twice"))
         position.setdefault(nid, i)
     for nid, i in position.items():
-        late = [c.id for c in graph.consumers(nid) if position.get(c.id, -1) > i]
+        late = [c for c in graph.consumer_ids(nid) if position.get(c, -1) > i]
         if late:
             node, first = graph.replay_node(nid), graph.replay_node(late[0])
             findings.append(finding_at(
