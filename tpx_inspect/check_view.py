@@ -9,6 +9,7 @@ does not hold (the rule objects, backends, hooks, ``tpx.grad``, repeated executi
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -204,13 +205,18 @@ _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def _source(graph: Graph, n: Any) -> str:
     if n.source is None:
         return "<leaf>" if n.op is None else "<unknown>"
-    live = graph.live
-    src = n.source
-    if live.root is not None and not os.path.isabs(src.file):
-        src = type(src)(os.path.join(live.root, src.file), src.line, src.function)
+    return _source_text(n.source, graph.live.root, graph.live.where)
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_text(src: Any, root: str | None, where: str | None) -> str:
+    """``file:line in function``, the file made absolute from ``root``; a line inside
+    tpx_inspect itself is attributed to ``where`` when given."""
+    if root is not None and not os.path.isabs(src.file):
+        src = type(src)(os.path.join(root, src.file), src.line, src.function)
     text = str(src)
-    if live.where is not None and text.startswith(_HERE):
-        return live.where
+    if where is not None and text.startswith(_HERE):
+        return where
     return text
 
 

@@ -171,14 +171,14 @@ class Graph:
 
     def node_values(self, i: int) -> NodeValues:
         """Inputs, output, incoming gradient and per-input gradients of node ``i``."""
-        node = self.node(i)
-        rows, edge_start, grads_out, consts = self._rows
+        self.node(i)
+        rows, srcs, edge_start, grads_out, consts = self._rows
         at = self.summary_value
         ins, outs = [], []
         k = edge_start[i] if edge_start else -1
-        for j, e in enumerate(node.inputs):
-            if e.src is not None:
-                ins.append(at(rows[e.src][0]))
+        for j, src in enumerate(srcs[i]):
+            if src is not None:
+                ins.append(at(rows[src][0]))
             else:
                 ins.append(at(consts[k + j]) if k >= 0 else None)
             if k >= 0:
@@ -197,17 +197,19 @@ class Graph:
         return self.tables.summaries[:, 8].astype(np.int64).tolist()
 
     @cached_property
-    def _rows(self) -> tuple[list, list[int], list[int], list[int]]:
-        """The tables as lists: node rows, each node's first edge (empty: no per-edge
-        columns, ``stats`` detail), the summary rows of gradients out and of constants."""
+    def _rows(self) -> tuple[list, list[tuple], list[int], list[int], list[int]]:
+        """The tables as lists: node rows, each node's input ids, each node's first edge
+        (empty: no per-edge columns, ``stats`` detail), the summary rows of gradients out and
+        of constants."""
         t = self.tables
+        srcs = [tuple(e.src for e in node.inputs) for node in self.nodes]
         starts: list[int] = []
         if self.detail == "full" and len(t.grads_out):
             n = 0
-            for node in self.nodes:
+            for s in srcs:
                 starts.append(n)
-                n += len(node.inputs)
-        return t.nodes.tolist(), starts, t.grads_out.tolist(), t.consts.tolist()
+                n += len(s)
+        return t.nodes.tolist(), srcs, starts, t.grads_out.tolist(), t.consts.tolist()
 
     # -- what the checks read ----------------------------------------------------------------
     @cached_property
