@@ -172,6 +172,16 @@ class Graph:
     def node_values(self, i: int) -> NodeValues:
         """Inputs, output, incoming gradient and per-input gradients of node ``i``."""
         self.node(i)
+        made = self._node_values.get(i)
+        if made is None:
+            made = self._node_values[i] = self._values_of(i)
+        return made
+
+    @cached_property
+    def _node_values(self) -> dict[int, NodeValues]:
+        return {}
+
+    def _values_of(self, i: int) -> NodeValues:
         rows, srcs, edge_start, grads_out, consts = self._rows
         at = self.summary_value
         ins, outs = [], []
