@@ -161,6 +161,7 @@ def _value(v: Any) -> Any:
     return v
 
 
+@functools.lru_cache(maxsize=1024)
 def op_of(name: str | None) -> Any:
     """The ``p10.Op`` named ``name`` (a ``p10.CustomOp`` for a custom op; None for a leaf).
 
