@@ -99,9 +99,21 @@ class Graph:
 
     def node(self, i: int) -> Node:
         """The node with id ``i``."""
+        self._check_id(i)
+        return self.nodes[i]
+
+    def _check_id(self, i: int) -> None:
         if not 0 <= i < len(self.nodes):
             raise KeyError(f"graph {self.id} has no node {i} (ids 0..{len(self.nodes) - 1})")
-        return self.nodes[i]
+
+    @cached_property
+    def input_ids(self) -> tuple[tuple[int | None, ...], ...]:
+        """Each node's input node ids in argument order (None: an input needing no grad), read
+        from the node table's columns without building the node records."""
+        columns = getattr(self.nodes, "columns", None)
+        if columns is None:
+            return tuple(tuple(e.src for e in n.inputs) for n in self.nodes)
+        return tuple(tuple(e[0] for e in edges) for edges in columns["inputs"])
 
     def input_nodes(self, i: int) -> tuple[Node | None, ...]:
         """The nodes feeding node ``i``, in argument order (None for no-grad inputs)."""
@@ -171,9 +183,9 @@ class Graph:
 
     def node_values(self, i: int) -> NodeValues:
         """Inputs, output, incoming gradient and per-input gradients of node ``i``."""
-        self.node(i)
         made = self._node_values.get(i)
         if made is None:
+            self._check_id(i)
             made = self._node_values[i] = self._values_of(i)
         return made
 
@@ -207,12 +219,12 @@ class Graph:
         return self.tables.summaries[:, 8].astype(np.int64).tolist()
 
     @cached_property
-    def _rows(self) -> tuple[list, list[tuple], list[int], list[int], list[int]]:
+    def _rows(self) -> tuple[list, tuple[tuple, ...], list[int], list[int], list[int]]:
         """The tables as lists: node rows, each node's input ids, each node's first edge
         (empty: no per-edge columns, ``stats`` detail), the summary rows of gradients out and
         of constants."""
         t = self.tables
-        srcs = [tuple(e.src for e in node.inputs) for node in self.nodes]
+        srcs = self.input_ids
         starts: list[int] = []
         if self.detail == "full" and len(t.grads_out):
             n = 0
