@@ -121,11 +121,11 @@ class Graph:
 
     @cached_property
     def _consumers(self) -> tuple[tuple[int, ...], ...]:
-        users: list[list[int]] = [[] for _ in self.nodes]
-        for n in self.nodes:
-            for e in n.inputs:
-                if e.src is not None and (not users[e.src] or users[e.src][-1] != n.id):
-                    users[e.src].append(n.id)
+        users: list[list[int]] = [[] for _ in range(len(self.nodes))]
+        for j, srcs in enumerate(self.input_ids):
+            for s in srcs:
+                if s is not None and (not users[s] or users[s][-1] != j):
+                    users[s].append(j)
         return tuple(tuple(u) for u in users)
 
     def consumers(self, i: int) -> tuple[Node, ...]:
@@ -134,7 +134,7 @@ class Graph:
 
     def consumer_ids(self, i: int) -> tuple[int, ...]:
         """The ids of the nodes that use node ``i``'s output, increasing."""
-        self.node(i)
+        self._check_id(i)
         return self._consumers[i]
 
     def output(self, i: int) -> TensorSummary | None:
