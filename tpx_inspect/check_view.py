@@ -9,6 +9,7 @@ does not hold (the rule objects, backends, hooks, ``tpx.grad``, repeated executi
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -160,6 +161,7 @@ def _value(v: Any) -> Any:
     return v
 
 
+@functools.lru_cache(maxsize=1024)
 def op_of(name: str | None) -> Any:
     """The ``p10.Op`` named ``name`` (a ``p10.CustomOp`` for a custom op; None for a leaf).
 
@@ -201,17 +203,37 @@ def unavailable_reason(name: str, meta: Mapping[str, Any]) -> str:
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _source(graph: Graph, n: Any) -> str:
-    if n.source is None:
-        return "<leaf>" if n.op is None else "<unknown>"
-    live = graph.live
-    src = n.source
-    if live.root is not None and not os.path.isabs(src.file):
-        src = type(src)(os.path.join(live.root, src.file), src.line, src.function)
-    text = str(src)
-    if live.where is not None and text.startswith(_HERE):
-        return live.where
+def _source(graph: Graph, op: str | None, source: tuple | None) -> str:
+    if source is None:
+        return "<leaf>" if op is None else "<unknown>"
+    return _source_text(*source, graph.live.root, graph.live.where)
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_text(file: str, line: int, function: str, root: str | None, where: str | None) -> str:
+    """``file:line in function``, the file made absolute from ``root``; a line inside
+    tpx_inspect itself is attributed to ``where`` when given."""
+    if root is not None and not os.path.isabs(file):
+        file = os.path.join(root, file)
+    text = f"{file}:{line} in {function}"
+    if where is not None and text.startswith(_HERE):
+        return where
     return text
+
+
+def _fields(graph: Graph, i: int) -> tuple:
+    """``(kind, name, op, params, scope, source as (file, line, function) or None)`` of node
+    ``i``, read from the node table's columns when it has them (no node record built)."""
+    columns = getattr(graph.nodes, "columns", None)
+    if columns is None:
+        n = graph.node(i)
+        src = None if n.source is None else (n.source.file, n.source.line, n.source.function)
+        return n.kind, n.name, n.op, n.params, n.scope, src
+    src = columns["source"][i]
+    return (
+        columns["kind"][i], columns["name"][i], columns["op"][i], columns["params"][i],
+        columns["scope"][i], None if src is None else tuple(src),
+    )  # fmt: skip
 
 
 def _function(op: Any, live: LiveInfo) -> tuple[Any, str | None]:
@@ -226,17 +248,17 @@ def _function(op: Any, live: LiveInfo) -> tuple[Any, str | None]:
 
 def node_record(graph: Graph, i: int) -> NodeRecord:
     """Node ``i`` of ``graph`` as the checks read it (its op object, Python params, values)."""
-    n, live = graph.node(i), graph.live
-    values = graph.node_values(i)
-    leaf = n.kind in ("leaf", "param")
-    op = None if leaf else op_of(n.op)
+    kind, name, op_name, params, scope, source = _fields(graph, i)
+    live, values = graph.live, graph.node_values(i)
+    leaf = kind in ("leaf", "param")
+    op = None if leaf else op_of(op_name)
     inputs = None if any(v is None for v in values.inputs) else tuple(values.inputs)
     function, unavailable = _function(op, live)
     return NodeRecord(
-        id=n.id, name=n.name, op=op, params=params_from_json(n.params),
-        edges=tuple(e.src for e in n.inputs), inputs=() if leaf else inputs,
-        output=values.output, backend="numpy" if live.backends is None else live.backends[i],
-        scope=n.scope, source=_source(graph, n),
+        id=i, name=name, op=op, params=params_from_json(params), edges=graph.input_ids[i],
+        inputs=() if leaf else inputs, output=values.output,
+        backend="numpy" if live.backends is None else live.backends[i],
+        scope=scope, source=_source(graph, op_name, source),
         rule=None if live.rules is None else live.rules[i], function=function,
         hooked=i in live.hooked, unavailable=unavailable,
     )  # fmt: skip

@@ -99,9 +99,21 @@ class Graph:
 
     def node(self, i: int) -> Node:
         """The node with id ``i``."""
+        self._check_id(i)
+        return self.nodes[i]
+
+    def _check_id(self, i: int) -> None:
         if not 0 <= i < len(self.nodes):
             raise KeyError(f"graph {self.id} has no node {i} (ids 0..{len(self.nodes) - 1})")
-        return self.nodes[i]
+
+    @cached_property
+    def input_ids(self) -> tuple[tuple[int | None, ...], ...]:
+        """Each node's input node ids in argument order (None: an input needing no grad), read
+        from the node table's columns without building the node records."""
+        columns = getattr(self.nodes, "columns", None)
+        if columns is None:
+            return tuple(tuple(e.src for e in n.inputs) for n in self.nodes)
+        return tuple(tuple(e[0] for e in edges) for edges in columns["inputs"])
 
     def input_nodes(self, i: int) -> tuple[Node | None, ...]:
         """The nodes feeding node ``i``, in argument order (None for no-grad inputs)."""
@@ -109,11 +121,11 @@ class Graph:
 
     @cached_property
     def _consumers(self) -> tuple[tuple[int, ...], ...]:
-        users: list[list[int]] = [[] for _ in self.nodes]
-        for n in self.nodes:
-            for e in n.inputs:
-                if e.src is not None and (not users[e.src] or users[e.src][-1] != n.id):
-                    users[e.src].append(n.id)
+        users: list[list[int]] = [[] for _ in range(len(self.nodes))]
+        for j, srcs in enumerate(self.input_ids):
+            for s in srcs:
+                if s is not None and (not users[s] or users[s][-1] != j):
+                    users[s].append(j)
         return tuple(tuple(u) for u in users)
 
     def consumers(self, i: int) -> tuple[Node, ...]:
@@ -122,7 +134,7 @@ class Graph:
 
     def consumer_ids(self, i: int) -> tuple[int, ...]:
         """The ids of the nodes that use node ``i``'s output, increasing."""
-        self.node(i)
+        self._check_id(i)
         return self._consumers[i]
 
     def output(self, i: int) -> TensorSummary | None:
@@ -171,14 +183,24 @@ class Graph:
 
     def node_values(self, i: int) -> NodeValues:
         """Inputs, output, incoming gradient and per-input gradients of node ``i``."""
-        node = self.node(i)
-        rows, edge_start, grads_out, consts = self._rows
+        made = self._node_values.get(i)
+        if made is None:
+            self._check_id(i)
+            made = self._node_values[i] = self._values_of(i)
+        return made
+
+    @cached_property
+    def _node_values(self) -> dict[int, NodeValues]:
+        return {}
+
+    def _values_of(self, i: int) -> NodeValues:
+        rows, srcs, edge_start, grads_out, consts = self._rows
         at = self.summary_value
         ins, outs = [], []
         k = edge_start[i] if edge_start else -1
-        for j, e in enumerate(node.inputs):
-            if e.src is not None:
-                ins.append(at(rows[e.src][0]))
+        for j, src in enumerate(srcs[i]):
+            if src is not None:
+                ins.append(at(rows[src][0]))
             else:
                 ins.append(at(consts[k + j]) if k >= 0 else None)
             if k >= 0:
@@ -197,17 +219,19 @@ class Graph:
         return self.tables.summaries[:, 8].astype(np.int64).tolist()
 
     @cached_property
-    def _rows(self) -> tuple[list, list[int], list[int], list[int]]:
-        """The tables as lists: node rows, each node's first edge (empty: no per-edge
-        columns, ``stats`` detail), the summary rows of gradients out and of constants."""
+    def _rows(self) -> tuple[list, tuple[tuple, ...], list[int], list[int], list[int]]:
+        """The tables as lists: node rows, each node's input ids, each node's first edge
+        (empty: no per-edge columns, ``stats`` detail), the summary rows of gradients out and
+        of constants."""
         t = self.tables
+        srcs = self.input_ids
         starts: list[int] = []
         if self.detail == "full" and len(t.grads_out):
             n = 0
-            for node in self.nodes:
+            for s in srcs:
                 starts.append(n)
-                n += len(node.inputs)
-        return t.nodes.tolist(), starts, t.grads_out.tolist(), t.consts.tolist()
+                n += len(s)
+        return t.nodes.tolist(), srcs, starts, t.grads_out.tolist(), t.consts.tolist()
 
     # -- what the checks read ----------------------------------------------------------------
     @cached_property
