@@ -102,3 +102,21 @@ def test_a_column_of_nulls_passes(schema, reference, doc):
         for e in edges:
             e[0] = None  # every input without a gradient: a column of nulls
     assert rule.check(good) is None and reference.is_valid(good)
+
+
+@pytest.mark.parametrize(
+    "name", ["shape True", "input id -1", "input of 2 items", "saved bytes -1"]
+)
+def test_a_bad_entry_past_the_first_slices_is_found(schema, doc, name):
+    # NOTE: columns of lists are checked in slices of 1,024 rows: a bad row in a later slice
+    big = copy.deepcopy(doc)
+    nodes = _nodes(big)
+    for k in list(nodes):
+        nodes[k] = [copy.deepcopy(x) for x in nodes[k] * 60]  # about 5,000 rows
+    rule = compile_schema(schema)
+    assert rule.check(big) is None
+    row = len(nodes["kind"]) - 30 - len(_nodes(doc)["kind"])  # the last slice but one or two
+    shifted = {k: v[row - 30 :] for k, v in nodes.items()}  # BAD plants at row 30 of these
+    BAD[name](shifted)
+    problem = rule.check(big)
+    assert problem is not None and f"[{row}]" in problem.where, (name, row)
