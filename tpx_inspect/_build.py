@@ -11,7 +11,7 @@ import math
 import os
 import weakref
 from collections.abc import Callable
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -168,12 +168,18 @@ class GraphBuilder:
         self, raw: list, pend: list, ex: dict, b: Any, index: dict, full: bool
     ) -> GraphTables | None:
         t = _Tables(self, full)
-        add = t.add
+        add, hit = t.add, t.memo.get
         rows, times, gout, consts = [], [], [], []
+        # NOTE: `-1 if x is None else hit(id(x))`, then add() only for a value not seen yet:
+        # most values of a backward are seen twice or more (a gradient is a rule's output, a
+        # contribution, a total and the next node's input gradient)
         for i, n in enumerate(raw):
             p = pend[i]
             leaf = n.__class__ is AccumulateGrad
-            out = add(n.variable if leaf else (None if p is None else p.out or p.raw))
+            x = n.variable if leaf else (None if p is None else p.out or p.raw)
+            out = -1 if x is None else hit(id(x))
+            if out is None:
+                out = add(x)
             e = ex.get(i)
             fwd = p.seconds if p is not None else 0.0
             if e is None:
@@ -181,14 +187,21 @@ class GraphBuilder:
                 times.append((fwd, math.nan))
             else:
                 released = e[4] if e[3] and p is not None and p.saved else -1
-                rows.append((out, add(e[0]), e[4], released))
+                x = e[0]
+                g = -1 if x is None else hit(id(x))
+                rows.append((out, add(x) if g is None else g, e[4], released))
                 times.append((fwd, e[2]))
             if full and not leaf:
                 gins = e[1] if e is not None else ()
                 k = len(gins)
+                pc = p.consts if p is not None else None
                 for j in range(len(n.edges)):
-                    gout.append(add(gins[j]) if j < k else -1)
-                    consts.append(add(p.consts[j]) if p is not None else -1)
+                    x = gins[j] if j < k else None
+                    r = -1 if x is None else hit(id(x))
+                    gout.append(add(x) if r is None else r)
+                    x = pc[j] if pc is not None else None
+                    r = -1 if x is None else hit(id(x))
+                    consts.append(add(x) if r is None else r)
         if not full and not t.finite():
             return None
         accs = self._accumulations(b, index, t) if full else []
@@ -207,11 +220,14 @@ class GraphBuilder:
             if node in index:
                 row = t.add(g)
                 out.append((index[node], -1, row, row))
-        add, get = t.add, index.get
+        add, get, hit = t.add, index.get, t.memo.get
         for target, contribution, total, source in b.accs:
             i = get(target)
             if i is not None:
-                out.append((i, get(source, -1), add(contribution), add(total)))
+                c = hit(id(contribution)) if contribution is not None else -1
+                c = add(contribution) if c is None else c
+                s = hit(id(total)) if total is not None else -1
+                out.append((i, get(source, -1), c, add(total) if s is None else s))
         return out
 
     # -- static records -------------------------------------------------------------------------
@@ -220,9 +236,8 @@ class GraphBuilder:
             self._leaf(n) if n.__class__ is AccumulateGrad else self._op(n, index, i in roots, p)
             for i, (n, p) in enumerate(zip(raw, pend))
         ]
-        cols: dict[str, list[Any]] = {f: list(c) for f, c in zip(NODE_FIELDS, zip(*rows))}
-        if not rows:
-            cols = {f: [] for f in NODE_FIELDS}
+        # NOTE: itemgetter per field, not zip(*rows): a call with 100,000 arguments is slow
+        cols = {f: list(map(itemgetter(j), rows)) for j, f in enumerate(NODE_FIELDS)}
         overrides = [getattr(n, "overrides", None) for n in raw]
         if any(overrides):  # an optional column: only traces of override experiments have it
             cols["overrides"] = [None if o is None else dict(o) for o in overrides]

@@ -73,7 +73,7 @@ def load(path: str, *, limits: LoadLimits | None = None) -> Trace:
     tpx_inspect.errors.TraceFormatError: no/such/trace.json: no such trace file
     """
     limits = limits if limits is not None else LoadLimits.from_env()
-    with paused_gc():
+    with paused_gc(promote=True):
         return from_json(_read_json(path, limits), path, limits=limits)
 
 

@@ -25,13 +25,17 @@ def trace_path(path: str | os.PathLike[str]) -> Path:
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
+def paused_gc(promote: bool = False) -> Iterator[None]:
     """Pause the cyclic garbage collector while building many small containers.
 
     Records and JSON hold no reference cycles; without this, parsing or building a
-    100,000-node graph spends most of its time in collections that find nothing.
+    100,000-node graph spends most of its time in collections that find nothing. With
+    ``promote``, the objects made inside go straight to the oldest generation on exit
+    (``gc.freeze`` then ``gc.unfreeze``: two list splices) instead of being scanned by the
+    young collection that the next allocation starts (0.1-0.3 s for a loaded 100,000-node
+    trace); skipped when the program has frozen objects of its own.
 
-    >>> with paused_gc():
+    >>> with paused_gc(promote=True):
     ...     gc.isenabled()
     False
     """
@@ -40,6 +44,9 @@ def paused_gc() -> Iterator[None]:
     try:
         yield
     finally:
+        if promote and gc.get_freeze_count() == 0:
+            gc.freeze()  # NOTE: every tracked object -> the permanent generation ...
+            gc.unfreeze()  # ... -> the oldest generation, unscanned (full collections see it)
         if was:
             gc.enable()
 

@@ -278,13 +278,14 @@ class Capture:
         # values are not checked (masked -inf, as in attention, is not a failure)
         if lazy_record(list(b.roots), self._pending, b):
             return self._all_finite_lazy(b)
-        for _node, g, _, _, _ in b.executed:
-            a = observe.native(g)  # NOTE: a NumPy-backed P10 gradient checked inline
-            if a.__class__ is np.ndarray:
-                if a.dtype.kind == "f" and not np.isfinite(a).all():
+        with np.errstate(over="ignore", invalid="ignore"):  # see _finite_floats
+            for _node, g, _, _, _ in b.executed:
+                a = observe.native(g)  # NOTE: a NumPy-backed P10 gradient checked inline
+                if a.__class__ is np.ndarray:
+                    if a.dtype.kind == "f" and not _finite_floats(a):
+                        return False
+                elif not is_finite(g):
                     return False
-            elif not is_finite(g):
-                return False
         for node in b.roots:
             p = self._pending.get(node)
             if p is None:
@@ -308,7 +309,7 @@ class Capture:
         return finite
 
     def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None) -> Graph:
-        with paused_gc():
+        with paused_gc(promote=True):  # NOTE: the records are kept: no young scan of them
             return self._builder.build(
                 run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,
                 pending=self._pending, backward=b, timing=self.timing,
@@ -330,6 +331,20 @@ class Capture:
     def _store(self, graph: Graph) -> Graph:
         self._graphs.append(graph)
         return graph
+
+
+def _finite_floats(a: np.ndarray) -> bool:
+    """Whether a float array holds no NaN/Inf. A finite ``a . a`` (a sum of squares, none
+    negative) proves it in one BLAS pass, about twice as fast as ``isfinite(a).all()``; a
+    non-finite one (a NaN, an Inf, or squares past the float's range) is checked exactly.
+
+    >>> with np.errstate(over="ignore"):  # the squares of 3e38 overflow float32
+    ...     _finite_floats(np.ones(3)), _finite_floats(np.array([1.0, np.nan])), _finite_floats(
+    ...         np.array([3e38, 1.0], np.float32))
+    (True, False, True)
+    """
+    flat = a.reshape(-1)
+    return math.isfinite(np.dot(flat, flat)) or bool(np.isfinite(a).all())
 
 
 def _checkpoint_sidecar(path: str, k: int) -> str:
