@@ -19,18 +19,23 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect.checks._differences import (
+    NAN_VALUES,
     Draws,
     NotReplayable,
+    Shift,
+    Stacked,
     compare,
+    compare_shift,
+    complex_reason,
     cotangents,
     in_domain,
     locate_element,
+    nan_reason,
     reproduced,
-    shifted,
+    stack_batch,
     stack_recorded,
     sub,
     usable,
-    values_skip_reason,
 )
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.record import GraphRecord, NodeRecord
@@ -120,14 +125,17 @@ class _Batch:
 
     Every node draws its directions and cotangents from its own generator, in the same order
     whatever the batch, so a node's comparisons do not depend on the nodes batched with it.
+    ``stacked``: the nodes' recorded values already stacked, when the caller has them.
     """
 
     def __init__(self, replay: BatchReplay, incoming: list | None, recorded: list,
-                 opts: LocalOptions) -> None:  # fmt: skip
+                 opts: LocalOptions, stacked: Stacked | None = None) -> None:  # fmt: skip
         self.replay, self.opts = replay, opts
-        self.xs = xs = replay.inputs()
+        self.xs = xs = replay.inputs() if stacked is None else stacked.xs
         self.y = y = replay.forward(xs)
-        self.errors = reproduced(replay.nodes, y)
+        self.errors = reproduced(replay.nodes, y, None if stacked is None else stacked.outputs)
+        if stacked is not None and incoming is not None:
+            incoming = stacked.incoming  # type: ignore[assignment]
         differentiable = replay.differentiable()
         shapes = [y.shape[1:]] * opts.cotangents
         shapes += [np.shape(xs[i])[1:] for i in differentiable for _ in range(opts.directions)]
@@ -148,10 +156,10 @@ class _Batch:
             for _ in range(opts.directions):
                 v = np.where(np.isfinite(xs[i]), draws.next(), 0.0)
                 v = in_domain(replay.nodes[0], i, v)
-                plus, minus = shifted(replay, xs, i, v * opts.eps)
+                shift = Shift.along(replay, xs, i, v * opts.eps, y, opts.eps)
                 for name, u in us:
-                    numbers = compare(i, name, u, v, y, plus, minus, grads[name], opts)
-                    self.slots.append((i, name, u, v, plus, minus, numbers))
+                    numbers = compare_shift(i, name, u, v, shift, grads[name], opts)
+                    self.slots.append((i, name, u, v, shift.plus, shift.minus, numbers))
         self.suspect = np.zeros(len(replay), dtype=bool)
         for *_, (num, an, tol, _asym) in self.slots:
             self.suspect |= np.abs(num - an) > tol
@@ -295,15 +303,14 @@ def check_nodes(
         node = graph.node(nid)
         if node.is_leaf:
             continue
-        reason = why_not_replayable(node) or values_skip_reason(node)
+        reason = why_not_replayable(node) or complex_reason(node)
         if reason is not None:
             out[nid] = (reason, None, None)
         else:
-            ex = graph.execution(nid)
-            todo.append((node, ex, ex is not None and usable(ex.grad_output)))
+            todo.append((node, graph.execution(nid)))
     done, total = len(out), len(out) + len(todo)
     for batch in batches(todo, opts.batch_size, _key):
-        out.update(_check_batch(batch, opts))
+        out.update(_check_group(batch, opts))
         done += len(batch)
         if progress is not None:
             progress(done, total)
@@ -311,24 +318,49 @@ def check_nodes(
 
 
 def _key(item: tuple) -> tuple | None:
-    node, ex, usable = item
+    node, ex = item
     if not stackable(node):
         return None
-    recorded = None if ex is None else ex.grad_inputs
-    grads = None
-    if recorded is not None:
-        grads = tuple(None if g is None else (np.shape(g), np.asarray(g).dtype.str)
-                      for g in recorded)  # fmt: skip
-    return batch_key(node), usable, grads
+    if ex is None:
+        return batch_key(node), None
+    return batch_key(node), _layout(ex.grad_output), tuple(_layout(g) for g in ex.grad_inputs)
 
 
-def _check_batch(items: list, opts: LocalOptions) -> dict[int, tuple]:
+def _layout(a: Any) -> tuple | None:
+    return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
+
+
+def _check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
+    """Outcomes of nodes of one layout: their values stacked once, the nodes with NaN values
+    skipped, the others checked in one batch per kind of incoming gradient (usable or not)."""
+    if len(items) == 1:
+        node, ex = items[0]
+        reason = nan_reason(node)
+        if reason is not None:
+            return {node.id: (reason, None, None)}
+        return _check_batch([(node, ex, ex is not None and usable(ex.grad_output))], opts)
+    try:
+        replay = BatchReplay([node for node, _ in items])
+        grads = None if items[0][1] is None else [ex.grad_output for _, ex in items]
+        stacked = stack_batch(replay, grads)
+    except Exception:  # NOTE: values that do not stack: each node on its own
+        return {k: v for item in items for k, v in _check_group([item], opts).items()}
+    out = {items[r][0].id: (NAN_VALUES, None, None) for r in np.flatnonzero(stacked.nan)}
+    for good in (True, False):
+        rows = np.flatnonzero(~stacked.nan & (stacked.usable == good))
+        if len(rows):
+            part = [(*items[r], good) for r in rows.tolist()]
+            out.update(_check_batch(part, opts, stacked.rows(rows)))
+    return out
+
+
+def _check_batch(items: list, opts: LocalOptions, stacked: Stacked | None = None) -> dict:
     """Outcomes of a batch; a batch that fails as a whole is checked node by node."""
     nodes = [item[0] for item in items]
     execs = [(None, None) if ex is None else (ex.grad_output, ex.grad_inputs) for _, ex, _ in items]
     incoming = [e[0] for e in execs] if items[0][2] else None
     try:
-        batch = _Batch(BatchReplay(nodes), incoming, [e[1] for e in execs], opts)
+        batch = _Batch(BatchReplay(nodes), incoming, [e[1] for e in execs], opts, stacked)
     except Exception as e:  # NOTE: a node that cannot be replayed is skipped, not failed
         if len(items) > 1:
             return {k: v for item in items for k, v in _check_batch([item], opts).items()}
