@@ -169,10 +169,10 @@ def stack_recorded(recorded: list) -> tuple:
     """The recorded gradients of a batch, stacked per input (None where the rule gave None)."""
     if len({len(r) for r in recorded}) != 1:
         raise ValueError("the nodes of a batch recorded different numbers of gradients")
-    return tuple(None if all(g is None for g in gs) else _stack(gs) for gs in zip(*recorded))
+    return tuple(None if all(g is None for g in gs) else stack_arrays(gs) for gs in zip(*recorded))
 
 
-def _stack(arrays: Sequence[Any]) -> np.ndarray:
+def stack_arrays(arrays: Sequence[Any]) -> np.ndarray:
     """``np.stack`` of ``arrays``; in one copy when they are arrays of one shape and dtype."""
     first = arrays[0]
     if first.__class__ is np.ndarray and all(

@@ -49,13 +49,19 @@ def batch_key(node: NodeRecord) -> tuple:
         for x in node.inputs or ()
     )
     out = node.output
+    if out is not None:
+        out = (out.shape, out.dtype.str) if out.__class__ is np.ndarray else _layout(out)
     return (
         node.op,
         repr(sorted(node.params.items())) if node.params else "",
         tuple(e is None for e in node.edges),
         inputs,
-        None if out is None else (np.shape(out), np.asarray(out).dtype.str),
+        out,
     )
+
+
+def _layout(a: Any) -> tuple:
+    return np.shape(a), np.asarray(a).dtype.str
 
 
 class BatchReplay:

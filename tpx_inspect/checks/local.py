@@ -303,7 +303,7 @@ def check_nodes(
         node = graph.node(nid)
         if node.is_leaf:
             continue
-        reason = why_not_replayable(node) or complex_reason(node)
+        reason = why_not_replayable(node)
         if reason is not None:
             out[nid] = (reason, None, None)
         else:
@@ -323,16 +323,21 @@ def _key(item: tuple) -> tuple | None:
         return None
     if ex is None:
         return batch_key(node), None
-    return batch_key(node), _layout(ex.grad_output), tuple(_layout(g) for g in ex.grad_inputs)
+    return batch_key(node), _layout(ex.grad_output), tuple(map(_layout, ex.grad_inputs))
 
 
 def _layout(a: Any) -> tuple | None:
+    if a.__class__ is np.ndarray:
+        return a.shape, a.dtype.str
     return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
 
 
 def _check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
     """Outcomes of nodes of one layout: their values stacked once, the nodes with NaN values
     skipped, the others checked in one batch per kind of incoming gradient (usable or not)."""
+    reason = complex_reason(items[0][0])  # NOTE: one dtype for all nodes of a layout
+    if reason is not None:
+        return {node.id: (reason, None, None) for node, _ in items}
     if len(items) == 1:
         node, ex = items[0]
         reason = nan_reason(node)
