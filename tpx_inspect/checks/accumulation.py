@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from tpx_inspect.checks.record import Contribution, GraphRecord
+from tpx_inspect.check_view import Contribution
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
+from tpx_inspect.records import Graph
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -105,7 +106,7 @@ class _Pairs:
 
 
 def _comparisons(
-    pairs: _Pairs, graph: GraphRecord, seeds: dict, target: int, parts: list, runs: dict
+    pairs: _Pairs, graph: Graph, seeds: dict, target: int, parts: list, runs: dict
 ) -> None:
     """Add the comparisons of ``target``: each contribution's total against the previous
     total plus the contribution, in order, then the gradient the node ran with against the
@@ -118,15 +119,15 @@ def _comparisons(
             return
         running = c.total
     received = runs[target].grad_output if target in runs else None
-    if received is not None and not graph.node(target).hooked:
+    if received is not None and not graph.replay_node(target).hooked:
         pairs.add(received, running)
 
 
 def _finding(graph, target, parts, k, expected, got) -> Finding:
-    node = graph.node(target)
-    sources = [graph.node(c.source).where() for c in parts]
+    node = graph.replay_node(target)
+    sources = [graph.replay_node(c.source).where() for c in parts]
     if k < len(parts):
-        culprit = graph.node(parts[k].source)
+        culprit = graph.replay_node(parts[k].source)
         what = (
             f"after the contribution from {culprit.name} #{culprit.id} (consumer {k + 1} of "
             f"{len(parts)}) the accumulated gradient is not the previous total plus it"
@@ -151,7 +152,7 @@ def _finding(graph, target, parts, k, expected, got) -> Finding:
         "whose contribution was lost."
     ),
 )
-def accumulation_check(graph: GraphRecord) -> CheckResult:
+def accumulation_check(graph: Graph) -> CheckResult:
     """Check every accumulated gradient of every backward against the sum of its parts.
 
     ``checked`` counts every accumulated gradient (fan-out or not); a graph without a

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from tpx_inspect.checks.record import GraphRecord, NodeRecord
+from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
+from tpx_inspect.records import Graph
 
 
 def _finite(x: Any) -> bool:
@@ -70,12 +71,12 @@ def _forward_values_finite(node: NodeRecord) -> bool:
     return all(_finite(x) for x in node.inputs or ()) and _finite(node.output)
 
 
-def forward_findings(graph: GraphRecord) -> list[Finding]:
+def forward_findings(graph: Graph) -> list[Finding]:
     """One finding per forward producer of NaN/Inf, in recording order; passers-on listed."""
     producers: list[NodeRecord] = []
     passed_on: list[int] = []
-    finite = finite_flags([node.output for node in graph.nodes])
-    for node, ok in zip(graph.nodes, finite):
+    finite = finite_flags([node.output for node in graph.replay_nodes])
+    for node, ok in zip(graph.replay_nodes, finite):
         if node.output is None or ok:
             continue
         if all(_finite(x) for x in node.inputs or ()):
@@ -95,14 +96,14 @@ def forward_findings(graph: GraphRecord) -> list[Finding]:
     ]
 
 
-def _backward_roles(graph: GraphRecord, bw: Any) -> tuple[list, list[int]]:
+def _backward_roles(graph: Graph, bw: Any) -> tuple[list, list[int]]:
     """``(producers as (node, execution, bad inputs), ids of the nodes that passed it on)``."""
     producers: list = []
     passed_on: list[int] = []
     received = finite_flags([ex.grad_output for ex in bw.executions])
     returned = iter(finite_flags([g for ex in bw.executions for g in ex.grad_inputs]))
     for ex, ok in zip(bw.executions, received):
-        node = graph.node(ex.node)
+        node = graph.replay_node(ex.node)
         bad = [i for i, (_, fine) in enumerate(zip(ex.grad_inputs, returned)) if not fine]
         if not ok or (bad and not _forward_values_finite(node)):
             passed_on.append(node.id)
@@ -111,7 +112,7 @@ def _backward_roles(graph: GraphRecord, bw: Any) -> tuple[list, list[int]]:
     return producers, passed_on
 
 
-def backward_findings(graph: GraphRecord) -> list[Finding]:
+def backward_findings(graph: Graph) -> list[Finding]:
     """One finding per backward producer of NaN/Inf (a rule or an accumulation); the first
     lists the nodes that only passed it on (received it, or got it from forward values)."""
     findings: list[Finding] = []
@@ -130,7 +131,7 @@ def backward_findings(graph: GraphRecord) -> list[Finding]:
         totals = finite_flags([c.total for c in bw.contributions])
         for c, value_ok, total_ok in zip(bw.contributions, values, totals):
             if value_ok and not total_ok:
-                target = graph.node(c.target)
+                target = graph.replay_node(c.target)
                 findings.append(finding_at(
                     target, "nonfinite-backward",
                     f"backward {k}: accumulating finite gradients into {target.where()} gave "
@@ -152,7 +153,7 @@ def backward_findings(graph: GraphRecord) -> list[Finding]:
         "rule, or an accumulation that overflowed) apart from the nodes that only passed it on."
     ),
 )
-def nonfinite_check(graph: GraphRecord) -> CheckResult:
+def nonfinite_check(graph: Graph) -> CheckResult:
     """Find the producers of the first NaN/Inf of the forward and of each backward.
 
     >>> import numpy as np, tpx as tp
@@ -166,8 +167,10 @@ def nonfinite_check(graph: GraphRecord) -> CheckResult:
     """
     start = time.perf_counter()
     findings = forward_findings(graph) + backward_findings(graph)
-    skips = tuple(Skip(NO_VALUES, n.id) for n in graph.nodes if n.output is None)
-    checked = len(graph.nodes) - len(skips) + sum(len(bw.executions) for bw in graph.backwards)
+    skips = tuple(Skip(NO_VALUES, n.id) for n in graph.replay_nodes if n.output is None)
+    checked = (
+        len(graph.replay_nodes) - len(skips) + sum(len(bw.executions) for bw in graph.backwards)
+    )
     return CheckResult("nonfinite", checked, tuple(findings), len(skips),
                        time.perf_counter() - start, skips=skips)  # fmt: skip
 
