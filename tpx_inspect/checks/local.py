@@ -260,7 +260,9 @@ def local_check(
     start = time.perf_counter()
     order = backward_order(graph)
     if client is not None:
-        outcomes = cluster_outcomes(client, graph, order, opts, check_nodes, progress)
+        outcomes, groups = plan(graph, order, opts)
+        outcomes.update(cluster_outcomes(client, groups, opts, check_group, progress,
+                                         len(order) - sum(map(len, groups))))  # fmt: skip
     else:
         outcomes = check_nodes(graph, order, opts, progress)
     findings, checked, skips, notes = [], 0, [], []
@@ -297,6 +299,20 @@ def check_nodes(
     >>> check_nodes(rec.graph(), [0, 1], LocalOptions())
     {1: (None, None, None)}
     """
+    out, groups = plan(graph, ids, opts)
+    done, total = len(out), len(out) + sum(len(g) for g in groups)
+    for group in groups:
+        out.update(check_group(group, opts))
+        done += len(group)
+        if progress is not None:
+            progress(done, total)
+    return out
+
+
+def plan(graph: Graph, ids: Sequence[int], opts: LocalOptions) -> tuple[dict, list[list]]:
+    """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
+    others as groups of ``(node, execution)`` of one layout (at most ``opts.batch_size``
+    each), in the order :func:`check_nodes` checks them with :func:`check_group`."""
     out: dict[int, tuple] = {}
     todo = []
     for nid in ids:
@@ -308,13 +324,7 @@ def check_nodes(
             out[nid] = (reason, None, None)
         else:
             todo.append((node, graph.execution(nid)))
-    done, total = len(out), len(out) + len(todo)
-    for batch in batches(todo, opts.batch_size, _key):
-        out.update(_check_group(batch, opts))
-        done += len(batch)
-        if progress is not None:
-            progress(done, total)
-    return out
+    return out, list(batches(todo, opts.batch_size, _key))
 
 
 def _key(item: tuple) -> tuple | None:
@@ -332,7 +342,7 @@ def _layout(a: Any) -> tuple | None:
     return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
 
 
-def _check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
+def check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
     """Outcomes of nodes of one layout: their values stacked once, the nodes with NaN values
     skipped, the others checked in one batch per kind of incoming gradient (usable or not)."""
     reason = complex_reason(items[0][0])  # NOTE: one dtype for all nodes of a layout
@@ -349,7 +359,7 @@ def _check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
         grads = None if items[0][1] is None else [ex.grad_output for _, ex in items]
         stacked = stack_batch(replay, grads)
     except Exception:  # NOTE: values that do not stack: each node on its own
-        return {k: v for item in items for k, v in _check_group([item], opts).items()}
+        return {k: v for item in items for k, v in check_group([item], opts).items()}
     out = {items[r][0].id: (NAN_VALUES, None, None) for r in np.flatnonzero(stacked.nan)}
     for good in (True, False):
         rows = np.flatnonzero(~stacked.nan & (stacked.usable == good))
