@@ -44,8 +44,9 @@ def cluster_outcomes(
     ``dask.distributed.Client``), merged into one dict.
 
     ``progress(done, total)`` is called as each task finishes; it counts nodes, ``decided``
-    (those the caller settled without a check) included from the first call. ``stats`` (a dict) receives the
-    seconds spent packing, scattering and waiting, and each task's CPU seconds on its worker.
+    (those the caller settled without a check) included from the first call. ``stats`` (a
+    dict) receives the seconds spent packing, scattering and waiting, and each task's CPU
+    seconds on its worker.
     """
     from dask.distributed import as_completed
 
@@ -120,7 +121,7 @@ def pack(items: list) -> dict[str, Any]:
     if ex is not None:
         grads = [_column([e.grad_inputs[i] for _, e in items]) for i in range(len(ex.grad_inputs))]
     return {
-        "first": dataclasses.replace(first, inputs=None, output=None),
+        "first": dataclasses.replace(first, inputs=None, output=None, rule=_rule(first)),
         "ids": np.array([n.id for n in nodes], dtype=np.int64),
         "text": [(n.name, n.scope, n.source) for n in nodes],
         "inputs": inputs,
@@ -129,6 +130,23 @@ def pack(items: list) -> dict[str, Any]:
         "grad_output": None if ex is None else _column([e.grad_output for _, e in items]),
         "grad_inputs": grads,
     }
+
+
+def _rule(node: NodeRecord) -> Any:
+    """The rule to ship with ``node``: None (the worker's table) for TPX's own rule of the op,
+    as registered here; any other rule (a user's) as it is.
+
+    NOTE: TPX's rule functions do not pickle by reference (the table holds other objects
+    than the module's names): shipped by value, a rule is no longer the table's, and a
+    worker would check its nodes one at a time.
+    """
+    import tpx
+
+    rule = node.rule
+    builtin = getattr(getattr(rule, "vjp", None), "__module__", "") or ""
+    if rule is tpx.rules.RULES.get(node.op) and builtin.startswith("tpx."):
+        return None
+    return rule
 
 
 def _column(values: list) -> Any:
@@ -160,12 +178,13 @@ def unpack(p: dict[str, Any]) -> list[tuple[NodeRecord, Execution | None]]:
 
 
 def _check_packed(packs: list, opts: Any, check: CheckGroup) -> tuple[dict[int, tuple], float]:
-    """On a worker: the outcomes of a task's packed groups, and the CPU seconds they took."""
-    start = time.process_time()
+    """On a worker: the outcomes of a task's packed groups, and the CPU seconds they took (of
+    this thread: the worker's other threads, its event loop, are not the check's)."""
+    start = time.thread_time()
     out: dict[int, tuple] = {}
     for p in packs:
         out.update(check(unpack(p), opts))
-    return out, time.process_time() - start
+    return out, time.thread_time() - start
 
 
 def split(items: list, parts: int) -> list[list]:
@@ -205,8 +224,14 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
         with Client(scheduler) as client:
             yield client
         return
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address=None)  # fmt: skip
+    import dask
+
+    # NOTE: Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
+    # dynamic mmap threshold: every NumPy temporary of a batch (~0.5 MB) was then a fresh
+    # mmap with its page faults, and the check ran 2-5x slower on a worker than here.
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None)  # fmt: skip
     try:
         with Client(cluster) as client:
             yield client
