@@ -21,11 +21,11 @@ import numpy as np
 from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks._differences import (
     NAN_VALUES,
+    Comparison,
     Draws,
     NotReplayable,
     Shift,
     Stacked,
-    compare,
     compare_shift,
     complex_reason,
     cotangents,
@@ -35,8 +35,8 @@ from tpx_inspect.checks._differences import (
     reproduced,
     stack_batch,
     stack_recorded,
-    sub,
     usable,
+    without_kinks,
 )
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.cluster import cluster_outcomes
@@ -65,33 +65,6 @@ class LocalOptions:
     cotangents: int = 1
     seed: int = 0
     batch_size: int = 512
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One scalar comparison ``<u, J v>`` (numerical) against ``<vjp(u), v>`` (analytical)."""
-
-    input: int
-    cotangent: str
-    numerical: float
-    analytical: float
-    tolerance: float
-    asymmetry: float
-
-    @property
-    def mismatch(self) -> float:
-        """``|numerical - analytical|``."""
-        return abs(self.numerical - self.analytical)
-
-    @property
-    def failed(self) -> bool:
-        """Out of tolerance, and not explained by a kink (left/right differences)."""
-        return self.mismatch > self.tolerance + self.asymmetry
-
-    @property
-    def inconclusive(self) -> bool:
-        """Out of tolerance, but the point is not differentiable along the direction."""
-        return self.mismatch > self.tolerance and not self.failed
 
 
 def check_node(
@@ -175,29 +148,10 @@ class _Batch:
                 one = slice(b, b + 1)
                 replay = BatchReplay([self.replay.nodes[b]])
                 xs = [x[one] if a else x for x, a in zip(self.xs, self.replay.is_array)]
-                c = _without_kinks(replay, xs, c, u[one], v[one], self.y[one], plus[one],
+                c = without_kinks(replay, xs, c, u[one], v[one], self.y[one], plus[one],
                                    minus[one], self.opts)  # fmt: skip
             out.append(c)
         return out
-
-
-def _without_kinks(replay, xs, c, u, v, y, plus, minus, opts) -> Comparison:
-    """Compare again with the cotangent zeroed on the output elements at a kink.
-
-    A wrong rule stays visible on the smooth elements; a comparison that only the kinks
-    made inconclusive becomes a pass or a failure.
-    """
-    h = opts.eps
-    onesided = np.abs(sub(plus, y) - sub(y, minus)) / h
-    central = sub(plus, minus) / (2 * h)
-    smooth = onesided <= 1e-2 * np.abs(central) + 1e-6
-    if smooth.all() or not smooth.any():
-        return c
-    masked = np.where(smooth, u, 0.0)
-    grads = replay.vjp(xs, y, masked)
-    num, an, tol, asym = compare(c.input, c.cotangent, masked, v, y, plus, minus, grads, opts)
-    name = f"{c.cotangent} (kink elements masked)"
-    return Comparison(c.input, name, float(num[0]), float(an[0]), float(tol[0]), float(asym[0]))
 
 
 def _finding(node: NodeRecord, c: Comparison, element: tuple | None = None) -> Finding:
