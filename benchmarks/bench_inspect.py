@@ -172,7 +172,7 @@ def bench_chain_capture(n: int = 100_000) -> dict[str, float]:
             "ratio": captured / plain, "peak_bytes_per_node": peak / (n // 10)}  # fmt: skip
 
 
-def bench_checks(sizes: tuple[int, ...], cluster_nodes: int | None) -> None:
+def bench_checks(sizes: tuple[int, ...], cluster_nodes: tuple[int, ...] = ()) -> None:
     """CPU seconds per node of every graph check (kernel with the spec replay) on the
     bench_checks.py graph, batched and, at the smallest size, one node at a time; then the
     local check on a 2-worker LocalCluster against one process (wall, same findings)."""
@@ -201,28 +201,43 @@ def bench_checks(sizes: tuple[int, ...], cluster_nodes: int | None) -> None:
             print(f"  node by node (batch_size=1, the reference): {ref_cpu:.2f} s CPU -> "
                   f"batched {ref_cpu / cpu:.1f}x faster, same findings: {same}")  # fmt: skip
         del graph
-    if cluster_nodes:
-        bench_cluster(cluster_nodes)
+    for n in cluster_nodes:
+        bench_cluster(n)
 
 
 def bench_cluster(n: int) -> None:
-    """The local check of an n-node graph in one process and on a 2-worker LocalCluster."""
+    """The local check of an n-node graph in one process and on a 2-worker LocalCluster:
+    wall seconds (the speed-up), same findings, and where the cluster's time goes: the
+    client's planning and packing, the scatter, the workers' CPU seconds per worker."""
     from bench_checks import build
 
-    from tpx_inspect.checks import capture_call, local_check
-    from tpx_inspect.checks.cluster import connect
+    from tpx_inspect.checks import LocalOptions, capture_call, local_check
+    from tpx_inspect.checks.cluster import cluster_outcomes, connect
+    from tpx_inspect.checks.local import backward_order, check_group, plan
 
     f, inputs = build(n)
     graph = capture_call(f, inputs)
-    alone, wall1, _ = _timed(lambda: local_check(graph))
+    local_check(graph)  # NOTE: the graph's views for the checks are made once, not timed
+    alone, wall1, cpu1 = _timed(lambda: local_check(graph))
     with connect(workers=2) as client:
         local_check(graph, client=client)  # NOTE: warm: workers import tpx once
-        spread, wall2, _ = _timed(lambda: local_check(graph, client=client))
+        spread, wall2, cpu2 = _timed(lambda: local_check(graph, client=client))
+        stats: dict[str, Any] = {}
+        worker_cpu = client.run(time.process_time)
+        _, groups = plan(graph, backward_order(graph), LocalOptions())
+        cluster_outcomes(client, groups, LocalOptions(), check_group, stats=stats)
+        after = client.run(time.process_time)
+    per_worker = sorted(after[k] - worker_cpu[k] for k in after)
     same = (alone.findings, alone.skips, alone.notes) == (spread.findings, spread.skips,
                                                          spread.notes)  # fmt: skip
     print(
-        f"local check, {len(graph.nodes)} nodes (wall): 1 process {wall1:.2f} s, 2-worker "
-        f"LocalCluster {wall2:.2f} s (speed-up {wall1 / wall2:.2f}x), same findings: {same}"
+        f"local check, {len(graph.nodes)} nodes: 1 process {wall1:.2f} s wall / {cpu1:.2f} s "
+        f"CPU; 2-worker LocalCluster {wall2:.2f} s wall (speed-up {wall1 / wall2:.2f}x), client "
+        f"CPU {cpu2:.2f} s, same findings: {same}; breakdown of a second run: pack "
+        f"{stats['pack_s']:.2f} s, scatter {stats['scatter_s']:.2f} s, tasks {stats['run_s']:.2f} "
+        f"s wall; check CPU on the workers {sum(stats['task_cpu_s']):.2f} s in "
+        f"{len(stats['task_cpu_s'])} tasks, worker processes' CPU "
+        f"{', '.join(f'{c:.2f}' for c in per_worker)} s"
     )
 
 
@@ -262,7 +277,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{sl['load_records_s']:.2f} s"
     )
     sizes = tuple(k // scale for k in (1_000, 10_000, 100_000) if k // scale >= 100)
-    bench_checks(sizes, None if args.no_cluster else 10_000 // scale)
+    bench_checks(sizes, () if args.no_cluster else (10_000 // scale, 100_000 // scale))
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return {"capture": cap, "chain": ch, "save_load": sl}
 

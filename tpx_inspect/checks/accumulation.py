@@ -8,7 +8,7 @@ A contribution that was overwritten or dropped is named with the consumer that s
 
 from __future__ import annotations
 
-import math
+import bisect
 import time
 from collections import defaultdict
 from typing import Any
@@ -31,51 +31,96 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(ok.all())
 
 
-def _comparisons(
-    graph: Graph, seeds: dict, target: int, parts: list[Contribution], runs: dict
-) -> list[tuple[Any, Any]]:
-    """``(got, expected)`` of each contribution of ``target`` in order (each total against the
-    previous total plus the contribution), then the gradient the node ran with against the
-    final total (unless a hook may have changed it)."""
-    running = seeds.get(target)
-    out = []
-    for c in parts:
+_ROWS = 4096
+"""Comparisons stacked at most at once: the temporaries of one chunk stay in the CPU caches."""
+
+
+class _Pairs:
+    """The ``(got, expected)`` comparisons of a backward, in order, tested together.
+
+    A comparison of a running total with the previous total plus a contribution of the same
+    shape is kept as ``(total, previous, contribution)`` and summed when tested, stacked with
+    the others of its shapes and dtypes (the same element-wise sums as one at a time); any
+    other comparison is kept as ``(got, expected)``, its expected value computed at once.
+    """
+
+    def __init__(self) -> None:
+        self.items: list[tuple] = []
+        self.groups: dict[tuple, list[int]] = {}
+        self.alone: list[int] = []
+
+    def add_sum(self, total: Any, previous: Any, value: Any) -> bool:
+        """Add ``total`` against ``previous + value``; False when the addition raised (then
+        ``(None, error)`` is added)."""
+        arrays = total.__class__ is previous.__class__ is value.__class__ is np.ndarray
+        if arrays and total.shape == previous.shape == value.shape:
+            key = (total.shape, total.dtype.str, previous.dtype.str, value.dtype.str)
+            self.groups.setdefault(key, []).append(len(self.items))
+            self.items.append((total, previous, value))
+            return True
         try:
-            out.append((c.total, c.value if running is None else running + c.value))
+            self.add(total, previous + value)
         except ValueError as e:  # raised when the comparison is reached, as one at a time
-            return [*out, (None, e)]
-        running = c.total
-    received = runs[target].grad_output if target in runs else None
-    if received is not None and not graph.replay_node(target).hooked:
-        out.append((received, running))
-    return out
+            self.items.append((None, e))
+            return False
+        return True
 
-
-def _all_close(pairs: list[tuple[Any, Any]]) -> list[bool]:
-    """``_close`` of each pair; the pairs of arrays of one shape and dtypes in one pass."""
-    out: list[bool | None] = [None] * len(pairs)
-    groups: dict[tuple, list[int]] = {}
-    for k, (a, b) in enumerate(pairs):
-        if isinstance(b, Exception):
-            out[k] = False
-        elif a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.shape == b.shape:
-            groups.setdefault((a.shape, a.dtype.str, b.dtype.str), []).append(k)
+    def add(self, got: Any, expected: Any) -> None:
+        """Add ``got`` against ``expected``."""
+        if got.__class__ is expected.__class__ is np.ndarray and got.shape == expected.shape:
+            key = (got.shape, got.dtype.str, expected.dtype.str)
+            self.groups.setdefault(key, []).append(len(self.items))
         else:
-            out[k] = _close(a, b)
-    for (shape, _, _), ks in groups.items():
-        if len(ks) == 1:
-            out[ks[0]] = _close(*pairs[ks[0]])
-            continue
+            self.alone.append(len(self.items))
+        self.items.append((got, expected))
+
+    def pair(self, k: int) -> tuple[Any, Any]:
+        """Comparison ``k`` as ``(got, expected)``."""
+        item = self.items[k]
+        return item if len(item) == 2 else (item[0], item[1] + item[2])
+
+    def ok(self) -> np.ndarray:
+        """``_close`` of each comparison (False for an addition that raised)."""
+        out = np.zeros(len(self.items), dtype=bool)
+        for k in self.alone:
+            out[k] = _close(*self.items[k])
+        for key, ks in self.groups.items():
+            for start in range(0, len(ks), _ROWS):
+                chunk = ks[start : start + _ROWS]
+                out[chunk] = self._rows_ok(chunk, len(key) == 4)
+        return out
+
+    def _rows_ok(self, ks: list[int], summed: bool) -> np.ndarray:
+        items = self.items
+        a = np.array([items[k][0] for k in ks])
+        b = np.array([items[k][1] for k in ks])
+        if summed:
+            b = b + np.array([items[k][2] for k in ks])
+        a, b = a.reshape(len(ks), -1), b.reshape(len(ks), -1)
         # NOTE: the same element-wise test as _close, over a stack of the pairs
-        a = np.stack([pairs[k][0] for k in ks]).reshape(len(ks), math.prod(shape))
-        b = np.stack([pairs[k][1] for k in ks]).reshape(a.shape)
         rtol = 1e-5 if np.result_type(a, b) == np.float32 else 1e-10
         with np.errstate(invalid="ignore", over="ignore"):
             diff = np.abs(a - b)
             ok = (diff <= rtol * 1e-2 + rtol * np.abs(b)) | (np.isnan(a) & np.isnan(b)) | (a == b)
-        for k, v in zip(ks, ok.all(axis=1).tolist()):
-            out[k] = v
-    return out  # type: ignore[return-value]
+        return ok.all(axis=1)
+
+
+def _comparisons(
+    pairs: _Pairs, graph: Graph, seeds: dict, target: int, parts: list, runs: dict
+) -> None:
+    """Add the comparisons of ``target``: each contribution's total against the previous
+    total plus the contribution, in order, then the gradient the node ran with against the
+    final total (unless a hook may have changed it)."""
+    running = seeds.get(target)
+    for c in parts:
+        if running is None:
+            pairs.add(c.total, c.value)
+        elif not pairs.add_sum(c.total, running, c.value):
+            return
+        running = c.total
+    received = runs[target].grad_output if target in runs else None
+    if received is not None and not graph.replay_node(target).hooked:
+        pairs.add(received, running)
 
 
 def _finding(graph, target, parts, k, expected, got) -> Finding:
@@ -131,19 +176,24 @@ def accumulation_check(graph: Graph) -> CheckResult:
         runs: dict[int, Any] = {}
         for ex in bw.executions:
             runs.setdefault(ex.node, ex)
-        targets = list(by_target.items())
         seeds = dict(zip(bw.roots, bw.seeds))
-        pairs = [_comparisons(graph, seeds, t, parts, runs) for t, parts in targets]
-        flat = _all_close([p for ps in pairs for p in ps])
-        pos = 0
-        for (target, parts), ps in zip(targets, pairs):
-            checked += 1
-            oks, pos = flat[pos : pos + len(ps)], pos + len(ps)
-            if not all(oks):  # the first comparison that fails names the contribution
-                k = oks.index(False)
-                if isinstance(ps[k][1], Exception):
-                    raise ps[k][1]
-                findings.append(_finding(graph, target, parts, k, ps[k][1], ps[k][0]))
+        pairs, begins = _Pairs(), []
+        for target, parts in by_target.items():
+            begins.append(len(pairs.items))
+            _comparisons(pairs, graph, seeds, target, parts, runs)
+        checked += len(begins)
+        targets = list(by_target.items())
+        reported = -1
+        for pos in np.flatnonzero(~pairs.ok()).tolist():
+            t = bisect.bisect_right(begins, pos) - 1
+            if t == reported:
+                continue
+            reported = t  # the first comparison that fails names the contribution
+            got, expected = pairs.pair(pos)
+            if isinstance(expected, Exception):
+                raise expected
+            target, parts = targets[t]
+            findings.append(_finding(graph, target, parts, pos - begins[t], expected, got))
     skips = () if graph.backwards else (Skip(NO_BACKWARD),)
     return CheckResult(
         "accumulation", checked, tuple(findings), seconds=time.perf_counter() - start,

@@ -17,6 +17,7 @@ import numpy as np
 
 import p10
 from tpx_inspect.check_view import NodeRecord
+from tpx_inspect.checks._differences import stack_arrays
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.replay import Replay, why_not_replayable
@@ -174,11 +175,13 @@ def _key(graph: Graph, node: NodeRecord) -> tuple | None:
     ex = graph.execution(node.id)
     if ex is None:
         return batch_key(node), None
-    grads = tuple(_layout(g) for g in ex.grad_inputs or ())
+    grads = tuple(map(_layout, ex.grad_inputs or ()))
     return batch_key(node), _layout(ex.grad_output), grads
 
 
 def _layout(a: Any) -> tuple | None:
+    if a.__class__ is np.ndarray:
+        return a.shape, a.dtype.str
     return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
 
 
@@ -203,16 +206,16 @@ def _suspects(graph: Graph, nodes: list) -> set[int]:
     """The ids of the nodes whose stacked replay does not agree with their record."""
     replay = BatchReplay(nodes, upcast=False)
     xs = replay.inputs()
-    outs = np.stack([n.output for n in nodes])
+    outs = stack_arrays([n.output for n in nodes])
     bad = ~_agree(replay.forward(xs), outs)
     execs = [graph.execution(n.id) for n in nodes]
     if execs[0] is not None:
-        g = np.stack([ex.grad_output for ex in execs])
+        g = stack_arrays([ex.grad_output for ex in execs])
         spec_grads = replay.vjp(xs, outs, g)
         for i, got in enumerate(zip(*(ex.grad_inputs for ex in execs))):
             if got[0] is not None:
                 spec = spec_grads[i] if i < len(spec_grads) else None
-                bad |= True if spec is None else ~_agree(spec, np.stack(got))
+                bad |= True if spec is None else ~_agree(spec, stack_arrays(got))
     return {n.id for n, b in zip(nodes, bad) if b}
 
 

@@ -20,18 +20,23 @@ import numpy as np
 
 from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks._differences import (
+    NAN_VALUES,
+    Comparison,
     Draws,
     NotReplayable,
-    compare,
+    Shift,
+    Stacked,
+    compare_shift,
+    complex_reason,
     cotangents,
     in_domain,
     locate_element,
+    nan_reason,
     reproduced,
-    shifted,
+    stack_batch,
     stack_recorded,
-    sub,
     usable,
-    values_skip_reason,
+    without_kinks,
 )
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
 from tpx_inspect.checks.cluster import cluster_outcomes
@@ -60,33 +65,6 @@ class LocalOptions:
     cotangents: int = 1
     seed: int = 0
     batch_size: int = 512
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One scalar comparison ``<u, J v>`` (numerical) against ``<vjp(u), v>`` (analytical)."""
-
-    input: int
-    cotangent: str
-    numerical: float
-    analytical: float
-    tolerance: float
-    asymmetry: float
-
-    @property
-    def mismatch(self) -> float:
-        """``|numerical - analytical|``."""
-        return abs(self.numerical - self.analytical)
-
-    @property
-    def failed(self) -> bool:
-        """Out of tolerance, and not explained by a kink (left/right differences)."""
-        return self.mismatch > self.tolerance + self.asymmetry
-
-    @property
-    def inconclusive(self) -> bool:
-        """Out of tolerance, but the point is not differentiable along the direction."""
-        return self.mismatch > self.tolerance and not self.failed
 
 
 def check_node(
@@ -122,14 +100,17 @@ class _Batch:
 
     Every node draws its directions and cotangents from its own generator, in the same order
     whatever the batch, so a node's comparisons do not depend on the nodes batched with it.
+    ``stacked``: the nodes' recorded values already stacked, when the caller has them.
     """
 
     def __init__(self, replay: BatchReplay, incoming: list | None, recorded: list,
-                 opts: LocalOptions) -> None:  # fmt: skip
+                 opts: LocalOptions, stacked: Stacked | None = None) -> None:  # fmt: skip
         self.replay, self.opts = replay, opts
-        self.xs = xs = replay.inputs()
+        self.xs = xs = replay.inputs() if stacked is None else stacked.xs
         self.y = y = replay.forward(xs)
-        self.errors = reproduced(replay.nodes, y)
+        self.errors = reproduced(replay.nodes, y, None if stacked is None else stacked.outputs)
+        if stacked is not None and incoming is not None:
+            incoming = stacked.incoming  # type: ignore[assignment]
         differentiable = replay.differentiable()
         shapes = [y.shape[1:]] * opts.cotangents
         shapes += [np.shape(xs[i])[1:] for i in differentiable for _ in range(opts.directions)]
@@ -150,10 +131,10 @@ class _Batch:
             for _ in range(opts.directions):
                 v = np.where(np.isfinite(xs[i]), draws.next(), 0.0)
                 v = in_domain(replay.nodes[0], i, v)
-                plus, minus = shifted(replay, xs, i, v * opts.eps)
+                shift = Shift.along(replay, xs, i, v * opts.eps, y, opts.eps)
                 for name, u in us:
-                    numbers = compare(i, name, u, v, y, plus, minus, grads[name], opts)
-                    self.slots.append((i, name, u, v, plus, minus, numbers))
+                    numbers = compare_shift(i, name, u, v, shift, grads[name], opts)
+                    self.slots.append((i, name, u, v, shift.plus, shift.minus, numbers))
         self.suspect = np.zeros(len(replay), dtype=bool)
         for *_, (num, an, tol, _asym) in self.slots:
             self.suspect |= np.abs(num - an) > tol
@@ -167,29 +148,10 @@ class _Batch:
                 one = slice(b, b + 1)
                 replay = BatchReplay([self.replay.nodes[b]])
                 xs = [x[one] if a else x for x, a in zip(self.xs, self.replay.is_array)]
-                c = _without_kinks(replay, xs, c, u[one], v[one], self.y[one], plus[one],
+                c = without_kinks(replay, xs, c, u[one], v[one], self.y[one], plus[one],
                                    minus[one], self.opts)  # fmt: skip
             out.append(c)
         return out
-
-
-def _without_kinks(replay, xs, c, u, v, y, plus, minus, opts) -> Comparison:
-    """Compare again with the cotangent zeroed on the output elements at a kink.
-
-    A wrong rule stays visible on the smooth elements; a comparison that only the kinks
-    made inconclusive becomes a pass or a failure.
-    """
-    h = opts.eps
-    onesided = np.abs(sub(plus, y) - sub(y, minus)) / h
-    central = sub(plus, minus) / (2 * h)
-    smooth = onesided <= 1e-2 * np.abs(central) + 1e-6
-    if smooth.all() or not smooth.any():
-        return c
-    masked = np.where(smooth, u, 0.0)
-    grads = replay.vjp(xs, y, masked)
-    num, an, tol, asym = compare(c.input, c.cotangent, masked, v, y, plus, minus, grads, opts)
-    name = f"{c.cotangent} (kink elements masked)"
-    return Comparison(c.input, name, float(num[0]), float(an[0]), float(tol[0]), float(asym[0]))
 
 
 def _finding(node: NodeRecord, c: Comparison, element: tuple | None = None) -> Finding:
@@ -252,7 +214,9 @@ def local_check(
     start = time.perf_counter()
     order = backward_order(graph)
     if client is not None:
-        outcomes = cluster_outcomes(client, graph, order, opts, check_nodes, progress)
+        outcomes, groups = plan(graph, order, opts)
+        outcomes.update(cluster_outcomes(client, groups, opts, check_group, progress,
+                                         len(order) - sum(map(len, groups))))  # fmt: skip
     else:
         outcomes = check_nodes(graph, order, opts, progress)
     findings, checked, skips, notes = [], 0, [], []
@@ -289,46 +253,83 @@ def check_nodes(
     >>> check_nodes(rec.graph(), [0, 1], LocalOptions())
     {1: (None, None, None)}
     """
+    out, groups = plan(graph, ids, opts)
+    done, total = len(out), len(out) + sum(len(g) for g in groups)
+    for group in groups:
+        out.update(check_group(group, opts))
+        done += len(group)
+        if progress is not None:
+            progress(done, total)
+    return out
+
+
+def plan(graph: Graph, ids: Sequence[int], opts: LocalOptions) -> tuple[dict, list[list]]:
+    """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
+    others as groups of ``(node, execution)`` of one layout (at most ``opts.batch_size``
+    each), in the order :func:`check_nodes` checks them with :func:`check_group`."""
     out: dict[int, tuple] = {}
     todo = []
     for nid in ids:
         node = graph.replay_node(nid)
         if node.is_leaf:
             continue
-        reason = why_not_replayable(node) or values_skip_reason(node)
+        reason = why_not_replayable(node)
         if reason is not None:
             out[nid] = (reason, None, None)
         else:
-            ex = graph.execution(nid)
-            todo.append((node, ex, ex is not None and usable(ex.grad_output)))
-    done, total = len(out), len(out) + len(todo)
-    for batch in batches(todo, opts.batch_size, _key):
-        out.update(_check_batch(batch, opts))
-        done += len(batch)
-        if progress is not None:
-            progress(done, total)
-    return out
+            todo.append((node, graph.execution(nid)))
+    return out, list(batches(todo, opts.batch_size, _key))
 
 
 def _key(item: tuple) -> tuple | None:
-    node, ex, usable = item
+    node, ex = item
     if not stackable(node):
         return None
-    recorded = None if ex is None else ex.grad_inputs
-    grads = None
-    if recorded is not None:
-        grads = tuple(None if g is None else (np.shape(g), np.asarray(g).dtype.str)
-                      for g in recorded)  # fmt: skip
-    return batch_key(node), usable, grads
+    if ex is None:
+        return batch_key(node), None
+    return batch_key(node), _layout(ex.grad_output), tuple(map(_layout, ex.grad_inputs))
 
 
-def _check_batch(items: list, opts: LocalOptions) -> dict[int, tuple]:
+def _layout(a: Any) -> tuple | None:
+    if a.__class__ is np.ndarray:
+        return a.shape, a.dtype.str
+    return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
+
+
+def check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
+    """Outcomes of nodes of one layout: their values stacked once, the nodes with NaN values
+    skipped, the others checked in one batch per kind of incoming gradient (usable or not)."""
+    reason = complex_reason(items[0][0])  # NOTE: one dtype for all nodes of a layout
+    if reason is not None:
+        return {node.id: (reason, None, None) for node, _ in items}
+    if len(items) == 1:
+        node, ex = items[0]
+        reason = nan_reason(node)
+        if reason is not None:
+            return {node.id: (reason, None, None)}
+        return _check_batch([(node, ex, ex is not None and usable(ex.grad_output))], opts)
+    try:
+        replay = BatchReplay([node for node, _ in items])
+        grads = None if items[0][1] is None else [ex.grad_output for _, ex in items]
+        stacked = stack_batch(replay, grads)
+    except Exception:  # NOTE: values that do not stack: each node on its own
+        return {k: v for item in items for k, v in check_group([item], opts).items()}
+    out = {items[r][0].id: (NAN_VALUES, None, None) for r in np.flatnonzero(stacked.nan)}
+    for good in (True, False):
+        rows = np.flatnonzero(~stacked.nan & (stacked.usable == good))
+        if len(rows):
+            part = [(*items[r], good) for r in rows.tolist()]
+            out.update(_check_batch(part, opts, stacked.rows(rows)))
+    return out
+
+
+def _check_batch(items: list, opts: LocalOptions, stacked: Stacked | None = None) -> dict:
     """Outcomes of a batch; a batch that fails as a whole is checked node by node."""
     nodes = [item[0] for item in items]
     execs = [(None, None) if ex is None else (ex.grad_output, ex.grad_inputs) for _, ex, _ in items]
     incoming = [e[0] for e in execs] if items[0][2] else None
     try:
-        batch = _Batch(BatchReplay(nodes), incoming, [e[1] for e in execs], opts)
+        batch = _Batch(BatchReplay(nodes), incoming, [e[1] for e in execs], opts, stacked)
     except Exception as e:  # NOTE: a node that cannot be replayed is skipped, not failed
         if len(items) > 1:
             return {k: v for item in items for k, v in _check_batch([item], opts).items()}

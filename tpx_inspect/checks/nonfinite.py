@@ -26,6 +26,43 @@ def _finite(x: Any) -> bool:
     return bool(np.isfinite(x).all())
 
 
+_CHUNK = 1 << 20
+"""Elements tested at most at once (the flattened values stay in the CPU caches)."""
+
+
+def finite_flags(values: list) -> list[bool]:
+    """``_finite`` of each value. Arrays are tested a chunk at a time, flattened into one
+    array: a graph of many small values then costs a few NumPy calls per chunk, not two per
+    value. Only a chunk that holds a non-finite element is tested array by array.
+
+    >>> finite_flags([np.ones(2), np.array([1.0, np.inf]), 3, np.zeros(0), np.ones(1, "f4")])
+    [True, False, True, True, True]
+    """
+    at = [k for k, x in enumerate(values) if isinstance(x, np.ndarray)]  # others are finite
+    arrays = [values[k] for k in at]
+    ends = np.cumsum([x.size for x in arrays], dtype=np.int64)
+    out = [True] * len(values)
+    start = 0
+    while start < len(arrays):
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + _CHUNK, side="right")))
+        if not _all_finite(arrays[start:stop]):
+            for k in at[start:stop]:
+                out[k] = _finite(values[k])
+        start = stop
+    return out
+
+
+def _all_finite(values: list[np.ndarray]) -> bool:
+    """True when every array is finite; False may also mean "test them one by one"."""
+    try:
+        flat = np.concatenate(values, axis=None)
+    except (TypeError, ValueError):  # NOTE: arrays of objects or strings: see each value
+        return False
+    # NOTE: a float result means float, int or bool arrays only (no complex, no objects)
+    return flat.dtype.kind == "f" and bool(np.isfinite(flat).all())
+
+
 def _kind(x: np.ndarray) -> str:
     return "NaN" if np.isnan(x).any() else "Inf"
 
@@ -38,8 +75,9 @@ def forward_findings(graph: Graph) -> list[Finding]:
     """One finding per forward producer of NaN/Inf, in recording order; passers-on listed."""
     producers: list[NodeRecord] = []
     passed_on: list[int] = []
-    for node in graph.replay_nodes:
-        if node.output is None or _finite(node.output):
+    finite = finite_flags([node.output for node in graph.replay_nodes])
+    for node, ok in zip(graph.replay_nodes, finite):
+        if node.output is None or ok:
             continue
         if all(_finite(x) for x in node.inputs or ()):
             producers.append(node)
@@ -62,10 +100,12 @@ def _backward_roles(graph: Graph, bw: Any) -> tuple[list, list[int]]:
     """``(producers as (node, execution, bad inputs), ids of the nodes that passed it on)``."""
     producers: list = []
     passed_on: list[int] = []
-    for ex in bw.executions:
+    received = finite_flags([ex.grad_output for ex in bw.executions])
+    returned = iter(finite_flags([g for ex in bw.executions for g in ex.grad_inputs]))
+    for ex, ok in zip(bw.executions, received):
         node = graph.replay_node(ex.node)
-        bad = [i for i, g in enumerate(ex.grad_inputs) if not _finite(g)]
-        if not _finite(ex.grad_output) or (bad and not _forward_values_finite(node)):
+        bad = [i for i, (_, fine) in enumerate(zip(ex.grad_inputs, returned)) if not fine]
+        if not ok or (bad and not _forward_values_finite(node)):
             passed_on.append(node.id)
         elif bad:
             producers.append((node, ex, bad))
@@ -87,8 +127,10 @@ def backward_findings(graph: Graph) -> list[Finding]:
                 + (f"; {len(passed_on)} nodes only passed it on" if j == 0 and passed_on else ""),
                 role="producer", inputs=bad, passed_on=passed_on if j == 0 else [],
             ))  # fmt: skip
-        for c in bw.contributions:
-            if _finite(c.value) and not _finite(c.total):
+        values = finite_flags([c.value for c in bw.contributions])
+        totals = finite_flags([c.total for c in bw.contributions])
+        for c, value_ok, total_ok in zip(bw.contributions, values, totals):
+            if value_ok and not total_ok:
                 target = graph.replay_node(c.target)
                 findings.append(finding_at(
                     target, "nonfinite-backward",
