@@ -842,7 +842,7 @@ RULES: dict[Any, Rule] = {
     Op.RELU: Rule(_relu, save_output=True),
     Op.GELU: Rule(_gelu, _X),
     Op.ERF: Rule(_erf, _X),
-    Op.SIGN: Rule(_zero_grad),
+    Op.SIGN: Rule(_zero_grad, _X),  # x: complex sign (tpx._complex_rules)
     Op.FLOOR: Rule(_zero_grad),
     Op.CEIL: Rule(_zero_grad),
     Op.ROUND: Rule(_zero_grad),

@@ -109,3 +109,15 @@ def test_a_bool_mask_must_match_the_axes_it_indexes() -> None:
         [0, 2],
         [3, 5],
     ]
+
+
+def test_a_bool_mask_with_an_empty_axis_selects_nothing_as_numpy() -> None:
+    for shape, mask_shape in [((0, 1), (0, 0)), ((2, 3), (2, 0)), ((2, 3, 4), (0, 3))]:
+        x = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+        mask = np.zeros(mask_shape, dtype=bool)
+        assert p10.asarray(x)[p10.asarray(mask)].shape == x[mask].shape
+        t = p10.asarray(x)
+        t[p10.asarray(mask)] = -1.0
+        assert t.tolist() == x.tolist()
+    with pytest.raises(p10.IndexOutOfRangeError, match="or have an empty axis"):
+        p10.zeros((2, 3))[p10.zeros((3, 0), dtype="bool")]
