@@ -10,7 +10,8 @@ against central finite differences in float64, first and second order.
 Conventions, as PyTorch unless marked:
 
 - ``relu'(0) = 0``, ``abs'(0) = 0``; ``sign`` (of real values), ``floor``, ``ceil``, ``round``
-  and ``floor_divide`` have zero gradient (complex values: :mod:`tpx._complex_rules`); ``mod`` passes ``g`` to x and ``-g * floor(x / y)`` to y.
+  and ``floor_divide`` have zero gradient (complex values: :mod:`tpx._complex_rules`); ``mod``
+  passes ``g`` to x and ``-g * floor(x / y)`` to y.
 - ``trunc`` has zero gradient; ``copysign`` sends nothing to its sign source; ``nextafter``
   passes ``g`` to x1 and nothing to x2 (PyTorch has no rule for it).
 - ``clip`` passes the gradient where ``min <= x <= max`` (bounds included).
