@@ -270,3 +270,16 @@ def test_function_backward_follows_the_complex_convention_itself() -> None:
     t = torch.tensor(_Z, requires_grad=True)
     (t * t * torch.tensor(_W)).real.sum().backward()
     np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+
+
+def test_real_nodes_of_sign_and_of_registered_rules_run_the_bare_rule() -> None:
+    from tpx.rules import RULES
+
+    x = tp.asarray(_R, requires_grad=True)
+    z = tp.asarray(_Z, requires_grad=True)
+    sign = RULES[p10.Op.SIGN]
+    assert p10.sign(x).grad_fn.vjp is sign.real_vjp is not sign.vjp
+    assert p10.sign(z).grad_fn.vjp is sign.vjp
+    with tp.register_rule(_SQUARE, _square_real_formula, save=(0,)):
+        assert p10.apply(_SQUARE, x).grad_fn.vjp is _square_real_formula
+        assert p10.apply(_SQUARE, z).grad_fn.vjp is not _square_real_formula
