@@ -91,7 +91,7 @@ def _solve(ctx: RuleContext, g: Any) -> Grads:
 
 def _cofactors_svd(a: Any) -> Any:
     """The cofactor matrix of each matrix, singular or not: with ``a = U S Vh``,
-    ``adj(a)^T = det(U) det(Vh) U diag(prod_{j != i} s_j) Vh``."""
+    ``adj(a)^T = det(U) det(Vh) conj(U) diag(prod_{j != i} s_j) conj(Vh)``."""
     u, s, vh = p10.linalg.svd(a, full_matrices=False)
     n = s.shape[-1]
     others = p10.where(p10.astype(_eye_like(s, n), "bool"), 1.0, _row(s))  # [i, j]: s_j, 1 at i
