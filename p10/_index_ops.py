@@ -85,10 +85,13 @@ def normalize_key(x: Any, key: Any, op: str = "getitem") -> tuple[tuple, list[An
             t = operand(k, x) if is_tensor(k) else operand(np.asarray(k), x)
             if t.dtype.kind == "b":
                 dims = x.shape[axis : axis + t.ndim]
-                if t.ndim and tuple(t.shape) != tuple(dims):
+                # NOTE: an empty mask axis selects nothing from an axis of any length (NumPy)
+                fits = len(dims) == t.ndim and all(k in (d, 0) for d, k in zip(dims, t.shape))
+                if t.ndim and not fits:
                     raise IndexOutOfRangeError(
                         f"{op}: a bool mask of shape {t.shape} does not match the shape {dims} "
-                        f"of the axes it indexes in {x.shape}; masks must match exactly"
+                        f"of the axes it indexes in {x.shape}; masks must match exactly (or "
+                        "have an empty axis)"
                     )
                 for part in nonzero(t):
                     out.append(IndexSlot(len(tensors)))

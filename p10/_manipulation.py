@@ -136,6 +136,10 @@ def cumulative_sum(
     if dtype is not None:
         x = astype(x, dtype, copy=False)
     out = cumsum(x, axis=ax)
+    if dtype is not None and out.dtype != x.dtype:
+        # NOTE: CUMSUM accumulates small integers in 64 bits; an asked dtype wraps as it would
+        # had the sums been taken in it (modular arithmetic), as NumPy's cumsum(dtype=) does
+        out = astype(out, x.dtype)
     if include_initial:
         shape = x.shape[:ax] + (1,) + x.shape[ax + 1 :]
         out = concat((zeros(shape, dtype=out.dtype, backend=x.backend), out), axis=ax)

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from p10._creation import full, zeros
 from p10._elementwise import operands
 from p10._errors import ArgumentError, ShapeError
 from p10._functions import (
@@ -27,6 +28,7 @@ from p10._functions import (
     logical_and,
     logical_not,
     logical_or,
+    minimum,
     where,
 )
 from p10._index_ops import take, take_along_axis
@@ -78,16 +80,38 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
         raise ShapeError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
     if sorter is not None:
         x1 = take(x1, sorter)
-    # NOTE: counts how many x1 go before each x2 by comparing all pairs (O(len(x1) * x2.size)),
-    # with NaN ordered after every number as NumPy sorts it
-    a = x1
-    v = expand_dims(x2, axis=-1)
+    if x1.shape[0] * max(x2.size, 1) <= _PAIRWISE_LIMIT:
+        return sum(astype(_before(x1, expand_dims(x2, axis=-1), side), "int64"), axis=-1)
+    return reshape(_bisect(x1, reshape(x2, (-1,)), side), x2.shape)
+
+
+# NOTE: up to this many (x1, x2) pairs, one comparison of all pairs (a few kernel calls) beats
+# log2(len(x1)) rounds of a vectorized binary search
+_PAIRWISE_LIMIT = 1 << 16
+
+
+def _before(a: Any, v: Any, side: str) -> Any:
+    """Whether the sorted values ``a`` go before the values ``v``, NaN after every number (as
+    NumPy sorts it); a prefix of ``a`` for each ``v``."""
     v_nan = isnan(v)
     if side == "left":
-        before = logical_or(less(a, v), logical_and(v_nan, logical_not(isnan(a))))
-    else:
-        before = logical_or(less_equal(a, v), v_nan)
-    return sum(astype(before, "int64"), axis=-1)
+        return logical_or(less(a, v), logical_and(v_nan, logical_not(isnan(a))))
+    return logical_or(less_equal(a, v), v_nan)
+
+
+def _bisect(x1: Any, v: Any, side: str) -> Any:
+    """Binary search of each value of the 1-D ``v`` in ``x1``: O(len(v) log len(x1)) time and
+    O(len(v)) memory, in P10 calls (so on any backend)."""
+    n = x1.shape[0]
+    lo = zeros(v.shape, dtype="int64", backend=v.backend)
+    hi = full(v.shape, n, dtype="int64", backend=v.backend)
+    for _ in range(n.bit_length()):
+        mid = (lo + hi) // 2
+        active = less(lo, hi)
+        right = logical_and(active, _before(take(x1, minimum(mid, n - 1)), v, side))
+        lo = where(right, mid + 1, lo)
+        hi = where(logical_and(active, logical_not(right)), mid, hi)
+    return lo
 
 
 def cumulative_prod(

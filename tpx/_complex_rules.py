@@ -10,9 +10,10 @@ rule that way, except the non-holomorphic ops, whose rules handle complex values
   ``g * 1j``; ``conj``: ``conj(g)``; ``cast`` complex -> real keeps the real part, so its
   gradient is ``g`` as a complex tensor, and real -> complex gives ``real(g)``;
 - a real input next to complex ones (``x * z``) gets the real part of its complex gradient;
-- ``sign`` of a complex tensor has a zero gradient here (PyTorch differentiates ``z / |z|``);
-- ``cholesky``, ``qr``, ``eigh`` and ``svd`` have real formulas only: a complex input raises
-  :class:`~tpx.RuleError` naming the op.
+- ``sign`` of a complex tensor is ``z / |z|``: its gradient is ``(g - s Re(conj(s) g)) / |z|``
+  (0 at 0), as PyTorch's ``sgn``; of a real tensor, zero;
+- ``slogdet``, ``cholesky``, ``qr``, ``eigh`` and ``svd`` are not holomorphic: their rules
+  (:mod:`tpx._linalg_rules`) take complex values with the conjugate transpose.
 
 A node none of whose inputs and output is complex runs the rule without the wrapper
 (``Rule.real_vjp``, chosen when the node is recorded), so real graphs pay nothing for this.
@@ -56,9 +57,10 @@ RULES: dict[Op, Rule] = {
 """The rules of the complex-number ops, in enum order."""
 
 # Rules that already handle complex values, or that are not complex-analytic.
-_OWN = frozenset({Op.ABS, Op.CAST, Op.REAL, Op.IMAG, Op.CONJ, Op.IRFFT})
-_REAL_ONLY = frozenset({Op.CHOLESKY, Op.QR, Op.EIGH, Op.SVD})
-_REAL_OUTPUT = _REAL_ONLY | {Op.SLOGDET}
+_OWN = frozenset(
+    {Op.ABS, Op.SIGN, Op.CAST, Op.REAL, Op.IMAG, Op.CONJ, Op.IRFFT}
+    | {Op.SLOGDET, Op.CHOLESKY, Op.QR, Op.EIGH, Op.SVD}  # tpx._linalg_rules
+)
 
 
 def _as_input_dtype(g: Any, dt: Any) -> Any:
@@ -68,20 +70,11 @@ def _as_input_dtype(g: Any, dt: Any) -> Any:
     return p10.astype(p10.real(g), dt)
 
 
-def _wirtinger(op: Op, vjp: Any) -> Any:
-    # NOTE: an op's input is complex when its output is, except for ops with a real output
-    # (slogdet's logabsdet, svd's singular values, eigh's eigenvalues): those check the input
-    real_out = op in _REAL_OUTPUT
-
+def _wirtinger(vjp: Any) -> Any:
     @functools.wraps(vjp)
     def rule(ctx: RuleContext, g: Any) -> Grads:
-        if g.dtype.kind != "c" and not (real_out and ctx.input_dtypes[0].kind == "c"):
+        if g.dtype.kind != "c":
             return vjp(ctx, g)
-        if op in _REAL_ONLY:
-            raise RuleError(
-                f"{op.value}: the gradient of a complex input is not implemented (real formulas "
-                "only); differentiate a real matrix, or split into real and imaginary parts"
-            )
         grads = vjp(ctx, p10.conj(g))
         dts = ctx.input_dtypes
         return tuple(
@@ -109,10 +102,59 @@ def _abs_of_complex(vjp: Any) -> Any:
     return rule
 
 
+def _sign_of_complex(vjp: Any) -> Any:
+    @functools.wraps(vjp)
+    def rule(ctx: RuleContext, g: Any) -> Grads:
+        if ctx.input_dtypes[0].kind != "c":
+            return vjp(ctx, g)
+        # NOTE: sign(z) = z / |z| moves along the circle: grad = (g - s Re(conj(s) g)) / |z|,
+        # 0 at z = 0 (as PyTorch's sgn); written with P10 calls so second derivatives see it
+        z = ctx.inputs[0]
+        a = p10.abs(z)
+        zero = a == 0
+        safe = p10.where(zero, 1.0, a)
+        s = z / p10.astype(safe, z.dtype)
+        g = p10.astype(g, z.dtype)
+        along = s * p10.astype(p10.real(p10.conj(s) * g), z.dtype)
+        return (p10.where(zero, 0.0, (g - along) / p10.astype(safe, z.dtype)),)
+
+    rule.real_vjp = vjp  # type: ignore[attr-defined]
+    return rule
+
+
+_NON_HOLOMORPHIC = {Op.ABS: _abs_of_complex, Op.SIGN: _sign_of_complex}
+
+
 def conjugate_rules(rules: dict[Any, Rule]) -> None:
     """Wrap every holomorphic rule of ``rules`` (in place) with PyTorch's complex convention."""
     for op, r in rules.items():
-        if op is Op.ABS:
-            rules[op] = dataclasses.replace(r, vjp=_abs_of_complex(r.vjp))
+        if op in _NON_HOLOMORPHIC:
+            rules[op] = dataclasses.replace(r, vjp=_NON_HOLOMORPHIC[op](r.vjp))
         elif isinstance(op, Op) and op not in _OWN:
-            rules[op] = dataclasses.replace(r, vjp=_wirtinger(op, r.vjp))
+            rules[op] = dataclasses.replace(r, vjp=_wirtinger(r.vjp))
+
+
+def _real_only(op: Any, vjp: Any) -> Any:
+    @functools.wraps(vjp)
+    def rule(ctx: RuleContext, g: Any) -> Grads:
+        if g.dtype.kind == "c" or any(dt.kind == "c" for dt in ctx.input_dtypes):
+            dts = ", ".join(str(dt) for dt in ctx.input_dtypes)
+            raise RuleError(
+                f"{op.value}: the registered rule is for real tensors, and met complex ones "
+                f"(inputs {dts}, gradient {g.dtype}); register it with "
+                "complex_mode='holomorphic' (a real formula of a complex-analytic op) or "
+                "complex_mode='own' (the rule follows PyTorch's conjugate convention itself)"
+            )
+        return vjp(ctx, g)
+
+    rule.real_vjp = vjp  # type: ignore[attr-defined]  # real nodes: the rule as registered
+    return rule
+
+
+def complex_rule(op: Any, vjp: Any, mode: str) -> Any:
+    """The rule ``tpx.register_rule`` enters for ``vjp`` under ``complex_mode=mode``."""
+    if mode == "own":
+        return vjp
+    if mode == "holomorphic":
+        return _wirtinger(vjp)
+    return _real_only(op, vjp)

@@ -14,6 +14,7 @@ from typing import Any
 import p10
 from p10 import Handle
 from tpx import _mode
+from tpx._complex_rules import complex_rule
 from tpx._errors import DefinitionError
 from tpx._graph import GradFn, Rule, RuleContext, user_frame
 from tpx._mode import SAVED_CHECKS, state
@@ -22,14 +23,34 @@ from tpx._saved_checks import record_checksums
 from tpx._tensor import Tensor, wrap
 from tpx.rules import RULES
 
+COMPLEX_MODES = ("real", "holomorphic", "own")
+
 
 def register_rule(
-    op: Any, vjp: Callable[..., tuple], *, save: tuple[int, ...] = (), save_output: bool = False
+    op: Any,
+    vjp: Callable[..., tuple],
+    *,
+    save: tuple[int, ...] = (),
+    save_output: bool = False,
+    complex_mode: str = "real",
 ) -> Handle:
     """Register the gradient rule of an op (typically one made with ``p10.define_op``).
 
     ``vjp(ctx, g)`` returns one gradient (or None) per input, computed with P10 functions;
     ``save`` lists the inputs it reads from ``ctx.inputs``. Returns a removable handle.
+
+    Complex numbers follow PyTorch's convention: the gradient of a real loss ``L`` with respect
+    to ``z = x + iy`` is ``dL/dx + i dL/dy`` (the conjugate Wirtinger derivative, times two).
+    ``complex_mode`` says how the rule meets it:
+
+    - ``"real"`` (default): the rule is for real tensors; a complex gradient or input reaching
+      it raises :class:`~tpx.RuleError` (never a silently wrong gradient);
+    - ``"holomorphic"``: ``vjp`` is written as for real numbers (``g * f'(x)``) and the op is
+      complex-analytic; TPX runs it on ``conj(g)`` and conjugates the result, as it does for
+      its own holomorphic rules (``exp``, ``matmul``...), which gives ``g * conj(f'(z))``;
+    - ``"own"``: ``vjp`` receives and returns gradients in the convention itself, as the
+      ``backward`` of PyTorch's ``torch.autograd.Function`` (and of :class:`tpx.Function`)
+      does; needed for ops that are not complex-analytic (``abs``, ``conj``, ``real``...).
 
     >>> import numpy as np, p10, tpx as tp
     >>> cube = p10.define_op("cube_doc", lambda x: x**3)
@@ -38,7 +59,18 @@ def register_rule(
     >>> p10.apply(cube, x).sum().backward(); x.grad.tolist()
     [12.0]
     >>> h.remove()
+    >>> h = tp.register_rule(cube, lambda ctx, g: (g * 3 * ctx.inputs[0] ** 2,), save=(0,),
+    ...                      complex_mode="holomorphic")
+    >>> z = tp.asarray([1j], requires_grad=True)
+    >>> p10.real(p10.apply(cube, z)).sum().backward(); z.grad.tolist()  # conj(3 z**2)
+    [(-3-0j)]
+    >>> h.remove()
     """
+    if complex_mode not in COMPLEX_MODES:
+        raise DefinitionError(
+            f"register_rule({op.value}): complex_mode must be one of {COMPLEX_MODES}, "
+            f"got {complex_mode!r}"
+        )
     if not callable(vjp):
         raise DefinitionError(f"register_rule({op.value}): vjp must be callable, got {vjp!r}")
     try:
@@ -51,7 +83,7 @@ def register_rule(
     if arity is not None and any(i >= arity for i in save):
         raise DefinitionError(f"register_rule({op.value}): save={save} names inputs past {arity}")
     previous = RULES.get(op)
-    RULES[op] = Rule(vjp, tuple(save), save_output)
+    RULES[op] = Rule(complex_rule(op, vjp, complex_mode), tuple(save), save_output)
 
     def undo() -> None:
         if previous is None:
@@ -76,6 +108,10 @@ class FunctionCtx:
 
 class Function:
     """A custom differentiable operation, as PyTorch's ``torch.autograd.Function``.
+
+    With complex tensors ``backward`` follows PyTorch's convention itself (as
+    ``register_rule(..., complex_mode="own")``): it receives ``dL/dRe + i dL/dIm`` of the
+    output and returns the same of each input (``g * conj(f'(z))`` for an analytic ``f``).
 
     >>> import tpx as tp
     >>> class Square(tp.Function):
@@ -161,7 +197,7 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
             f"{cls.__name__}.forward must return one tpx.Tensor, got {type(out).__name__}"
         )
     out = wrap(out._value)
-    if not (any(needs) and state.grad_enabled and out.dtype.kind == "f"):
+    if not (any(needs) and state.grad_enabled and out.dtype.kind in "fc"):
         return out
     edges = tuple(_edge(a) for a in args)
     meta = tuple((a.shape, a.dtype) if isinstance(a, Tensor) else ((), None) for a in args)

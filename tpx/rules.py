@@ -9,8 +9,9 @@ against central finite differences in float64, first and second order.
 
 Conventions, as PyTorch unless marked:
 
-- ``relu'(0) = 0``, ``abs'(0) = 0``; ``sign``, ``floor``, ``ceil``, ``round`` and
-  ``floor_divide`` have zero gradient; ``mod`` passes ``g`` to x and ``-g * floor(x / y)`` to y.
+- ``relu'(0) = 0``, ``abs'(0) = 0``; ``sign`` (of real values), ``floor``, ``ceil``, ``round``
+  and ``floor_divide`` have zero gradient (complex values: :mod:`tpx._complex_rules`); ``mod``
+  passes ``g`` to x and ``-g * floor(x / y)`` to y.
 - ``trunc`` has zero gradient; ``copysign`` sends nothing to its sign source; ``nextafter``
   passes ``g`` to x1 and nothing to x2 (PyTorch has no rule for it).
 - ``clip`` passes the gradient where ``min <= x <= max`` (bounds included).
@@ -842,7 +843,7 @@ RULES: dict[Any, Rule] = {
     Op.RELU: Rule(_relu, save_output=True),
     Op.GELU: Rule(_gelu, _X),
     Op.ERF: Rule(_erf, _X),
-    Op.SIGN: Rule(_zero_grad),
+    Op.SIGN: Rule(_zero_grad, _X),  # x: complex sign (tpx._complex_rules)
     Op.FLOOR: Rule(_zero_grad),
     Op.CEIL: Rule(_zero_grad),
     Op.ROUND: Rule(_zero_grad),

@@ -516,6 +516,22 @@ case(Op.SVD, "vh-wide", lambda x: _gram(p10.linalg.svd(x, full_matrices=False).V
      u((3, 4)))  # fmt: skip
 case(Op.SVD, "pinv", p10.linalg.pinv, u((4, 3)))
 case(Op.SVD, "nuclear-norm", lambda x: p10.linalg.matrix_norm(x, ord="nuc"), u((3, 4)))
+case(Op.QR, "q-wide", lambda x: p10.linalg.qr(x).Q, u((3, 5)))
+case(Op.QR, "r-wide", lambda x: p10.linalg.qr(x).R, u((2, 2, 4)))
+case(Op.QR, "q-wide-complete", lambda x: p10.linalg.qr(x, mode="complete").Q, u((2, 3)))
+
+
+def _rank2(x: Any) -> Any:
+    """A singular 3x3 matrix (third row = first + second) that stays singular when x moves."""
+    return p10.concat((x, p10.sum(x, axis=-2, keepdims=True)), axis=-2)
+
+
+# NOTE: at a singular matrix the cofactors come from an SVD; "mixed" batches one of each
+case(Op.DET, "singular", lambda x: p10.linalg.det(_rank2(x)), u((2, 2, 3)))
+case(Op.DET, "singular-mixed",
+     lambda x, y: p10.linalg.det(p10.stack((_rank2(x), y))), u((2, 3)), u((3, 3)))  # fmt: skip
+case(Op.DET, "singular-rank1",
+     lambda x: p10.linalg.det(p10.concat((x, x * 2.0, x * 3.0), axis=-2)), u((1, 3)))  # fmt: skip
 
 # -- complex inputs (issue 18) --------------------------------------------------------------------
 # The inputs are the real and imaginary parts of complex tensors, the outputs the real and
@@ -565,6 +581,54 @@ case(Op.MATMUL, "complex", _cz2(p10.matmul), u((2, 3)), u((2, 3)), u((3, 2)), u(
 case(Op.INV, "complex", _cz1(p10.linalg.inv), u((3, 3)), u((3, 3)))
 case(Op.DET, "complex", _cz1(p10.linalg.det), u((3, 3)), u((3, 3)))
 case(Op.SOLVE, "complex", _cz2(p10.linalg.solve), u((3, 3)), u((3, 3)), u((3, 2)), u((3, 2)))
+case(Op.SIGN, "complex", _cz1(lambda z: p10.sign(z) * z), *_ZP)
+case(Op.DET, "complex-singular", _cz1(lambda z: p10.linalg.det(_rank2(z))), u((2, 3)), u((2, 3)))
+case(Op.SLOGDET, "complex", lambda a, b: p10.linalg.slogdet(_z(a, b)).logabsdet,
+     u((2, 3, 3)), u((2, 3, 3)))  # fmt: skip
+
+
+def _mH(z: Any) -> Any:
+    return p10.conj(p10.matrix_transpose(z))
+
+
+def _hpd(z: Any) -> Any:
+    """A Hermitian positive-definite matrix from any complex one: z z^H + 3 I."""
+    return p10.matmul(z, _mH(z)) + 3.0 * p10.eye(z.shape[-1], dtype=z.dtype)
+
+
+def _herm(z: Any) -> Any:
+    return (z + _mH(z)) * 0.5
+
+
+def _cgram(f: Any, cols: bool = True) -> Any:
+    """``F diag(c) F^H`` (columns) or ``F^H diag(c) F`` (rows): free of the factors' phases."""
+    c = p10.asarray(_C3)
+    return p10.matmul(f * c, _mH(f)) if cols else p10.matmul(_mH(f) * c, f)
+
+
+def _qr_both(z: Any) -> Any:
+    q, r = p10.linalg.qr(z)
+    return p10.concat((q, r), axis=-1)
+
+
+_M33 = (u((3, 3)), u((3, 3)))
+case(Op.DET, "slogdet-complex-sign", _cz1(lambda z: p10.linalg.slogdet(z).sign), *_M33)
+case(Op.CHOLESKY, "complex", _cz1(lambda z: p10.linalg.cholesky(_hpd(z))), *_M33)
+case(Op.CHOLESKY, "complex-upper", _cz1(lambda z: p10.linalg.cholesky(_hpd(z), upper=True)),
+     u((2, 3, 3)), u((2, 3, 3)))  # fmt: skip
+case(Op.QR, "complex-q", _cz1(lambda z: p10.linalg.qr(z).Q), u((4, 3)), u((4, 3)))
+case(Op.QR, "complex-r", _cz1(lambda z: p10.linalg.qr(z).R), u((4, 3)), u((4, 3)))
+case(Op.QR, "complex-wide", _cz1(_qr_both), u((2, 4)), u((2, 4)))
+case(Op.EIGH, "complex-values", lambda a, b: p10.linalg.eigvalsh(_herm(_z(a, b))), *_M33)
+case(Op.EIGH, "complex-vectors", _cz1(lambda z: _cgram(p10.linalg.eigh(_herm(z)).eigenvectors)),
+     *_M33)  # fmt: skip
+case(Op.SVD, "complex-s", lambda a, b: p10.linalg.svdvals(_z(a, b)), u((2, 4, 3)), u((2, 4, 3)))
+case(Op.SVD, "complex-u", _cz1(lambda z: _cgram(p10.linalg.svd(z, full_matrices=False).U)),
+     u((4, 3)), u((4, 3)))  # fmt: skip
+case(Op.SVD, "complex-vh",
+     _cz1(lambda z: _cgram(p10.linalg.svd(z, full_matrices=False).Vh, False)),
+     u((3, 4)), u((3, 4)))  # fmt: skip
+case(Op.SVD, "complex-pinv", _cz1(p10.linalg.pinv), u((4, 3)), u((4, 3)))
 
 # -- fft (issue 18): complex inputs as real and imaginary parts, as above -------------------------
 case(Op.FFTN, "fft", _cz1(p10.fft.fft), *_Z3)

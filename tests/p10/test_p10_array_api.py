@@ -231,5 +231,13 @@ def test_diff_cumulative_sum_count_nonzero_match_numpy() -> None:
     np.testing.assert_allclose(out.numpy(), expected)
     with pytest.raises(p10.AxisError, match="cumulative_sum: axis is required"):
         p10.cumulative_sum(x)
+    for dt in ("uint8", "int8", "uint16", "int32"):  # dtype=: the sums wrap in that dtype
+        ints = np.array([100, 120, 50], dtype=dt)
+        out = p10.cumulative_sum(p10.asarray(ints), dtype=dt, include_initial=True)
+        assert out.dtype == p10.asarray(ints).dtype
+        assert out.tolist() == np.cumsum(np.r_[0, ints].astype(dt), dtype=dt).tolist()
+    empty = p10.cumulative_sum(p10.zeros(0, dtype="uint8"), dtype="uint8", include_initial=True)
+    assert (empty.dtype, empty.tolist()) == (p10.uint8, [0])
+    assert p10.cumulative_sum(p10.asarray(np.array([3], dtype="uint8"))).dtype == p10.uint64
     c = p10.count_nonzero(p10.asarray([[0, 1, 2], [0, 0, 3]]), axis=1, keepdims=True)
     assert (c.dtype, c.tolist()) == (p10.int64, [[2], [1]])

@@ -42,6 +42,17 @@ def test_searchsorted_matches_numpy_with_nans(side: str) -> None:
     assert out.dtype == np.int64
 
 
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_binary_search_of_large_inputs_matches_numpy(side: str) -> None:
+    rng = np.random.default_rng(7)
+    x1 = np.sort(np.r_[rng.integers(0, 50, 997).astype(float), np.nan, np.nan])
+    x2 = np.r_[rng.integers(-5, 55, 299).astype(float), np.nan].reshape(4, 5, 15)
+    assert x1.size * x2.size > p10._sorting._PAIRWISE_LIMIT  # the binary-search path
+    out = p10.searchsorted(p10.asarray(x1), p10.asarray(x2), side=side)
+    assert out.shape == x2.shape
+    np.testing.assert_array_equal(out.numpy(), np.searchsorted(x1, x2, side=side))
+
+
 def test_searchsorted_with_a_sorter_and_errors() -> None:
     x1 = np.array([5, 1, 3])
     out = p10.searchsorted(p10.asarray(x1), p10.asarray([2, 4]), sorter=p10.asarray([1, 2, 0]))
@@ -109,3 +120,15 @@ def test_a_bool_mask_must_match_the_axes_it_indexes() -> None:
         [0, 2],
         [3, 5],
     ]
+
+
+def test_a_bool_mask_with_an_empty_axis_selects_nothing_as_numpy() -> None:
+    for shape, mask_shape in [((0, 1), (0, 0)), ((2, 3), (2, 0)), ((2, 3, 4), (0, 3))]:
+        x = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+        mask = np.zeros(mask_shape, dtype=bool)
+        assert p10.asarray(x)[p10.asarray(mask)].shape == x[mask].shape
+        t = p10.asarray(x)
+        t[p10.asarray(mask)] = -1.0
+        assert t.tolist() == x.tolist()
+    with pytest.raises(p10.IndexOutOfRangeError, match="or have an empty axis"):
+        p10.zeros((2, 3))[p10.zeros((3, 0), dtype="bool")]

@@ -131,10 +131,155 @@ def test_linalg_gradients_match_torch(name: str) -> None:
     _both(LINALG_LOSSES[name], [_A, _T])
 
 
-def test_non_holomorphic_rules_refuse_complex_inputs_by_name() -> None:
-    z = tp.asarray(_M, requires_grad=True)
-    with pytest.raises(tp.RuleError, match="svd: the gradient of a complex input"):
-        tp.grad(p10.sum(p10.abs(p10.linalg.svdvals(z))), [z])
-    x = tp.asarray(_T, requires_grad=True)
-    with pytest.raises(tp.RuleError, match="qr: the gradient needs M >= N"):
-        tp.grad(p10.sum(p10.linalg.qr(p10.matrix_transpose(x)).R), [x])
+def _mh(xp, a):
+    return xp.conj(_t(xp, a))
+
+
+def _hpd(xp, a):
+    eye = xp.eye(3, dtype=xp.complex128)
+    return xp.matmul(a, _mh(xp, a)) + 3.0 * eye
+
+
+def _cgram(xp, f):
+    """``F diag(c) F^H``: free of the phases of the factor's columns."""
+    return xp.matmul(f * _c(xp), _mh(xp, f))
+
+
+def _sgn(xp, z):
+    return xp.sgn(z) if xp is not p10 else p10.sign(z)
+
+
+_ZT = RNG.normal(size=(4, 3)) + 1j * RNG.normal(size=(4, 3))
+COMPLEX_LINALG_LOSSES = {
+    "sign": lambda v, xp: _sum(xp, xp.real(_sgn(xp, v[0]) * v[1])),
+    "cholesky": lambda v, xp: _sum(xp, xp.abs(xp.linalg.cholesky(_hpd(xp, v[2])) * v[2])),
+    "cholesky-upper": lambda v, xp: _sum(
+        xp, xp.real(xp.linalg.cholesky(_hpd(xp, v[2]), upper=True) * v[2])
+    ),
+    "qr-tall": lambda v, xp: (
+        _sum(xp, xp.real(xp.linalg.qr(v[3])[0] * v[3]))
+        + _sum(xp, xp.imag(xp.linalg.qr(v[3])[1] ** 2))
+    ),
+    "qr-wide": lambda v, xp: (
+        _sum(xp, xp.real(xp.linalg.qr(_t(xp, v[3]))[1] * _t(xp, v[3])))
+        + _sum(xp, xp.abs(xp.linalg.qr(_t(xp, v[3]))[0] - 1))
+    ),
+    "eigh": lambda v, xp: (
+        _sum(xp, xp.linalg.eigh(_hpd(xp, v[2]))[0] * _c(xp))
+        + _sum(xp, xp.abs(_cgram(xp, xp.linalg.eigh(_hpd(xp, v[2]))[1])))
+    ),
+    "svd": lambda v, xp: (
+        _sum(xp, xp.linalg.svd(v[3], full_matrices=False)[1] * _c(xp))
+        + _sum(xp, xp.real(_cgram(xp, xp.linalg.svd(v[3], full_matrices=False)[0]) * 1j))
+        + _sum(xp, xp.abs(_cgram(xp, _mh(xp, xp.linalg.svd(v[3], full_matrices=False)[2]))))
+    ),
+    "pinv": lambda v, xp: _sum(xp, xp.abs(xp.linalg.pinv(v[3]))),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX_LINALG_LOSSES))
+def test_complex_linalg_gradients_match_torch(name: str) -> None:
+    _both(COMPLEX_LINALG_LOSSES[name], [_Z, _W, _M, _ZT])
+
+
+def test_real_qr_of_a_wide_matrix_matches_torch() -> None:
+    _both(lambda v, xp: _sum(xp, xp.linalg.qr(v[0])[0] * v[0][:, :3])
+          + _sum(xp, xp.linalg.qr(v[0])[1] ** 2), [_T.T.copy()])  # fmt: skip
+
+
+def test_det_gradient_at_a_singular_matrix_is_the_cofactor_matrix() -> None:
+    # NOTE: rows 0 and 1 are parallel (rank 2): the cofactors are not all zero
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    x = tp.asarray(a, requires_grad=True)
+    (g,) = tp.grad(p10.linalg.det(x), [x])
+    cof = np.array([[4.0, 4.0, -4.0], [-2.0, -2.0, 2.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(g.numpy(), cof, atol=1e-12)
+    z = tp.asarray(a * (1 + 2j), requires_grad=True)  # det(c A) = c^3 det(A): cofactors c^2
+    (gz,) = tp.grad(p10.real(p10.linalg.det(z)), [z])
+    np.testing.assert_allclose(gz.numpy(), np.conj((1 + 2j) ** 2) * cof, atol=1e-12)
+
+
+def test_linalg_rules_refuse_what_has_no_gradient_by_name() -> None:
+    z = tp.asarray(_ZT, requires_grad=True)
+    with pytest.raises(tp.RuleError, match="svd: the gradient of U or Vh of a 4x3 matrix"):
+        tp.grad(p10.sum(p10.abs(p10.linalg.svd(z).U)), [z])
+    with pytest.raises(tp.RuleError, match="qr: the gradient of mode='complete' needs M <= N"):
+        tp.grad(p10.sum(p10.abs(p10.linalg.qr(z, mode="complete").Q)), [z])
+    x = tp.asarray(np.ones((2, 3, 3)), requires_grad=True)
+    with pytest.raises(tp.RuleError, match="slogdet: the gradient of logabsdet at a singular"):
+        tp.grad(p10.sum(p10.linalg.slogdet(x).logabsdet), [x])
+
+
+# -- tp.register_rule and complex numbers ---------------------------------------------------------
+_SQUARE = p10.define_op("square_i18_test", lambda x: x * x)
+
+
+def _square_real_formula(ctx, g):
+    return (g * 2 * ctx.inputs[0],)
+
+
+def _square_own(ctx, g):
+    return (g * 2 * p10.conj(ctx.inputs[0]),)
+
+
+def _grad_of_square(z: np.ndarray) -> np.ndarray:
+    t = tp.asarray(z, requires_grad=True)
+    (g,) = tp.grad(p10.sum(p10.abs(p10.apply(_SQUARE, t))), [t])
+    return g.numpy()
+
+
+@pytest.mark.parametrize(
+    "mode, rule", [("holomorphic", _square_real_formula), ("own", _square_own)]
+)
+def test_registered_rule_follows_the_complex_convention(mode: str, rule) -> None:
+    with tp.register_rule(_SQUARE, rule, save=(0,), complex_mode=mode):
+        got = _grad_of_square(_Z)
+        real = _grad_of_square(_R)
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(_Z, requires_grad=True)
+    torch.abs(t * t).sum().backward()
+    np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(real, 2 * _R, rtol=1e-12)
+
+
+def test_registered_real_rule_refuses_complex_values_by_name() -> None:
+    with tp.register_rule(_SQUARE, _square_real_formula, save=(0,)):
+        with pytest.raises(tp.RuleError, match="square_i18_test: the registered rule is for real"):
+            _grad_of_square(_Z)
+        np.testing.assert_allclose(_grad_of_square(_R), 2 * _R, rtol=1e-12)
+    with pytest.raises(tp.DefinitionError, match="complex_mode must be one of"):
+        tp.register_rule(_SQUARE, _square_real_formula, complex_mode="wirtinger")
+
+
+class _SquareFunction(tp.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2 * p10.conj(x)
+
+
+def test_function_backward_follows_the_complex_convention_itself() -> None:
+    torch = pytest.importorskip("torch")
+    z = tp.asarray(_Z, requires_grad=True)
+    p10.sum(p10.real(_SquareFunction.apply(z) * tp.asarray(_W))).backward()
+    t = torch.tensor(_Z, requires_grad=True)
+    (t * t * torch.tensor(_W)).real.sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+
+
+def test_real_nodes_of_sign_and_of_registered_rules_run_the_bare_rule() -> None:
+    from tpx.rules import RULES
+
+    x = tp.asarray(_R, requires_grad=True)
+    z = tp.asarray(_Z, requires_grad=True)
+    sign = RULES[p10.Op.SIGN]
+    assert p10.sign(x).grad_fn.vjp is sign.real_vjp is not sign.vjp
+    assert p10.sign(z).grad_fn.vjp is sign.vjp
+    with tp.register_rule(_SQUARE, _square_real_formula, save=(0,)):
+        assert p10.apply(_SQUARE, x).grad_fn.vjp is _square_real_formula
+        assert p10.apply(_SQUARE, z).grad_fn.vjp is not _square_real_formula
