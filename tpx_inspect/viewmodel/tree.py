@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -85,6 +86,9 @@ class ViewModel:
     default_expanded: tuple[str, ...]
     cols: Columns = field(repr=False)
     _labels: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What is derived from the view model once and kept with it (its tree index, search
+    columns)."""
 
     def label(self, i: int) -> str:
         """The box label of node ``i``: its op (a parameter's name within its scope) and shape."""
