@@ -8,6 +8,7 @@ validation: a fully expanded 20,000-node layout has tens of thousands of boxes).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import threading
@@ -80,14 +81,34 @@ class Models:
             with self.lock:
                 hit = self.items.get(key)
             if hit is None:
-                hit = (build(g), g)  # NOTE: the entry holds g, so id(g) in the key stays its
-                index_of(hit[0])
+                hit = (_build(g), g)  # NOTE: the entry holds g, so id(g) in the key stays its
                 with self.lock:
                     self.items[key] = hit
                     self.building.pop(key, None)
                     while len(self.items) > self.size:
                         self.items.popitem(last=False)
         return hit[0]
+
+
+FREEZE_NODES = 20_000
+"""View models of graphs this big are moved out of the cyclic collector's reach once built."""
+
+
+def _build(g: Graph) -> ViewModel:
+    """Build a view model and its tree index, then move them (and the trace) out of the
+    cyclic collector's reach: they hold no cycles, and a full collection over a
+    100,000-node model's objects costs most of a second each time one runs."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        vm = build(g)
+        index_of(vm)
+        if len(vm.owner) >= FREEZE_NODES:
+            gc.freeze()
+    finally:
+        if was:
+            gc.enable()
+    return vm
 
 
 def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, ViewModel]:
