@@ -26,6 +26,7 @@ sits inside a frame, the frame gets one input stub per (frame, source box), neve
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -102,6 +103,7 @@ class Layout:
     height: float
 
 
+@lru_cache(maxsize=65536)
 def box_size(label: str) -> tuple[float, float]:
     """``(width, height)`` of a box showing ``label`` (lines split on ``\\n``).
 
@@ -226,8 +228,9 @@ class _Composer:
                     stack.append((item, x - placed[item][3] / 2, y - h / 2 + HEADER))
                 else:
                     boxes.append(self._box(item, f, x, y, w, h))
+        text = lru_cache(maxsize=None)(shape_label)
         edges = [
-            Edge(a, b, count, shape_label(label), _line(rects[a], rects[b]))
+            Edge(a, b, count, text(label), _line(rects[a], rects[b]))
             for f in self.frames
             for (a, b), (count, label) in self.edges[f].items()
         ]

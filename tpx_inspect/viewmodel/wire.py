@@ -51,14 +51,11 @@ def _meets(x: float, y: float, w: float, h: float, vp: tuple | None) -> bool:
     return x + w / 2 >= vx and x - w / 2 <= vx + vw and y + h / 2 >= vy and y - h / 2 <= vy + vh
 
 
-def _r(v: float) -> float:
-    return round(v, 1)
-
-
 def layout_json(
     lay: Layout, viewport: tuple[float, float, float, float] | None = None, min_size: float = 0
 ) -> dict[str, Any]:
-    """``lay`` as JSON: only what meets ``viewport`` (x, y, w, h; None: everything); a frame
+    """``lay`` as JSON (coordinates as computed: sizes and gaps are whole points, so they are
+    short exact binary fractions): only what meets ``viewport`` (x, y, w, h; None: everything); a frame
     whose sides are both under ``min_size`` is sent as one aggregate, without its contents."""
     hidden: set[str] = set()  # frames inside an aggregate: their contents are not sent
     frames, aggregates = [], []
@@ -71,24 +68,24 @@ def layout_json(
             if _meets(f.x, f.y, f.w, f.h, viewport):
                 aggregates.append({
                     "id": f.id, "kind": f.kind, "label": f.label, "size": f.size,
-                    "x": _r(f.x), "y": _r(f.y), "w": _r(f.w), "h": _r(f.h),
+                    "x": f.x, "y": f.y, "w": f.w, "h": f.h,
                 })  # fmt: skip
             continue
         if _meets(f.x, f.y, f.w, f.h, viewport):
             frames.append({"id": f.id, "kind": f.kind, "label": f.label, "parent": f.parent,
-                           "depth": f.depth, "size": f.size, "x": _r(f.x), "y": _r(f.y),
-                           "w": _r(f.w), "h": _r(f.h)})  # fmt: skip
+                           "depth": f.depth, "size": f.size, "x": f.x, "y": f.y,
+                           "w": f.w, "h": f.h})  # fmt: skip
     inside = {b.id for b in lay.boxes if b.parent in hidden}
     boxes = [_box(b) for b in lay.boxes if b.id not in inside and _meets(*b[4:8], viewport)]
     edges = [
         {"src": e.src, "dst": e.dst, "count": e.count, "label": e.label,
-         "points": [[_r(x), _r(y)] for x, y in e.points]}
+         "points": e.points}
         for e in lay.edges
         if e.src not in inside and e.dst not in inside and e.src not in hidden
         and e.dst not in hidden and _line_meets(e.points, viewport)
     ]  # fmt: skip
     return {
-        "width": _r(lay.width), "height": _r(lay.height), "total_boxes": len(lay.boxes),
+        "width": lay.width, "height": lay.height, "total_boxes": len(lay.boxes),
         "boxes": boxes, "frames": frames, "edges": edges, "aggregates": aggregates,
     }  # fmt: skip
 
@@ -102,8 +99,8 @@ def _line_meets(points: Iterable[tuple[float, float]], vp: tuple | None) -> bool
 
 
 def _box(b) -> dict[str, Any]:
-    out = {"id": b.id, "kind": b.kind, "label": b.label, "parent": b.parent, "x": _r(b.x),
-           "y": _r(b.y), "w": _r(b.w), "h": _r(b.h), "size": b.size}  # fmt: skip
+    out = {"id": b.id, "kind": b.kind, "label": b.label, "parent": b.parent, "x": b.x,
+           "y": b.y, "w": b.w, "h": b.h, "size": b.size}  # fmt: skip
     if b.node is not None:
         out["node"] = b.node
     if b.count != 1:

@@ -14,6 +14,8 @@ import json
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -22,6 +24,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from tpx_inspect._json import dumps
 from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
 from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for
@@ -59,6 +62,10 @@ def _json(doc: Any) -> Response:
     return Response(json.dumps(doc, separators=(",", ":")).encode(), media_type="application/json")
 
 
+def _bytes(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
+
+
 class Models:
     """View models of the loaded graphs, built once per graph (a lock per graph: requests
     arriving together wait for one build instead of each making its own), kept apart from
@@ -91,24 +98,33 @@ class Models:
 
 
 FREEZE_NODES = 20_000
-"""View models of graphs this big are moved out of the cyclic collector's reach once built."""
+"""View models and layouts of graphs this big are moved out of the cyclic collector's reach."""
 
 
 def _build(g: Graph) -> ViewModel:
     """Build a view model and its tree index, then move them (and the trace) out of the
     cyclic collector's reach: they hold no cycles, and a full collection over a
     100,000-node model's objects costs most of a second each time one runs."""
+    with _collector_quiet(len(g.nodes)):
+        vm = build(g)
+        index_of(vm)
+    return vm
+
+
+@contextmanager
+def _collector_quiet(nodes: int) -> Iterator[None]:
+    """The cyclic collector off while a model or layout is made; what a big graph's made
+    then moves out of its reach (it holds no cycles, and a full collection over a 100k
+    model's objects costs most of a second whenever one runs)."""
     was = gc.isenabled()
     gc.disable()
     try:
-        vm = build(g)
-        index_of(vm)
-        if len(vm.owner) >= FREEZE_NODES:
+        yield
+        if nodes >= FREEZE_NODES:
             gc.freeze()
     finally:
         if was:
             gc.enable()
-    return vm
 
 
 def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, ViewModel]:
@@ -164,12 +180,13 @@ def _layout(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewMode
     hit = cache.get(key)
     if hit is not None:
         return hit[0], True  # type: ignore[index]
-    lay = layout(vm, exp)
+    with _collector_quiet(len(vm.owner)):
+        lay = layout(vm, exp)
     cache.put(key, (lay, g))
     return lay, False
 
 
-def _answer(request, run_id, graph_id, body: LayoutRequest) -> dict[str, Any]:
+def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     t0 = time.perf_counter()
     g, vm = view_model(request, run_id, graph_id)
     exp, unknown = _expanded(vm, body)
@@ -181,15 +198,19 @@ def _answer(request, run_id, graph_id, body: LayoutRequest) -> dict[str, Any]:
         expanded=list(exp), unknown=unknown, cached=cached,
         seconds=round(time.perf_counter() - t0, 4),
     )  # fmt: skip
-    return doc
+    return dumps(doc)
 
 
 @router.get("/tree", responses=NOT_FOUND)
 async def get_tree(request: Request, run_id: RunId, graph_id: GraphId) -> Response:
     """The view model's groups (scopes, repeats "xN", loops, parameter groups) with stable
     ids, children in drawing order, sizes, and the groups the first screen opens."""
-    _, vm = await run_in_threadpool(view_model, request, run_id, graph_id)
-    return _json({"run": run_id, "graph": graph_id, **wire.tree_json(vm)})
+
+    def answer() -> bytes:
+        _, vm = view_model(request, run_id, graph_id)
+        return dumps({"run": run_id, "graph": graph_id, **wire.tree_json(vm)})
+
+    return _bytes(await run_in_threadpool(answer))
 
 
 @router.post("/layout", responses=NOT_FOUND)
@@ -198,7 +219,7 @@ async def post_layout(
 ) -> Response:
     """The layout of an expansion state: boxes (nodes, collapsed groups, input stubs), frames
     (expanded groups), edges; ``key`` names the state for ``GET .../layout?key=``."""
-    return _json(await run_in_threadpool(_answer, request, run_id, graph_id, body))
+    return _bytes(await run_in_threadpool(_answer, request, run_id, graph_id, body))
 
 
 _NUMBER = r"-?\d{1,12}(\.\d{1,6})?"
@@ -227,7 +248,7 @@ async def get_layout(
             raise HTTPException(422, f"viewport {viewport!r}: width and height must be > 0")
         vp = Viewport(x=x, y=y, w=w, h=h)
     body = LayoutRequest(expanded=exp, viewport=vp, min_size=min_size)
-    return _json(await run_in_threadpool(_answer, request, run_id, graph_id, body))
+    return _bytes(await run_in_threadpool(_answer, request, run_id, graph_id, body))
 
 
 def _shown(request, run_id, graph_id, key: str | None) -> tuple[TreeIndex, Any]:
