@@ -113,10 +113,14 @@ def _box(b) -> dict[str, Any]:
 FIELDS = ("op", "title", "label", "scope", "source", "kind")
 
 
+def _where(src: Any) -> tuple[str, int]:
+    return (src[0], src[1]) if isinstance(src, list | tuple) else (src.file, src.line)
+
+
 def _raw(vm: ViewModel, name: str) -> list:
     c = vm.cols
     if name == "source":
-        return [None if x is None else tuple(c.where(i)) for i, x in enumerate(c.source)]
+        return [None if x is None else _where(x) for x in c.source]
     if name == "title":
         return [c.title(i) for i in range(len(c))]
     return getattr(c, name)
