@@ -26,10 +26,10 @@ sits inside a frame, the frame gets one input stub per (frame, source box), neve
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np

@@ -55,8 +55,9 @@ def layout_json(
     lay: Layout, viewport: tuple[float, float, float, float] | None = None, min_size: float = 0
 ) -> dict[str, Any]:
     """``lay`` as JSON (coordinates as computed: sizes and gaps are whole points, so they are
-    short exact binary fractions): only what meets ``viewport`` (x, y, w, h; None: everything); a frame
-    whose sides are both under ``min_size`` is sent as one aggregate, without its contents."""
+    short exact binary fractions): only what meets ``viewport`` (x, y, w, h; None:
+    everything); a frame whose sides are both under ``min_size`` is sent as one aggregate,
+    without its contents."""
     hidden: set[str] = set()  # frames inside an aggregate: their contents are not sent
     frames, aggregates = [], []
     for f in lay.frames:  # NOTE: parents come before children
