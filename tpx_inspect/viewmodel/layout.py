@@ -170,7 +170,7 @@ class _Composer:
         target's box from one stub per (frame, source box)."""
         ix = self.ix
         for f in self.frames:
-            self.edges[f] = {(a, b): [n, ix.shape(e)] for a, b, n, e in ix.inner(f)}
+            self.edges[f] = {(a, b): [n, shape] for a, b, n, shape in ix.inner_shapes(f)}
         for f, rows in ix.stubs(self.shown).items():
             made: list[str] = []
             edges = self.edges[f]
