@@ -40,7 +40,7 @@ from tpx_inspect.viewmodel._index import index_of
 from tpx_inspect.viewmodel.layered import layered
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
-__all__ = ["Box", "Edge", "Frame", "Layout", "box_size", "layout", "visible_boxes"]
+__all__ = ["Box", "Edge", "Frame", "Layout", "box_size", "layout", "prepare", "visible_boxes"]
 
 CHAR_W = 7.0  # points per label character (monospace 11px)
 LINE_H = 16.0
@@ -268,3 +268,25 @@ def layout(vm: ViewModel, expanded: Iterable[str]) -> Layout:
         c = _Composer(vm, expanded)
         c.route()
         return c.compose(c.place())
+
+
+WARM_COPIES = 64
+"""Repeats of the first screen with at least this many copies are laid out ahead of time."""
+
+
+def prepare(vm: ViewModel, most: int = 4) -> None:
+    """Lay out ahead of time what opening a big repeat of the first screen needs (its row of
+    copies, kept in the geometry cache; its edges, kept in the tree index), so that the click
+    costs composition only. At most ``most`` repeats, the biggest first.
+
+    >>> import tpx as tp, tpx_inspect
+    >>> from tpx_inspect.viewmodel.tree import build
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> prepare(build(tpx_inspect.trace(lambda: (x * 2).sum().backward()).graphs[0]))
+    """
+    first = set(vm.default_expanded)
+    shown = layout(vm, first).boxes
+    big = sorted((b for b in shown if b.kind == "repeat" and b.count >= WARM_COPIES),
+                 key=lambda b: -b.size)  # fmt: skip
+    for b in big[:most]:
+        layout(vm, first | {b.id})
