@@ -28,9 +28,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -101,6 +101,8 @@ class Layout:
     edges: list[Edge]
     width: float
     height: float
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What is derived from the layout once and kept with it (its geometry as arrays)."""
 
 
 @lru_cache(maxsize=65536)
