@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect._util import paused_gc
 from tpx_inspect.viewmodel.layout import Layout
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
@@ -61,9 +62,9 @@ class _Arrays:
         fidx = {f.id: k for k, f in enumerate(lay.frames)}
         bidx = {b.id: k for k, b in enumerate(lay.boxes)}
         self.fparent = [fidx.get(f.parent, -1) for f in lay.frames]  # type: ignore[arg-type]
-        self.frect = np.array([f[4:8] for f in lay.frames], float).reshape(-1, 4)
+        self.frect = _rects(lay.frames)
         self.bparent = np.array([fidx.get(b.parent, -1) for b in lay.boxes], np.int64)
-        self.brect = np.array([b[4:8] for b in lay.boxes], float).reshape(-1, 4)
+        self.brect = _rects(lay.boxes)
 
         def end(item: str) -> int:  # NOTE: box k -> k, frame k -> -1 - k
             k = bidx.get(item)
@@ -71,18 +72,21 @@ class _Arrays:
 
         self.esrc = np.array([end(e.src) for e in lay.edges], np.int64)
         self.edst = np.array([end(e.dst) for e in lay.edges], np.int64)
-        ext = [
-            (
-                min(x for x, _ in e.points),
-                min(y for _, y in e.points),
-                max(x for x, _ in e.points),
-                max(y for _, y in e.points),
-            )
-            for e in lay.edges
-        ]
-        lo_x, lo_y, hi_x, hi_y = np.array(ext, float).reshape(-1, 4).T  # fmt: skip
-        self.erect = np.column_stack([(lo_x + hi_x) / 2, (lo_y + hi_y) / 2, hi_x - lo_x,
-                                      hi_y - lo_y])  # fmt: skip
+        pts = [e.points for e in lay.edges]
+        if all(len(p) == 2 for p in pts):  # NOTE: straight edges (all of them today)
+            ends = np.array(pts, float).reshape(-1, 2, 2)
+            lo, hi = ends.min(1), ends.max(1)
+        else:
+            lo = np.array([np.min(p, 0) for p in pts], float).reshape(-1, 2)
+            hi = np.array([np.max(p, 0) for p in pts], float).reshape(-1, 2)
+        self.erect = np.column_stack([(lo + hi) / 2, hi - lo])
+
+
+def _rects(items: list) -> np.ndarray:
+    """Centre x, y and size w, h of boxes or frames, one row each."""
+    n = len(items)
+    cols = [np.fromiter((getattr(b, k) for b in items), float, n) for k in ("x", "y", "w", "h")]
+    return np.column_stack(cols) if n else np.zeros((0, 4))
 
 
 def _hidden(a: _Arrays, min_size: float) -> tuple[np.ndarray, list[int]]:
@@ -112,7 +116,8 @@ def layout_json(
     else:
         a = lay.memo.get("arrays")
         if a is None:
-            a = lay.memo["arrays"] = _Arrays(lay)
+            with paused_gc():  # NOTE: hundreds of thousands of short-lived numbers
+                a = lay.memo["arrays"] = _Arrays(lay)
         hidden, tops = _hidden(a, min_size)
         fmeets = _meets(a.frect, viewport)
         aggregates = [lay.frames[k] for k in tops if fmeets[k]]
