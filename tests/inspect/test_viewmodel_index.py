@@ -153,14 +153,15 @@ def reference_json(lay, vp, min_size) -> tuple[set, set, set, set]:
 
 def test_viewport_and_level_of_detail_keep_what_the_plain_rule_keeps():
     vm = build(blocks_graph(blocks=5))
-    lay = layout(vm, vm.groups)
-    w, h = lay.width, lay.height
-    sides = sorted(max(f.w, f.h) for f in lay.frames)  # some frames aggregated, some not
-    for vp in (None, (0, 0, w, h), (w / 4, h / 3, w / 2, h / 5), (-50, -50, 10, 10)):
-        for min_size in (0, sides[len(sides) // 3] + 1, sides[-2] + 1, 1e9):
-            doc = layout_json(lay, vp, min_size)
-            got = (
-                {b["id"] for b in doc["boxes"]}, {f["id"] for f in doc["frames"]},
-                {a["id"] for a in doc["aggregates"]}, {(e["src"], e["dst"]) for e in doc["edges"]},
-            )  # fmt: skip
-            assert got == reference_json(lay, vp, min_size), (vp, min_size)
+    for lay in (layout(vm, vm.groups), layout(vm, ["root"])):  # NOTE: the second has no frame
+        w, h = lay.width, lay.height
+        sides = sorted(max(f.w, f.h) for f in lay.frames) or [1.0]  # some frames aggregated
+        for vp in (None, (0, 0, w, h), (w / 4, h / 3, w / 2, h / 5), (-50, -50, 10, 10)):
+            for min_size in (0, sides[len(sides) // 3] + 1, sides[-2:][0] + 1, 1e9):
+                doc = layout_json(lay, vp, min_size)
+                got = (
+                    {b["id"] for b in doc["boxes"]}, {f["id"] for f in doc["frames"]},
+                    {a["id"] for a in doc["aggregates"]},
+                    {(e["src"], e["dst"]) for e in doc["edges"]},
+                )  # fmt: skip
+                assert got == reference_json(lay, vp, min_size), (vp, min_size)

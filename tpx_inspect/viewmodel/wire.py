@@ -122,7 +122,7 @@ def layout_json(
         fmeets = _meets(a.frect, viewport)
         aggregates = [lay.frames[k] for k in tops if fmeets[k]]
         frames = [lay.frames[k] for k in np.flatnonzero(~hidden & fmeets).tolist()]
-        inside = hidden[np.maximum(a.bparent, 0)] & (a.bparent >= 0)
+        inside = np.append(hidden, False)[a.bparent]  # NOTE: parent -1 (the root) is shown
         boxes = [lay.boxes[k] for k in np.flatnonzero(~inside & _meets(a.brect, viewport))]
         gone = np.concatenate([inside, hidden[::-1]])  # NOTE: index -1 - k is frame k
         keep = ~gone[a.esrc] & ~gone[a.edst] & _meets(a.erect, viewport)
