@@ -54,7 +54,7 @@ class TreeIndex:
     ``code - G``."""
 
     def __init__(self, vm: ViewModel) -> None:
-        self.vm = vm
+        self.cols = vm.cols  # NOTE: not vm itself: the model keeps its index (no cycle)
         self.gids = list(vm.groups)
         self.code = {g: k for k, g in enumerate(self.gids)}
         groups = list(vm.groups.values())
@@ -80,7 +80,7 @@ class TreeIndex:
         return glev
 
     def _edges(self) -> None:
-        ptr, flat = self.vm.cols.csr()
+        ptr, flat = self.cols.csr()
         d = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
         j = np.arange(len(flat)) - ptr[d]
         keep = flat >= 0
@@ -113,7 +113,7 @@ class TreeIndex:
         if self._where is None:
             self._where = (self.ed.tolist(), self.ej.tolist())
         d, j = self._where
-        return tuple(self.vm.cols.inputs[d[edge]][j[edge]][1])
+        return tuple(self.cols.inputs[d[edge]][j[edge]][1])
 
     def shown(self, expanded) -> np.ndarray:
         """Per group: open and shown (the root and every ancestor open too)."""
