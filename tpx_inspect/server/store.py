@@ -14,6 +14,7 @@ that runs written later appear.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import threading
@@ -98,11 +99,45 @@ def inside(path: Path, root: Path) -> bool:
     return os.path.commonpath([real, top]) == top
 
 
+FREEZE_NODES = 20_000
+"""Traces with this many nodes are moved out of the cyclic collector's reach once read."""
+
+_LIVE = threading.Event()  # NOTE: set once a live capture is served by this process
+
+
+def may_freeze(nodes: int) -> bool:
+    """Whether what was just made for a graph of ``nodes`` nodes may be frozen out of the
+    cyclic collector (``gc.freeze`` freezes every object of the process): only for big graphs,
+    and never in a process that also runs the user's script (``run --serve``), whose pending
+    garbage would be frozen with them.
+
+    >>> may_freeze(10)
+    False
+    """
+    return nodes >= FREEZE_NODES and not _LIVE.is_set()
+
+
 def _load(path: Path, root: Path | None = None) -> tuple[Trace | None, str | None]:
     if root is not None and not inside(path, root):
         return None, f"{path}: refused: it resolves outside the served folder {root}"
+    was = gc.isenabled()
+    gc.disable()  # NOTE: re-enabled below, after a big trace is frozen (see _read)
     try:
-        return load(str(path)), None
+        return _read(path)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _read(path: Path) -> tuple[Trace | None, str | None]:
+    """Read the trace; a big one is then frozen out of the cyclic collector's reach
+    (``gc.freeze``, O(1)): it holds no cycles, and the collection that would otherwise run
+    over its million objects right after the read costs most of a second."""
+    try:
+        trace = load(str(path))
+        if may_freeze(sum(len(g.nodes) for g in trace.graphs)):
+            gc.freeze()
+        return trace, None
     except TraceFormatError as exc:
         return None, str(exc)
     except OSError as exc:
@@ -135,6 +170,7 @@ class RunStore:
 
     def add_live(self, name: str, capture: Any) -> RunEntry:
         """Register a live capture under an id made from ``name``."""
+        _LIVE.set()
         with self._lock:
             entry = RunEntry(self._free_id(name), capture=capture)
             self._runs[entry.id] = entry
