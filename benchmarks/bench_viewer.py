@@ -37,19 +37,22 @@ WAIT_MS = 120_000
 
 
 def build(folder: Path, sizes: list[int]) -> list[tuple[str, int]]:
-    """Write the traces; (run id, node count) for each."""
+    """Write the traces (or reuse those already in ``folder``); (run id, node count) for each."""
     from benchmarks.viewer_traces import scalar_mlp_trace, transformer_trace
 
+    makers = [(f"transformer-{n}", transformer_trace, n) for n in sizes]
+    makers.append(("scalar-mlp-14000", scalar_mlp_trace, 14_000))
     out = []
-    for n in sizes:
+    for name, make, n in makers:
+        count_file = folder / name / "nodes.txt"
+        if count_file.exists():
+            out.append((name, int(count_file.read_text())))
+            continue
         t = time.perf_counter()
-        run, count = transformer_trace(folder, nodes=n)
+        run, count = make(folder, nodes=n)
+        count_file.write_text(str(count))
         print(f"trace {run.name}: {count} nodes in {time.perf_counter() - t:.1f} s", flush=True)
         out.append((run.name, count))
-    t = time.perf_counter()
-    run, count = scalar_mlp_trace(folder, nodes=14_000)
-    print(f"trace {run.name}: {count} nodes in {time.perf_counter() - t:.1f} s", flush=True)
-    out.append((run.name, count))
     return out
 
 
@@ -83,6 +86,45 @@ def open_graph(page, url: str, run: str, query: str) -> dict:
             "hits": hits}  # fmt: skip
 
 
+TIMELINE_JS = """() => {
+  const first = (name) => performance.getEntriesByName(name, 'mark')[0]?.startTime ?? null;
+  const nav = performance.getEntriesByType('navigation')[0];
+  const api = performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/'))
+    .map((e) => [e.startTime, e.requestStart || e.startTime, e.responseStart || e.responseEnd,
+                 e.responseEnd]);
+  return {dom: nav ? nav.domContentLoadedEventEnd : 0, first: first('tpx:first-frame'),
+          hits: first('tpx:hits'), api};
+}"""
+
+
+def _union(spans: list[tuple[float, float]], until: float) -> float:
+    """Total length of the union of [a, b) intervals cut at ``until``."""
+    total, reach = 0.0, 0.0
+    for a, b in sorted((a, min(b, until)) for a, b in spans if a < until):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
+
+
+def timeline(page) -> dict:
+    """Where the time to the first frame and to the first search answer went, from the page's
+    performance timeline: waiting on the server (request sent .. first byte, its queue
+    included), transfer (first .. last byte, beyond the waits), and the page itself (HTML and
+    scripts, decoding, indexing, drawing: the rest). Milliseconds from navigation."""
+    t = page.evaluate(TIMELINE_JS)
+    out = {"dom": t["dom"]}
+    for key in ("first", "hits"):
+        until = t[key]
+        if until is None:
+            continue
+        server = _union([(r[1], r[2]) for r in t["api"]], until)
+        network = _union([(r[0], r[3]) for r in t["api"]], until)
+        out[key] = {"at": until, "server": server, "transfer": network - server,
+                    "page": until - network}  # fmt: skip
+    return out
+
+
 def requests(page) -> str:
     """How long the page's API requests took (ms), slowest first: where the time went."""
     spans = page.evaluate(
@@ -105,9 +147,11 @@ def measure(browser, url: str, run: str, full: bool) -> dict:
         # cold: the server reads the trace and builds its view model; warm: opened again
         r["cold"] = open_graph(page, url, run, query)
         r["cold"]["requests"] = requests(page)
+        r["cold"]["timeline"] = timeline(page)
         page.goto("about:blank")
         r.update(open_graph(page, url, run, query))
         r["requests"] = requests(page)
+        r["timeline"] = timeline(page)
         page.wait_for_selector("body[data-interactive]", timeout=WAIT_MS)
         r["expand"] = page.evaluate("() => window.tpxViewer.measure.expandOne()")
         if full:
@@ -147,6 +191,19 @@ def split(t: dict) -> str:
     return f"request {t['fetch']:.0f} ms, indexing here {t['index']:.0f} ms"
 
 
+def shares(t: dict) -> str:
+    """'first frame: server a ms, transfer b, page c (HTML+JS d)'; the same for the search."""
+    parts = []
+    for key, what in (("first", "first frame"), ("hits", "search")):
+        if key in t:
+            s = t[key]
+            parts.append(
+                f"{what} at {s['at']:.0f} ms = server {s['server']:.0f} + transfer "
+                f"{s['transfer']:.0f} + page {s['page']:.0f}"
+            )
+    return "; ".join(parts) + f" (page includes HTML+JS {t['dom']:.0f} ms)"
+
+
 def report(run: str, nodes: int, r: dict) -> None:
     print(f"-- {run} ({nodes} nodes)")
     if "cold" in r:
@@ -155,6 +212,7 @@ def report(run: str, nodes: int, r: dict) -> None:
             f"  cold open         first frame {c['first']:.2f} s, search {c['interactive']:.2f} s "
             f"(the server reads the trace; slowest requests, ms: {c['requests']})"
         )
+        print(f"    split (cold)    {shares(c['timeline'])}")
     if "first" in r:
         share = r["labelled"] / r["drawn"] if r["drawn"] else 0.0
         readable = "readable" if share >= 0.8 else "NOT readable"
@@ -168,6 +226,7 @@ def report(run: str, nodes: int, r: dict) -> None:
             f"{verdict(r['interactive'], GOALS['interactive'])} ({r['hits']})"
         )
         print(f"  warm requests     slowest, ms: {r['requests']}")
+        print(f"    split (warm)    {shares(r['timeline'])}")
     if "expand" in r:
         e = r["expand"]
         s = None if e["ms"] is None else e["ms"] / 1000
@@ -202,18 +261,24 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     sizes = [int(s) for s in os.environ.get("BENCH_VIEWER_SIZES", "20000,100000").split(",")]
+    keep = os.environ.get("BENCH_VIEWER_TRACES")  # a folder: traces written once, reused
     with tempfile.TemporaryDirectory() as tmp:
-        runs = build(Path(tmp), sizes)
-        server = _serve(Path(tmp))
-        url = server.url.rstrip("/")
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=LAUNCH_ARGS)
+        folder = Path(keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        runs = build(folder, sizes)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=LAUNCH_ARGS)
+            try:
                 for run, nodes in runs:
-                    report(run, nodes, measure(browser, url, run, full=nodes >= 90_000))
+                    # A fresh server per trace, serving that run alone: the cold open is cold.
+                    server = _serve(folder / run)
+                    try:
+                        r = measure(browser, server.url.rstrip("/"), run, full=nodes >= 90_000)
+                    finally:
+                        server.stop(timeout=10)
+                    report(run, nodes, r)
+            finally:
                 browser.close()
-        finally:
-            server.stop(timeout=10)
     return 0
 
 

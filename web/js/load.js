@@ -100,8 +100,15 @@ export async function selectGraph(graph, { keepExpanded = false, node = null } =
   await refreshView();
   if (token !== state.loadSeq) return; // superseded by a later pick
   main.fit();
+  performance.mark("tpx:first-frame");
   document.body.dataset.interactive = `${state.run}/${state.graph}`;
   if (state.vm && $("search").value.trim()) search($("search").value);
+  if (!state.graphs.some((g) => g.id === state.graph)) {
+    // Opened from a link before the run's graph list: listed now, the link's graph kept.
+    fillGraphs((await api.graphs(state.run)).graphs);
+    if (token !== state.loadSeq) return;
+    $("graph").value = String(state.graph);
+  }
   const size = state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
   // The tree of a big graph is a big answer: asked when a feature needs it, or when idle, so
   // that it does not hold up the first search.
