@@ -3,6 +3,7 @@
 
 import { embedded, http } from "./api.js";
 import { GraphView } from "./graph-view.js";
+import { Minimap } from "./minimap.js";
 
 export const $ = (id) => document.getElementById(id);
 
@@ -19,6 +20,7 @@ export const state = {
 };
 
 export const main = new GraphView($("canvas"));
+export const minimap = new Minimap(main, $("minimap"));
 
 // The second view when comparing side by side (made on first use).
 export const views = { other: null };

@@ -11,8 +11,9 @@ export function toSVG(graph, fill = null) {
   out.push(`<rect width="100%" height="100%" fill="${colors.background}"/>`);
   out.push(`<g transform="translate(10,10)">`);
   for (const e of graph.edges) {
-    const d = e.points.map(([x, y], i) => `${i ? "L" : "M"}${x.toFixed(1)},${y.toFixed(1)}`).join(" ");
-    out.push(`<path d="${d}" fill="none" stroke="${colors.edge}"/>`);
+    const d = [];
+    for (let i = 0; i < e.points.length; i += 2) d.push(`${i ? "L" : "M"}${e.points[i].toFixed(1)},${e.points[i + 1].toFixed(1)}`);
+    out.push(`<path d="${d.join(" ")}" fill="none" stroke="${colors.edge}"/>`);
   }
   for (const n of graph.nodes) {
     const c = (fill && fill.get(n.id)) || kindColor(n.kind, colors);

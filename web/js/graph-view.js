@@ -3,7 +3,7 @@
 // drawn as aggregates per cell), frames around expanded scopes, highlights and colour overrides.
 
 import { kindColor, themeColors } from "./colors.js";
-import { CELL, SpatialIndex } from "./spatial.js";
+import { SpatialIndex } from "./spatial.js";
 
 const TINY = 4; // screen px: boxes lower than this are drawn as aggregates
 const MANY = 5000; // more boxes than this in view: no labels, fills batched per colour
@@ -36,11 +36,12 @@ export class GraphView {
     for (const fn of this.listeners[event] || []) fn(arg);
   }
 
-  setGraph(graph) {
+  // ``packed``: the spatial index's buckets when the layout worker made them already.
+  setGraph(graph, packed = null) {
     this.graph = graph;
     this.graph.frames ||= [];
     this.byId = new Map(graph.nodes.map((n) => [n.id, n]));
-    this.index = new SpatialIndex(graph.nodes, graph.edges);
+    this.index = new SpatialIndex(graph.nodes, graph.edges, packed);
     const heights = graph.nodes.map((n) => n.h).sort((a, b) => a - b);
     this.boxHeight = heights.length ? heights[Math.floor(heights.length / 2)] : 40;
     this.draw();
@@ -102,8 +103,7 @@ export class GraphView {
   nodeAt(sx, sy) {
     if (!this.index) return null;
     const [wx, wy] = this.toWorld(sx, sy);
-    const cell = this.index.cells.get(Math.floor(wx / CELL) + "," + Math.floor(wy / CELL)) || [];
-    for (const n of cell) {
+    for (const n of this.index.boxesAt(wx, wy)) {
       if (Math.abs(wx - n.x) <= n.w / 2 && Math.abs(wy - n.y) <= n.h / 2) return n;
     }
     return null;
@@ -211,22 +211,22 @@ export class GraphView {
       ctx.lineWidth = width / Math.min(cam.k, 1);
       ctx.beginPath();
       for (const e of list) {
-        const pts = e.points;
-        ctx.moveTo(pts[0][0], pts[0][1]);
-        for (let i = 1; i < pts.length; i++) ctx.lineTo(pts[i][0], pts[i][1]);
+        const p = e.points; // flat: x0, y0, x1, y1, ...
+        ctx.moveTo(p[0], p[1]);
+        for (let i = 2; i < p.length; i += 2) ctx.lineTo(p[i], p[i + 1]);
       }
       ctx.stroke();
       if (detailed) {
         ctx.beginPath();
-        for (const e of list) arrowHead(ctx, e.points[e.points.length - 2], e.points[e.points.length - 1], 6);
+        for (const e of list) arrowHead(ctx, e.points, 6);
         ctx.fill();
       }
       if (!labels) continue;
       ctx.fillStyle = colors.edgeLabel;
       for (const e of list) {
         if (!e.label) continue;
-        const m = e.points[Math.floor(e.points.length / 2)];
-        ctx.fillText(e.label, m[0] + 4, m[1]);
+        const m = 2 * Math.floor(e.points.length / 4);
+        ctx.fillText(e.label, e.points[m] + 4, e.points[m + 1]);
       }
     }
   }
@@ -361,8 +361,11 @@ function roundRect(ctx, x, y, w, h, r) {
   ctx.closePath();
 }
 
-// One arrow head as a closed subpath of the current path (filled by the caller, batched).
-function arrowHead(ctx, [x0, y0], [x1, y1], size) {
+// One arrow head at the end of flat points, as a closed subpath of the current path (filled
+// by the caller, batched).
+function arrowHead(ctx, p, size) {
+  const n = p.length;
+  const [x0, y0, x1, y1] = [p[n - 4], p[n - 3], p[n - 2], p[n - 1]];
   const a = Math.atan2(y1 - y0, x1 - x0);
   ctx.moveTo(x1, y1);
   ctx.lineTo(x1 - size * Math.cos(a - 0.4), y1 - size * Math.sin(a - 0.4));

@@ -1,0 +1,53 @@
+// The layout worker: asks the server for a layout, decodes the answer and builds the spatial
+// index away from the page's thread, so a big layout (100k boxes: tens of MB of JSON) never
+// freezes the page. Messages in: {id, url, body} (a request), {cancel: id} (abort it).
+// Out: {id, meta, cols (boxes, edges, frames as columns), packed, ms} | {id, status, detail} (HTTP error) | {id, aborted, error}.
+
+import { columnBuffers, columns, drawableLayout } from "./drawable.js";
+import { pack, transferables } from "./spatial.js";
+
+const pending = new Map();
+
+self.onmessage = ({ data }) => {
+  if (data.cancel !== undefined) pending.get(data.cancel)?.abort();
+  else layout(data);
+};
+
+async function layout({ id, url, body }) {
+  const control = new AbortController();
+  pending.set(id, control);
+  const t0 = performance.now();
+  try {
+    const res = await fetch(url, {
+      method: "POST", body: JSON.stringify(body), signal: control.signal,
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+    });
+    if (!res.ok) {
+      self.postMessage({ id, status: res.status, detail: await detailOf(res) });
+      return;
+    }
+    const text = await res.text();
+    const t1 = performance.now();
+    const answer = JSON.parse(text);
+    const graph = drawableLayout(answer);
+    const packed = pack(graph.nodes, graph.edges);
+    const meta = { ...answer, boxes: undefined, edges: undefined, frames: undefined };
+    const cols = { nodes: columns(graph.nodes), edges: columns(graph.edges), frames: columns(graph.frames) };
+    const ms = { request: t1 - t0, decode: performance.now() - t1 };
+    const moved = [...transferables(packed), ...Object.values(cols).flatMap(columnBuffers)];
+    self.postMessage({ id, meta, cols, packed, ms }, moved);
+  } catch (err) {
+    self.postMessage({ id, aborted: err.name === "AbortError", error: String(err) });
+  } finally {
+    pending.delete(id);
+  }
+}
+
+async function detailOf(res) {
+  try {
+    const detail = (await res.json()).detail;
+    return typeof detail === "string" ? detail : JSON.stringify(detail);
+  } catch {
+    return res.statusText;
+  }
+}
