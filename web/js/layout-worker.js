@@ -33,7 +33,7 @@ async function layout({ id, url, body }) {
     const packed = pack(graph.nodes, graph.edges);
     const meta = { ...answer, boxes: undefined, edges: undefined, frames: undefined };
     const cols = { nodes: columns(graph.nodes), edges: columns(graph.edges), frames: columns(graph.frames) };
-    const ms = { request: t1 - t0, decode: performance.now() - t1 };
+    const ms = { request: t1 - t0, decode: performance.now() - t1, net: timingOf(url) };
     const moved = [...transferables(packed), ...Object.values(cols).flatMap(columnBuffers)];
     self.postMessage({ id, meta, cols, packed, ms }, moved);
   } catch (err) {
@@ -50,4 +50,14 @@ async function detailOf(res) {
   } catch {
     return res.statusText;
   }
+}
+
+// The request's resource timing in epoch ms (the page's timeline does not see a worker's
+// requests): sent, first byte, last byte. Cleared after, so the buffer never fills.
+function timingOf(url) {
+  const e = performance.getEntriesByName(url).pop();
+  performance.clearResourceTimings();
+  if (!e) return null;
+  const at = (t) => performance.timeOrigin + t;
+  return { start: at(e.startTime), sent: at(e.requestStart || e.startTime), first: at(e.responseStart), end: at(e.responseEnd) };
 }

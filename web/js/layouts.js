@@ -48,6 +48,7 @@ function answer(data) {
 // in slices with a pause between them, so the page answers meanwhile.
 async function received({ meta, cols, packed, ms }) {
   const t0 = performance.now();
+  if (ms.net) requests.push(Object.fromEntries(Object.entries(ms.net).map(([k, t]) => [k, t - performance.timeOrigin])));
   const graph = { width: meta.width, height: meta.height };
   for (const part of ["nodes", "edges", "frames"]) {
     const c = cols[part], rows = new Array(c.n);
@@ -61,6 +62,9 @@ async function received({ meta, cols, packed, ms }) {
 }
 
 const SLICE = 10_000;
+
+// The worker's requests on the page's clock (ms from navigation), for the benchmark's timeline.
+export const requests = [];
 
 // {meta, graph, packed, ms} from the worker, {res} from the page, or null (no view model).
 export async function fetchLayout(url, body, inPage) {

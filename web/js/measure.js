@@ -59,7 +59,23 @@ export async function panFrames(frames = 60, dx = 40, k = null) {
     aggregated = Math.max(aggregated, main.aggregated);
     last = now;
   }
-  return { render: stats(render), interval: stats(interval), drawn, aggregated };
+  return { render: stats(render), interval: stats(interval), frame: frameCost(frames, dx, tall), drawn, aggregated };
+}
+
+// What one frame costs the page: render() plus the canvas' rasterization (forced by reading a
+// pixel back; render() alone only records the drawing), at each position of the same pan.
+function frameCost(frames, dx, tall) {
+  const cost = [];
+  for (let i = 0; i < frames; i++) {
+    const d = i % 30 < 15 ? -dx : dx;
+    main.cam.x -= (tall ? 0 : d) / main.cam.k;
+    main.cam.y -= (tall ? d : 0) / main.cam.k;
+    const t0 = performance.now();
+    main.render();
+    main.ctx.getImageData(0, 0, 1, 1);
+    cost.push(performance.now() - t0);
+  }
+  return stats(cost);
 }
 
 function stats(xs) {
