@@ -86,6 +86,7 @@ def create_app(
     app.state.settings = settings or Settings()
     app.state.cache = LayoutCache(app.state.settings.cache_size)
     app.state.jobs = JobPool(app.state.settings.job_workers)
+    app.state.vm_models, app.state.vm_states = viewmodel.Models(), viewmodel.States()
     app.add_exception_handler(UnknownId, _error(404))
     app.add_exception_handler(UnknownJob, _error(404))
     app.add_exception_handler(InspectError, _error(409))

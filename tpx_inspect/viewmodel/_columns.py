@@ -10,6 +10,9 @@ import numpy as np
 
 from tpx_inspect.records import Graph
 
+LEAF_KINDS = ("leaf", "param")
+"""Node kinds without inputs that the view places beside their consumers."""
+
 
 @dataclass(frozen=True)
 class Columns:

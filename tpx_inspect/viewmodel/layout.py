@@ -29,10 +29,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
+
+import numpy as np
 
 from tpx_inspect._util import paused_gc
 from tpx_inspect.collapse import shape_label
+from tpx_inspect.viewmodel._index import index_of
 from tpx_inspect.viewmodel.layered import layered
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
@@ -99,6 +103,7 @@ class Layout:
     height: float
 
 
+@lru_cache(maxsize=65536)
 def box_size(label: str) -> tuple[float, float]:
     """``(width, height)`` of a box showing ``label`` (lines split on ``\\n``).
 
@@ -109,16 +114,11 @@ def box_size(label: str) -> tuple[float, float]:
     return max(54.0, CHAR_W * max(len(s) for s in lines) + 18.0), LINE_H * len(lines) + 12.0
 
 
-def visible_boxes(vm: ViewModel, expanded: Iterable[str]) -> tuple[dict[str, str | None], list]:
-    """Per group, the collapsed group that hides it (None when it is open to the root), and
-    per node the id of the box that shows it."""
-    opened = set(expanded) | {ROOT}
-    hidden: dict[str, str | None] = {}
-    for g in vm.groups.values():  # NOTE: parents come before children
-        above = hidden[g.parent] if g.parent is not None else None
-        hidden[g.id] = above if above is not None else (None if g.id in opened else g.id)
-    box = [hidden[o] or f"n{i}" for i, o in enumerate(vm.owner)]
-    return hidden, box
+def visible_boxes(vm: ViewModel, expanded: Iterable[str]) -> list[str]:
+    """Per node, the id of the box that shows it with the groups ``expanded`` open: the
+    outermost collapsed group above it, else ``n<id>``."""
+    ix = index_of(vm)
+    return ix.boxes(ix.shown(expanded))
 
 
 class _Cache:
@@ -147,57 +147,44 @@ CACHE = _Cache()
 
 
 class _Composer:
+    """One expansion state: the open frames, their items (children and input stubs) and
+    their edges, from the view model's :class:`~tpx_inspect.viewmodel._index.TreeIndex`
+    (array lookups: the cost follows what is shown, not the graph's size)."""
+
     def __init__(self, vm: ViewModel, expanded: Iterable[str]) -> None:
         self.vm = vm
-        self.hidden, self.box = visible_boxes(vm, expanded)
-        self.frames = [g for g, h in self.hidden.items() if h is None]
+        self.ix = index_of(vm)
+        self.shown = self.ix.shown(expanded)
+        self.frames = [self.ix.gids[k] for k in np.flatnonzero(self.shown).tolist()]
         self.items: dict[str, list[str]] = {f: list(vm.groups[f].children) for f in self.frames}
         self.edges: dict[str, dict[tuple[str, str], list]] = {f: {} for f in self.frames}
         self.stubs: dict[str, str] = {}  # stub id -> source box
 
-    def parent(self, item: str) -> str:
-        if item[0] == "n":
-            return self.vm.owner[int(item[1:])]
-        return self.vm.groups[item].parent  # type: ignore[return-value]
+    @property
+    def box(self) -> list[str]:
+        """Per node, the id of the box showing it."""
+        return self.ix.boxes(self.shown)
 
     def route(self) -> None:
-        c = self.vm.cols
-        depth = {g: self.vm.groups[g].depth for g in self.frames}
-        box = self.box
-        parents = [self.parent(b) for b in box]
-        for d, ins in enumerate(c.inputs):
-            bd = box[d]
-            for s, shape, _ in ins:
-                if s is None or box[s] == bd:
-                    continue
-                if parents[s] == parents[d]:  # NOTE: most edges: both ends in one frame
-                    self._add(parents[d], box[s], bd, shape)
+        """Edges between the items of each frame; an edge from outside a frame ends at its
+        target's box from one stub per (frame, source box)."""
+        ix = self.ix
+        for f in self.frames:
+            self.edges[f] = {(a, b): [n, ix.shape(e)] for a, b, n, e in ix.inner(f)}
+        for f, rows in ix.stubs(self.shown).items():
+            made: list[str] = []
+            edges = self.edges[f]
+            for src, dst, n, e in rows:
+                stub = f"i:{f}<{src}"
+                if stub not in self.stubs:
+                    self.stubs[stub] = src
+                    made.append(stub)
+                entry = edges.get((stub, dst))
+                if entry is None:
+                    edges[(stub, dst)] = [n, ix.shape(e)]
                 else:
-                    self._edge(box[s], bd, shape, depth)
-
-    def _edge(self, bs: str, bd: str, label: tuple, depth: dict[str, int]) -> None:
-        a, b = bs, bd
-        fa, fb = self.parent(a), self.parent(b)
-        while fa != fb:
-            if depth[fa] >= depth[fb]:
-                a, fa = fa, self.parent(fa)
-            else:
-                b, fb = fb, self.parent(fb)
-        self._add(fa, a, b, label)
-        if b != bd:  # the target sits inside frame b: one stub per (frame, source box)
-            frame = self.parent(bd)
-            stub = f"i:{frame}<{bs}"
-            if stub not in self.stubs:
-                self.stubs[stub] = bs
-                self.items[frame].insert(0, stub)
-            self._add(frame, stub, bd, label)
-
-    def _add(self, frame: str, a: str, b: str, label: tuple) -> None:
-        entry = self.edges[frame].get((a, b))
-        if entry is None:
-            self.edges[frame][(a, b)] = [1, label]
-        else:
-            entry[0] += 1
+                    entry[0] += n
+            self.items[f][:0] = made[::-1]
 
     def label(self, item: str) -> str:
         if item[0] == "n":
@@ -241,8 +228,9 @@ class _Composer:
                     stack.append((item, x - placed[item][3] / 2, y - h / 2 + HEADER))
                 else:
                     boxes.append(self._box(item, f, x, y, w, h))
+        text = lru_cache(maxsize=None)(shape_label)
         edges = [
-            Edge(a, b, count, shape_label(label), _line(rects[a], rects[b]))
+            Edge(a, b, count, text(label), _line(rects[a], rects[b]))
             for f in self.frames
             for (a, b), (count, label) in self.edges[f].items()
         ]

@@ -28,17 +28,17 @@ Every walk is iterative.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from tpx_inspect._util import paused_gc
 from tpx_inspect.collapse import shape_label
 from tpx_inspect.records import Graph
-from tpx_inspect.viewmodel._columns import Columns, columns
+from tpx_inspect.viewmodel._columns import LEAF_KINDS, Columns, columns
 from tpx_inspect.viewmodel.loops import Loop, find_loops
+from tpx_inspect.viewmodel.repeats import fold_repeats
 
 __all__ = ["LOOP_MIN", "PARAM_FOLD", "Group", "ViewModel", "build"]
 
@@ -49,7 +49,6 @@ PARAM_FOLD = 8
 """A group holding more leaves (parameters, buffers, inputs) than this folds them into one."""
 FIRST_SCREEN = 60
 """The default expansion opens groups breadth-first while at most this many boxes show."""
-LEAF_KINDS = ("leaf", "param")
 
 
 @dataclass(frozen=True)
@@ -85,6 +84,9 @@ class ViewModel:
     default_expanded: tuple[str, ...]
     cols: Columns = field(repr=False)
     _labels: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What is derived from the view model once and kept with it (its tree index, search
+    columns)."""
 
     def label(self, i: int) -> str:
         """The box label of node ``i``: its op (a parameter's name within its scope) and shape."""
@@ -225,11 +227,6 @@ def _place_leaves(t: _Tree, c: Columns, leaves: list[int]) -> None:
         t.owner[i] = t.parent[g] if t.kind[g] == "repeat" else g  # type: ignore[assignment]
 
 
-@lru_cache(maxsize=65536)
-def _template(label: str) -> str:
-    return re.sub(r"\d+", "#", label)
-
-
 def _kids(t: _Tree, n: int) -> dict[str, list[str]]:
     kids: dict[str, list[str]] = {g: [] for g in t.parent}
     for g, p in t.parent.items():
@@ -269,99 +266,6 @@ def _bottom_up(t: _Tree, kids: dict[str, list[str]]) -> tuple[dict[str, int], di
         first[g] = key(kids[g][0]) if kids[g] else 1 << 62
         size[g] = sum(1 if x[0] == "n" else size[x] for x in kids[g])
     return first, size
-
-
-def _node_tokens(c: Columns) -> np.ndarray:
-    """One int per node for its op, shapes, dtype, and name and scope up to their indices."""
-    ids: dict[tuple, int] = {}
-    out = np.empty(len(c), np.int64)
-    for i, (label, scope, shape, ins) in enumerate(zip(c.label, c.scope, c.shape, c.inputs)):
-        key = (c.kind[i], c.op[i], tuple(shape), c.dtype[i], _template(label), _template(scope),
-               tuple([tuple(e[1]) for e in ins]))  # fmt: skip
-        out[i] = ids.setdefault(key, len(ids))
-    return out
-
-
-def _structure(c: Columns, tokens: np.ndarray, csr: tuple, m: np.ndarray) -> tuple:
-    """Members ``m``'s tokens, input counts and inputs (an offset inside the group, -2 from a
-    leaf or from outside, -1 none): equal for two groups = identical structure."""
-    ptr, flat = csr
-    counts = ptr[m + 1] - ptr[m]
-    idx = np.repeat(ptr[m] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-    src = flat[idx]
-    dst = np.repeat(m, counts)
-    pos = np.minimum(np.searchsorted(m, src), len(m) - 1)
-    inside = (src >= 0) & (m[pos] == src)
-    rel = np.where(inside, dst - src, np.where(src < 0, -1, -2))
-    return tokens[m], counts, rel
-
-
-def _members(kids: dict[str, list[str]], gid: str) -> np.ndarray:
-    out: list[int] = []
-    stack = [gid]
-    while stack:
-        for x in kids[stack.pop()]:
-            if x[0] == "n":
-                out.append(int(x[1:]))
-            else:
-                stack.append(x)
-    return np.sort(np.array(out, np.int64))
-
-
-def _range_label(t: _Tree, parent: str, copies: list[str]) -> str:
-    a, b = t.label[copies[0]], t.label[copies[-1]]
-    k = 0
-    while k < min(len(a), len(b)) and a[k] == b[k] and not a[k].isdigit():
-        k += 1
-    return f"{a}-{b[k:]} ×{len(copies)}"
-
-
-def _fold_repeats(
-    t: _Tree, c: Columns, kids: dict[str, list[str]], size: dict, first: dict
-) -> None:
-    cache: list = []  # NOTE: tokens and input arrays, made for the first candidate pair only
-    seq_of: dict[str, tuple] = {}
-
-    def same(a: str, b: str) -> bool:
-        if t.kind[b] != "scope" or _template(t.label[a]) != _template(t.label[b]):
-            return False
-        if not cache:
-            leaf = np.array([k in LEAF_KINDS for k in c.kind], bool)
-            cache.extend((_node_tokens(c), c.csr(), leaf))
-        for g in (a, b):
-            if g not in seq_of:
-                m = _members(kids, g)
-                # NOTE: ops only: the block holding the model's input x differs by that leaf
-                seq_of[g] = _structure(c, cache[0], cache[1], m[~cache[2][m]])
-        return all(np.array_equal(x, y) for x, y in zip(seq_of[a], seq_of[b]))
-
-    for g in [g for g in kids if t.kind[g] in ("root", "scope", "loop")]:
-        # NOTE: leaves first (they have no inputs: drawn on top anyway), so that a weight
-        # shared by the blocks does not split their run
-        seq = [x for x in kids[g] if x[0] == "n" and c.kind[int(x[1:])] in LEAF_KINDS]
-        seq += [x for x in kids[g] if not (x[0] == "n" and c.kind[int(x[1:])] in LEAF_KINDS)]
-        out, i = [], 0
-        while i < len(seq):
-            j = i + 1
-            if seq[i][0] == "s":
-                while j < len(seq) and seq[j][0] == "s" and same(seq[i], seq[j]):
-                    j += 1
-            if j - i < 2:
-                out.append(seq[i])
-                i += 1
-                continue
-            copies = seq[i:j]
-            rid = t.add(f"r:{copies[0]}+{len(copies)}", "repeat", g,
-                        _range_label(t, g, copies), t.scope[g])  # fmt: skip
-            t.count[rid] = len(copies)
-            for x in copies:
-                t.parent[x] = rid
-            kids[rid] = copies
-            size[rid] = sum(size[x] for x in copies)
-            first[rid] = first[copies[0]]
-            out.append(rid)
-            i = j
-        kids[g] = out
 
 
 def _node_label(c: Columns, i: int, scope: str) -> str:
@@ -409,7 +313,7 @@ def _build(graph: Graph) -> ViewModel:
     kids = _kids(t, n)
     _fold_params(t, c, kids)
     first, size = _bottom_up(t, kids)
-    _fold_repeats(t, c, kids, size, first)
+    fold_repeats(t, c, kids, size, first)
     expanded = _first_screen(t, kids)
     return _freeze(t, c, kids, first, size, expanded)
 

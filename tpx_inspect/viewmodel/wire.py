@@ -51,15 +51,13 @@ def _meets(x: float, y: float, w: float, h: float, vp: tuple | None) -> bool:
     return x + w / 2 >= vx and x - w / 2 <= vx + vw and y + h / 2 >= vy and y - h / 2 <= vy + vh
 
 
-def _r(v: float) -> float:
-    return round(v, 1)
-
-
 def layout_json(
     lay: Layout, viewport: tuple[float, float, float, float] | None = None, min_size: float = 0
 ) -> dict[str, Any]:
-    """``lay`` as JSON: only what meets ``viewport`` (x, y, w, h; None: everything); a frame
-    whose sides are both under ``min_size`` is sent as one aggregate, without its contents."""
+    """``lay`` as JSON (coordinates as computed: sizes and gaps are whole points, so they are
+    short exact binary fractions): only what meets ``viewport`` (x, y, w, h; None:
+    everything); a frame whose sides are both under ``min_size`` is sent as one aggregate,
+    without its contents."""
     hidden: set[str] = set()  # frames inside an aggregate: their contents are not sent
     frames, aggregates = [], []
     for f in lay.frames:  # NOTE: parents come before children
@@ -71,24 +69,24 @@ def layout_json(
             if _meets(f.x, f.y, f.w, f.h, viewport):
                 aggregates.append({
                     "id": f.id, "kind": f.kind, "label": f.label, "size": f.size,
-                    "x": _r(f.x), "y": _r(f.y), "w": _r(f.w), "h": _r(f.h),
+                    "x": f.x, "y": f.y, "w": f.w, "h": f.h,
                 })  # fmt: skip
             continue
         if _meets(f.x, f.y, f.w, f.h, viewport):
             frames.append({"id": f.id, "kind": f.kind, "label": f.label, "parent": f.parent,
-                           "depth": f.depth, "size": f.size, "x": _r(f.x), "y": _r(f.y),
-                           "w": _r(f.w), "h": _r(f.h)})  # fmt: skip
+                           "depth": f.depth, "size": f.size, "x": f.x, "y": f.y,
+                           "w": f.w, "h": f.h})  # fmt: skip
     inside = {b.id for b in lay.boxes if b.parent in hidden}
     boxes = [_box(b) for b in lay.boxes if b.id not in inside and _meets(*b[4:8], viewport)]
     edges = [
         {"src": e.src, "dst": e.dst, "count": e.count, "label": e.label,
-         "points": [[_r(x), _r(y)] for x, y in e.points]}
+         "points": e.points}
         for e in lay.edges
         if e.src not in inside and e.dst not in inside and e.src not in hidden
         and e.dst not in hidden and _line_meets(e.points, viewport)
     ]  # fmt: skip
     return {
-        "width": _r(lay.width), "height": _r(lay.height), "total_boxes": len(lay.boxes),
+        "width": lay.width, "height": lay.height, "total_boxes": len(lay.boxes),
         "boxes": boxes, "frames": frames, "edges": edges, "aggregates": aggregates,
     }  # fmt: skip
 
@@ -102,8 +100,8 @@ def _line_meets(points: Iterable[tuple[float, float]], vp: tuple | None) -> bool
 
 
 def _box(b) -> dict[str, Any]:
-    out = {"id": b.id, "kind": b.kind, "label": b.label, "parent": b.parent, "x": _r(b.x),
-           "y": _r(b.y), "w": _r(b.w), "h": _r(b.h), "size": b.size}  # fmt: skip
+    out = {"id": b.id, "kind": b.kind, "label": b.label, "parent": b.parent, "x": b.x,
+           "y": b.y, "w": b.w, "h": b.h, "size": b.size}  # fmt: skip
     if b.node is not None:
         out["node"] = b.node
     if b.count != 1:
@@ -113,38 +111,70 @@ def _box(b) -> dict[str, Any]:
     return out
 
 
-def _haystack(vm: ViewModel, i: int, field: str | None) -> str:
+FIELDS = ("op", "title", "label", "scope", "source", "kind")
+
+
+def _where(src: Any) -> tuple[str, int]:
+    return (src[0], src[1]) if isinstance(src, list | tuple) else (src.file, src.line)
+
+
+def _raw(vm: ViewModel, name: str) -> list:
     c = vm.cols
-    src = c.where(i)
-    parts = {
-        "op": c.op[i] or "", "title": c.title(i), "label": c.label[i], "scope": c.scope[i],
-        "source": "" if src is None else f"{src[0]}:{src[1]}", "kind": c.kind[i],
-    }  # fmt: skip
-    return (parts[field] if field else " ".join(parts.values())).lower()
+    if name == "source":
+        return [None if x is None else _where(x) for x in c.source]
+    if name == "title":
+        return [c.title(i) for i in range(len(c))]
+    return getattr(c, name)
+
+
+def _field(vm: ViewModel, name: str) -> tuple[np.ndarray, list[str]]:
+    """Per node, a code into the field's distinct lower-cased values (made once per model)."""
+    memo = vm.memo.setdefault("search", {})
+    if name not in memo:
+        seen: dict = {}
+        raw = _raw(vm, name)
+        codes = np.fromiter((seen.setdefault(v, len(seen)) for v in raw), np.int64, len(raw))
+        text = ["" if v is None else "{}:{}".format(*v) if name == "source" else str(v)
+                for v in seen]  # fmt: skip
+        memo[name] = (codes, [t.lower() for t in text])
+    return memo[name]
 
 
 def search(vm: ViewModel, query: str) -> list[int]:
     """Ids of the nodes matching ``query``: a case-insensitive substring of the op, name,
     scope, source or kind; ``op:``, ``scope:``, ``source:``, ``label:``, ``kind:`` restrict
-    it to that field (``op:`` matches the op exactly)."""
+    it to that field (``op:`` matches the op exactly). Each field's distinct values are
+    matched once, then their nodes picked out as arrays."""
     field, _, text = query.partition(":") if ":" in query else (None, "", query)
-    if field not in (None, "op", "scope", "source", "label", "kind", "title"):
+    if field not in (None, *FIELDS):
         field, text = None, query
     text = text.strip().lower()
     if not text:
         return []
-    if field == "op":
-        return [i for i, op in enumerate(vm.cols.op) if (op or "").lower() == text]
-    return [i for i in range(len(vm.owner)) if text in _haystack(vm, i, field)]
+    hit = np.zeros(len(vm.owner), bool)
+    for name in (field,) if field else FIELDS[:1] + FIELDS[2:]:  # NOTE: a title is one of them
+        codes, values = _field(vm, name)
+        match = [v == text if name == "op" and field else text in v for v in values]
+        hit |= np.asarray(match, bool)[codes]
+    return np.flatnonzero(hit).tolist()
 
 
-def box_values(box_of: list[str], values: np.ndarray) -> dict[str, float]:
-    """The largest finite value of each box's nodes (boxes without one are left out)."""
-    out: dict[str, float] = {}
-    for b, v in zip(box_of, values.tolist()):
-        if v == v and abs(v) != float("inf") and (b not in out or v > out[b]):
-            out[b] = v
-    return out
+def box_values(box_of: np.ndarray, values: np.ndarray) -> dict[int, float]:
+    """The largest finite value of each box's nodes, by box code (``box_of[i]``: the code of
+    node ``i``'s box); boxes without a finite value are left out.
+
+    >>> box_values(np.array([0, 0, 3]), np.array([1.0, 2.0, float("nan")]))
+    {0: 2.0}
+    """
+    ok = np.isfinite(values)
+    codes, v = box_of[ok], values[ok].astype(np.float64)
+    if not len(codes):
+        return {}
+    order = np.lexsort((-v, codes))
+    first = np.ones(len(order), bool)
+    first[1:] = codes[order][1:] != codes[order][:-1]
+    best = order[first]
+    return dict(zip(codes[best].tolist(), v[best].tolist()))
 
 
 def records(vm: ViewModel, ids: list[int], fields: Iterable[str] = RECORD_FIELDS) -> dict:

@@ -8,25 +8,30 @@ validation: a fully expanded 20,000-node layout has tens of thousands of boxes).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from tpx_inspect._json import dumps
 from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
 from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for
 from tpx_inspect.server.store import UnknownId
 from tpx_inspect.viewmodel import ViewModel, build, layout, wire
 from tpx_inspect.viewmodel import values as vals
-from tpx_inspect.viewmodel.layout import visible_boxes
+from tpx_inspect.viewmodel._index import TreeIndex, index_of
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["view model"])
 NOT_FOUND = {404: {"model": m.ErrorBody}}
@@ -57,19 +62,78 @@ def _json(doc: Any) -> Response:
     return Response(json.dumps(doc, separators=(",", ":")).encode(), media_type="application/json")
 
 
+def _bytes(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
+
+
+class Models:
+    """View models of the loaded graphs, built once per graph (a lock per graph: requests
+    arriving together wait for one build instead of each making its own), kept apart from
+    the layout cache so that many layouts never push a model out."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.items: OrderedDict[tuple, tuple[ViewModel, Graph]] = OrderedDict()
+        self.building: dict[tuple, threading.Lock] = {}
+        self.size = size
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple, g: Graph) -> ViewModel:
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is not None:
+                self.items.move_to_end(key)
+                return hit[0]
+            gate = self.building.setdefault(key, threading.Lock())
+        with gate:
+            with self.lock:
+                hit = self.items.get(key)
+            if hit is None:
+                hit = (_build(g), g)  # NOTE: the entry holds g, so id(g) in the key stays its
+                with self.lock:
+                    self.items[key] = hit
+                    self.building.pop(key, None)
+                    while len(self.items) > self.size:
+                        self.items.popitem(last=False)
+        return hit[0]
+
+
+FREEZE_NODES = 20_000
+"""View models and layouts of graphs this big are moved out of the cyclic collector's reach."""
+
+
+def _build(g: Graph) -> ViewModel:
+    """Build a view model and its tree index, then move them (and the trace) out of the
+    cyclic collector's reach: they hold no cycles, and a full collection over a
+    100,000-node model's objects costs most of a second each time one runs."""
+    with _collector_quiet(len(g.nodes)):
+        vm = build(g)
+        index_of(vm)
+    return vm
+
+
+@contextmanager
+def _collector_quiet(nodes: int) -> Iterator[None]:
+    """The cyclic collector off while a model or layout is made; what a big graph's made
+    then moves out of its reach (it holds no cycles, and a full collection over a 100k
+    model's objects costs most of a second whenever one runs)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+        if nodes >= FREEZE_NODES:
+            gc.freeze()
+    finally:
+        if was:
+            gc.enable()
+
+
 def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, ViewModel]:
-    """The graph and its view model (built once per loaded graph, cached)."""
+    """The graph and its view model (built once per loaded graph, kept)."""
     _, _, g = graph_for(request, run_id, graph_id)
-    key = ("vm", run_id, graph_id, id(g))  # NOTE: the entry holds g: id(g) is not reused
-    cache = cache_of(request)
-    hit = cache.get(key)
-    if hit is None:
-        hit = (build(g), g)
-        cache.put(key, hit)
-    return g, hit[0]  # type: ignore[index]
+    return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g)
 
 
-class _States:
+class States:
     """Short keys for expansion states, so that a link or a later request names one."""
 
     def __init__(self, size: int = 4096) -> None:
@@ -95,11 +159,8 @@ class _States:
         return hit[2]
 
 
-def _states(request: Request) -> _States:
-    state = request.app.state
-    if not hasattr(state, "vm_states"):
-        state.vm_states = _States()
-    return state.vm_states
+def _states(request: Request) -> States:
+    return request.app.state.vm_states
 
 
 def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list[str]]:
@@ -119,12 +180,13 @@ def _layout(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewMode
     hit = cache.get(key)
     if hit is not None:
         return hit[0], True  # type: ignore[index]
-    lay = layout(vm, exp)
+    with _collector_quiet(len(vm.owner)):
+        lay = layout(vm, exp)
     cache.put(key, (lay, g))
     return lay, False
 
 
-def _answer(request, run_id, graph_id, body: LayoutRequest) -> dict[str, Any]:
+def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     t0 = time.perf_counter()
     g, vm = view_model(request, run_id, graph_id)
     exp, unknown = _expanded(vm, body)
@@ -136,15 +198,19 @@ def _answer(request, run_id, graph_id, body: LayoutRequest) -> dict[str, Any]:
         expanded=list(exp), unknown=unknown, cached=cached,
         seconds=round(time.perf_counter() - t0, 4),
     )  # fmt: skip
-    return doc
+    return dumps(doc)
 
 
 @router.get("/tree", responses=NOT_FOUND)
 async def get_tree(request: Request, run_id: RunId, graph_id: GraphId) -> Response:
     """The view model's groups (scopes, repeats "xN", loops, parameter groups) with stable
     ids, children in drawing order, sizes, and the groups the first screen opens."""
-    _, vm = await run_in_threadpool(view_model, request, run_id, graph_id)
-    return _json({"run": run_id, "graph": graph_id, **wire.tree_json(vm)})
+
+    def answer() -> bytes:
+        _, vm = view_model(request, run_id, graph_id)
+        return dumps({"run": run_id, "graph": graph_id, **wire.tree_json(vm)})
+
+    return _bytes(await run_in_threadpool(answer))
 
 
 @router.post("/layout", responses=NOT_FOUND)
@@ -153,7 +219,7 @@ async def post_layout(
 ) -> Response:
     """The layout of an expansion state: boxes (nodes, collapsed groups, input stubs), frames
     (expanded groups), edges; ``key`` names the state for ``GET .../layout?key=``."""
-    return _json(await run_in_threadpool(_answer, request, run_id, graph_id, body))
+    return _bytes(await run_in_threadpool(_answer, request, run_id, graph_id, body))
 
 
 _NUMBER = r"-?\d{1,12}(\.\d{1,6})?"
@@ -182,13 +248,15 @@ async def get_layout(
             raise HTTPException(422, f"viewport {viewport!r}: width and height must be > 0")
         vp = Viewport(x=x, y=y, w=w, h=h)
     body = LayoutRequest(expanded=exp, viewport=vp, min_size=min_size)
-    return _json(await run_in_threadpool(_answer, request, run_id, graph_id, body))
+    return _bytes(await run_in_threadpool(_answer, request, run_id, graph_id, body))
 
 
-def _box_of(request, run_id, graph_id, key: str | None) -> list[str]:
+def _shown(request, run_id, graph_id, key: str | None) -> tuple[TreeIndex, Any]:
+    """The view model's tree index and which groups are open and shown in state ``key``."""
     _, vm = view_model(request, run_id, graph_id)
     exp = vm.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
-    return visible_boxes(vm, exp)[1]
+    ix = index_of(vm)
+    return ix, ix.shown(exp)
 
 
 class RecordsRequest(BaseModel):
@@ -227,8 +295,8 @@ def get_search(
     ``key`` (default: the first screen) holds."""
     _, vm = view_model(request, run_id, graph_id)
     hits = wire.search(vm, q)
-    box_of = _box_of(request, run_id, graph_id, key)
-    boxes = Counter(box_of[i] for i in hits)
+    ix, shown = _shown(request, run_id, graph_id, key)
+    boxes = Counter(ix.boxes(shown, np.asarray(hits, np.int64)))
     return _json({"q": q, "total": len(hits), "nodes": hits[:limit], "boxes": dict(boxes)})
 
 
@@ -247,9 +315,10 @@ def get_colours(
     its unit and scale (min, max, smallest positive, whether log reads better)."""
     g, _ = view_model(request, run_id, graph_id)
     v = vals.metric(g, metric)
-    box_of = _box_of(request, run_id, graph_id, key)
+    ix, shown = _shown(request, run_id, graph_id, key)
+    best = wire.box_values(ix.box_codes(shown), np.asarray(v, np.float64))
     return _json({"metric": metric, "unit": vals.METRICS[metric], **vals.scale(v),
-                  "boxes": wire.box_values(box_of, v)})  # fmt: skip
+                  "boxes": {ix.item(k): x for k, x in best.items()}})  # fmt: skip
 
 
 Which = Annotated[str, Query(pattern=r"^(output|grad|(input|grad_out|saved)\.\d{1,4})$")]
