@@ -1,24 +1,32 @@
 // From a layout answer to what the canvas draws: box labels split into a first line and the
-// rest, edges as source/target/points, frames (the server's, or computed here from scope names
+// rest, edges as source/target and a run [p, q) of the graph's one flat array of points, frames (the server's, or computed here from scope names
 // for an older server). Pure functions: the layout worker (layout-worker.js) runs them too.
 
 export const GROUP_KINDS = new Set(["scope", "repeat", "loop", "params"]);
 
 export function toDrawable(view) {
   const nodes = view.nodes.map(drawableBox);
-  const edges = view.edges.map(drawableEdge);
+  const { edges, points } = drawableEdges(view.edges);
   const frames = view.frames ? view.frames.map((f) => ({ ...f, label: f.label.split("\n")[0] })) : framesOf(nodes, new Set(view.expanded || []));
-  return { nodes, edges, frames, width: view.width, height: view.height };
+  return { nodes, edges, points, frames, width: view.width, height: view.height };
 }
 
-// An edge's points flat (x0, y0, x1, y1, ...): one typed array, cheap to hand between threads.
-function drawableEdge(e) {
-  const points = new Float64Array(2 * (e.points?.length || 0));
-  (e.points || []).forEach(([x, y], i) => {
-    points[2 * i] = x;
-    points[2 * i + 1] = y;
+// Every edge's points in one flat array (x0, y0, x1, y1, ...), an edge holding the run
+// [p, q) of it: one buffer to hand between threads, no array per point or per edge.
+function drawableEdges(raw) {
+  let total = 0;
+  for (const e of raw) total += 2 * (e.points?.length || 0);
+  const points = new Float64Array(total);
+  let at = 0;
+  const edges = raw.map((e) => {
+    const p = at;
+    for (const [x, y] of e.points || []) {
+      points[at++] = x;
+      points[at++] = y;
+    }
+    return { source: e.src, target: e.dst, label: e.label, p, q: at };
   });
-  return { source: e.src, target: e.dst, label: e.label, points };
+  return { edges, points };
 }
 
 function drawableBox(v) {
@@ -35,9 +43,9 @@ export function drawableLayout(res) {
     b.sublabel = rest.join(" ");
     b.group = GROUP_KINDS.has(b.kind) ? b.id : null;
   }
-  const edges = res.edges.map(drawableEdge);
+  const { edges, points } = drawableEdges(res.edges);
   const frames = (res.frames || []).map((f) => ({ ...f, label: f.label.split("\n")[0] }));
-  return { nodes: res.boxes, edges, frames, width: res.width, height: res.height };
+  return { nodes: res.boxes, edges, points, frames, width: res.width, height: res.height };
 }
 
 // Frames around expanded scopes (when the server sends none): the box around their members,
@@ -72,16 +80,8 @@ export function columns(rows) {
   for (const r of rows) for (const k in r) keys.add(k);
   const out = { n: rows.length, num: {}, any: {} };
   for (const k of keys) {
-    if (k === "points") continue;
     if (rows.every((r) => r[k] === undefined || typeof r[k] === "number")) out.num[k] = Float64Array.from(rows, (r) => r[k] ?? NaN);
     else out.any[k] = rows.map((r) => r[k]);
-  }
-  if (keys.has("points")) {
-    const start = new Int32Array(rows.length + 1);
-    rows.forEach((r, i) => (start[i + 1] = start[i] + r.points.length));
-    const flat = new Float64Array(start[rows.length]);
-    rows.forEach((r, i) => flat.set(r.points, start[i]));
-    out.points = { start, flat };
   }
   return out;
 }
@@ -90,12 +90,10 @@ export function columns(rows) {
 export function rowsOf(cols, rows = new Array(cols.n), from = 0, to = cols.n) {
   const anyKeys = Object.keys(cols.any), anyCols = anyKeys.map((k) => cols.any[k]);
   const numKeys = Object.keys(cols.num), numCols = numKeys.map((k) => cols.num[k]);
-  const pts = cols.points;
   for (let i = from; i < to; i++) {
     const r = {};
     for (let j = 0; j < anyKeys.length; j++) if (anyCols[j][i] !== undefined) r[anyKeys[j]] = anyCols[j][i];
     for (let j = 0; j < numKeys.length; j++) if (numCols[j][i] === numCols[j][i]) r[numKeys[j]] = numCols[j][i]; // not NaN
-    if (pts) r.points = pts.flat.subarray(pts.start[i], pts.start[i + 1]);
     rows[i] = r;
   }
   return rows;
@@ -103,7 +101,5 @@ export function rowsOf(cols, rows = new Array(cols.n), from = 0, to = cols.n) {
 
 // The buffers of columns, for postMessage's transfer list.
 export function columnBuffers(cols) {
-  const out = Object.values(cols.num).map((a) => a.buffer);
-  if (cols.points) out.push(cols.points.start.buffer, cols.points.flat.buffer);
-  return out;
+  return Object.values(cols.num).map((a) => a.buffer);
 }

@@ -12,7 +12,8 @@ export function toSVG(graph, fill = null) {
   out.push(`<g transform="translate(10,10)">`);
   for (const e of graph.edges) {
     const d = [];
-    for (let i = 0; i < e.points.length; i += 2) d.push(`${i ? "L" : "M"}${e.points[i].toFixed(1)},${e.points[i + 1].toFixed(1)}`);
+    const p = graph.points;
+    for (let i = e.p; i < e.q; i += 2) d.push(`${i > e.p ? "L" : "M"}${p[i].toFixed(1)},${p[i + 1].toFixed(1)}`);
     out.push(`<path d="${d.join(" ")}" fill="none" stroke="${colors.edge}"/>`);
   }
   for (const n of graph.nodes) {

@@ -41,7 +41,7 @@ export class GraphView {
     this.graph = graph;
     this.graph.frames ||= [];
     this.byId = new Map(graph.nodes.map((n) => [n.id, n]));
-    this.index = new SpatialIndex(graph.nodes, graph.edges, packed);
+    this.index = new SpatialIndex(graph.nodes, graph.edges, graph.points, packed);
     const heights = graph.nodes.map((n) => n.h).sort((a, b) => a - b);
     this.boxHeight = heights.length ? heights[Math.floor(heights.length / 2)] : 40;
     this.draw();
@@ -210,23 +210,23 @@ export class GraphView {
       ctx.strokeStyle = ctx.fillStyle = colour;
       ctx.lineWidth = width / Math.min(cam.k, 1);
       ctx.beginPath();
+      const pts = this.graph.points; // flat x0, y0, x1, y1, ...: an edge is the run [p, q)
       for (const e of list) {
-        const p = e.points; // flat: x0, y0, x1, y1, ...
-        ctx.moveTo(p[0], p[1]);
-        for (let i = 2; i < p.length; i += 2) ctx.lineTo(p[i], p[i + 1]);
+        ctx.moveTo(pts[e.p], pts[e.p + 1]);
+        for (let i = e.p + 2; i < e.q; i += 2) ctx.lineTo(pts[i], pts[i + 1]);
       }
       ctx.stroke();
       if (detailed) {
         ctx.beginPath();
-        for (const e of list) arrowHead(ctx, e.points, 6);
+        for (const e of list) arrowHead(ctx, pts, e.q, 6);
         ctx.fill();
       }
       if (!labels) continue;
       ctx.fillStyle = colors.edgeLabel;
       for (const e of list) {
         if (!e.label) continue;
-        const m = 2 * Math.floor(e.points.length / 4);
-        ctx.fillText(e.label, e.points[m] + 4, e.points[m + 1]);
+        const m = e.p + 2 * Math.floor((e.q - e.p) / 4);
+        ctx.fillText(e.label, pts[m] + 4, pts[m + 1]);
       }
     }
   }
@@ -361,11 +361,10 @@ function roundRect(ctx, x, y, w, h, r) {
   ctx.closePath();
 }
 
-// One arrow head at the end of flat points, as a closed subpath of the current path (filled
-// by the caller, batched).
-function arrowHead(ctx, p, size) {
-  const n = p.length;
-  const [x0, y0, x1, y1] = [p[n - 4], p[n - 3], p[n - 2], p[n - 1]];
+// One arrow head at the end ``q`` of a run of flat points, as a closed subpath of the current
+// path (filled by the caller, batched).
+function arrowHead(ctx, p, q, size) {
+  const [x0, y0, x1, y1] = [p[q - 4], p[q - 3], p[q - 2], p[q - 1]];
   const a = Math.atan2(y1 - y0, x1 - x0);
   ctx.moveTo(x1, y1);
   ctx.lineTo(x1 - size * Math.cos(a - 0.4), y1 - size * Math.sin(a - 0.4));

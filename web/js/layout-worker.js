@@ -1,12 +1,14 @@
 // The layout worker: asks the server for a layout, decodes the answer and builds the spatial
 // index away from the page's thread, so a big layout (100k boxes: tens of MB of JSON) never
 // freezes the page. Messages in: {id, url, body} (a request), {cancel: id} (abort it).
-// Out: {id, meta, cols (boxes, edges, frames as columns), packed, ms} | {id, status, detail} (HTTP error) | {id, aborted, error}.
+// Out: {id, meta, cols (boxes, edges, frames as columns), points, packed, ms},
+// {id, status, detail} (an HTTP error) or {id, aborted, error}; {ready} once loaded.
 
 import { columnBuffers, columns, drawableLayout } from "./drawable.js";
 import { pack, transferables } from "./spatial.js";
 
 const pending = new Map();
+self.postMessage({ ready: true });
 
 self.onmessage = ({ data }) => {
   if (data.cancel !== undefined) pending.get(data.cancel)?.abort();
@@ -30,12 +32,12 @@ async function layout({ id, url, body }) {
     const t1 = performance.now();
     const answer = JSON.parse(text);
     const graph = drawableLayout(answer);
-    const packed = pack(graph.nodes, graph.edges);
+    const packed = pack(graph.nodes, graph.edges, graph.points);
     const meta = { ...answer, boxes: undefined, edges: undefined, frames: undefined };
     const cols = { nodes: columns(graph.nodes), edges: columns(graph.edges), frames: columns(graph.frames) };
     const ms = { request: t1 - t0, decode: performance.now() - t1, net: timingOf(url) };
-    const moved = [...transferables(packed), ...Object.values(cols).flatMap(columnBuffers)];
-    self.postMessage({ id, meta, cols, packed, ms }, moved);
+    const moved = [...transferables(packed), ...Object.values(cols).flatMap(columnBuffers), graph.points.buffer];
+    self.postMessage({ id, meta, cols, points: graph.points, packed, ms }, moved);
   } catch (err) {
     self.postMessage({ id, aborted: err.name === "AbortError", error: String(err) });
   } finally {

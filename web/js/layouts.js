@@ -8,6 +8,7 @@ import { rowsOf } from "./drawable.js";
 export class Cancelled extends Error {}
 
 let worker = null; // null: not started yet; false: cannot run here
+let ready = false; // the worker has loaded its modules and answers at once
 let next = 0;
 const waiting = new Map(); // request id -> {resolve, reject}
 
@@ -15,7 +16,7 @@ function ensureWorker() {
   if (worker === null) {
     try {
       worker = new Worker(new URL("./layout-worker.js", import.meta.url), { type: "module" });
-      worker.onmessage = ({ data }) => answer(data);
+      worker.onmessage = ({ data }) => (data.ready ? (ready = true) : answer(data));
       worker.onerror = (ev) => fail(ev.message || "the layout worker failed");
     } catch {
       worker = false;
@@ -46,10 +47,10 @@ function answer(data) {
 
 // The worker's columns as the rows the page draws: a loop (no deep clone of 100k objects),
 // in slices with a pause between them, so the page answers meanwhile.
-async function received({ meta, cols, packed, ms }) {
+async function received({ meta, cols, points, packed, ms }) {
   const t0 = performance.now();
   if (ms.net) requests.push(Object.fromEntries(Object.entries(ms.net).map(([k, t]) => [k, t - performance.timeOrigin])));
-  const graph = { width: meta.width, height: meta.height };
+  const graph = { width: meta.width, height: meta.height, points };
   for (const part of ["nodes", "edges", "frames"]) {
     const c = cols[part], rows = new Array(c.n);
     for (let from = 0; from < c.n; from += SLICE) {
@@ -66,9 +67,16 @@ const SLICE = 10_000;
 // The worker's requests on the page's clock (ms from navigation), for the benchmark's timeline.
 export const requests = [];
 
+// Started with the page, so that it is up by the first expansion.
+export function startWorker() {
+  ensureWorker();
+}
+
 // {meta, graph, packed, ms} from the worker, {res} from the page, or null (no view model).
+// While the worker is still starting, a small layout (not every group open) is asked for here:
+// the first screen does not wait for the worker's modules.
 export async function fetchLayout(url, body, inPage) {
-  if (ensureWorker()) {
+  if (url && ensureWorker() && (ready || body.expand_all)) {
     const id = ++next;
     try {
       return await new Promise((resolve, reject) => {

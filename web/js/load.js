@@ -205,12 +205,15 @@ export async function refreshView() {
   state.view = view;
   state.scopes = view.scopes;
   indexView(view);
+  const tLookups = performance.now();
   main.setGraph(view.drawable || toDrawable(view), view.packed);
+  const tGraph = performance.now();
   applyColour();
   applyMarks();
   if (state.hits.length) markHits();
   const t2 = performance.now();
-  state.timing = { fetch: t1 - t0, index: t2 - t1, ...(view.ms || {}) };
+  const parts = { lookups: tLookups - t1, setGraph: tGraph - tLookups, marks: t2 - tGraph };
+  state.timing = { fetch: t1 - t0, index: t2 - t1, parts, ...(view.ms || {}) };
   shown = { expanded: new Set(state.expanded), expandAll: state.expandAll };
   const ms = (t2 - t0).toFixed(0);
   const g = state.graphs.find((x) => x.id === state.graph);

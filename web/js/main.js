@@ -11,7 +11,7 @@ import { bindControls, setTheme } from "./controls.js";
 import { fillCompare, fillGraphs, follow, loadRuns, refreshView, selectGraph, selectRun } from "./load.js";
 import { select, toggle, activate, clickBox } from "./picking.js";
 import { expandAll, expandOne, panFrames } from "./measure.js";
-import { requests } from "./layouts.js";
+import { requests, startWorker } from "./layouts.js";
 import { initPlan } from "./plan.js";
 import { step } from "./playback.js";
 import { readURL } from "./url.js";
@@ -105,4 +105,6 @@ window.addEventListener("hashchange", async () => {
 
 window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf, measure: { expandOne, expandAll, panFrames, workerRequests: () => requests } };
 initPlan(); // the tpx.compile plan beside the graph (web/js/plan.js)
+startWorker(); // layouts decoded off this thread once it is up
+
 start().catch((err) => status(`error: ${err}`));

@@ -8,8 +8,8 @@ export const CELL = 256; // world units per cell of level 0
 const LONG = 64; // an edge whose bounding box covers more cells than this is kept in a list
 
 export class SpatialIndex {
-  constructor(nodes, edges, packed = null) {
-    const p = packed || pack(nodes, edges);
+  constructor(nodes, edges, points, packed = null) {
+    const p = packed || pack(nodes, edges, points);
     this.nodes = nodes;
     this.edges = edges;
     this.cells = new Grid(p.boxes);
@@ -96,7 +96,7 @@ function cellKey(wx, wy) {
 // Everything the index needs, in arrays a worker can hand over: boxes and edges bucketed by
 // cell, each edge's bounding box, edges too long to bucket, and the aggregate pyramid (an
 // aggregate's ``rep`` is the index of one of its boxes).
-export function pack(nodes, edges) {
+export function pack(nodes, edges, points) {
   const boxCells = new Map();
   nodes.forEach((n, i) => {
     const x0 = Math.floor((n.x - n.w / 2) / CELL), x1 = Math.floor((n.x + n.w / 2) / CELL);
@@ -105,11 +105,11 @@ export function pack(nodes, edges) {
   });
   const edgeCells = new Map(), edgeBox = new Float64Array(4 * edges.length), long = [];
   edges.forEach((e, i) => {
-    if (!e.points || e.points.length < 4) {
-      edgeBox.fill(NaN, 4 * i, 4 * i + 4); // never meets a view
+    if (e.q - e.p < 4) {
+      edgeBox.fill(NaN, 4 * i, 4 * i + 4); // no line: in no cell, never drawn
       return;
     }
-    const b = bbox(e.points);
+    const b = bbox(points, e.p, e.q);
     edgeBox.set([b.x0, b.y0, b.x1, b.y1], 4 * i);
     const x0 = Math.floor(b.x0 / CELL), x1 = Math.floor(b.x1 / CELL);
     const y0 = Math.floor(b.y0 / CELL), y1 = Math.floor(b.y1 / CELL);
@@ -180,10 +180,10 @@ function push(map, key, item) {
   else map.set(key, [item]);
 }
 
-// The bounding box of flat points (x0, y0, x1, y1, ...).
-export function bbox(pts) {
+// The bounding box of the run [p, q) of flat points (x0, y0, x1, y1, ...).
+export function bbox(pts, p = 0, q = pts.length) {
   let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-  for (let i = 0; i < pts.length; i += 2) {
+  for (let i = p; i < q; i += 2) {
     x0 = Math.min(x0, pts[i]); y0 = Math.min(y0, pts[i + 1]); x1 = Math.max(x1, pts[i]); y1 = Math.max(y1, pts[i + 1]);
   }
   return { x0, y0, x1, y1 };
