@@ -40,10 +40,10 @@ export class GraphView {
   setGraph(graph, packed = null) {
     this.graph = graph;
     this.graph.frames ||= [];
-    this.byId = new Map(graph.nodes.map((n) => [n.id, n]));
+    // byId and boxHeight come ready from the layout worker's hand-over on big graphs
+    this.byId = graph.byId || new Map(graph.nodes.map((n) => [n.id, n]));
     this.index = new SpatialIndex(graph.nodes, graph.edges, graph.points, packed);
-    const heights = graph.nodes.map((n) => n.h).sort((a, b) => a - b);
-    this.boxHeight = heights.length ? heights[Math.floor(heights.length / 2)] : 40;
+    this.boxHeight = graph.boxHeight ?? medianHeight(graph.nodes);
     this.draw();
   }
 
@@ -350,6 +350,11 @@ export class GraphView {
       this.zoomBy(Math.exp(-ev.deltaY * 0.0015), ev.offsetX, ev.offsetY);
     }, { passive: false });
   }
+}
+
+export function medianHeight(nodes) {
+  const heights = Float64Array.from(nodes, (n) => n.h).sort();
+  return heights.length ? heights[Math.floor(heights.length / 2)] : 40;
 }
 
 function roundRect(ctx, x, y, w, h, r) {

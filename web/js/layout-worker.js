@@ -37,7 +37,9 @@ async function layout({ id, url, body }) {
     const cols = { nodes: columns(graph.nodes), edges: columns(graph.edges), frames: columns(graph.frames) };
     const ms = { request: t1 - t0, decode: performance.now() - t1, net: timingOf(url) };
     const moved = [...transferables(packed), ...Object.values(cols).flatMap(columnBuffers), graph.points.buffer];
-    self.postMessage({ id, meta, cols, points: graph.points, packed, ms }, moved);
+    const heights = Float64Array.from(graph.nodes, (n) => n.h).sort();
+    const boxHeight = heights.length ? heights[Math.floor(heights.length / 2)] : 40;
+    self.postMessage({ id, meta, cols, points: graph.points, boxHeight, packed, ms }, moved);
   } catch (err) {
     self.postMessage({ id, aborted: err.name === "AbortError", error: String(err) });
   } finally {

@@ -47,20 +47,25 @@ function answer(data) {
 
 // The worker's columns as the rows the page draws: a loop (no deep clone of 100k objects),
 // in slices with a pause between them, so the page answers meanwhile.
-async function received({ meta, cols, points, packed, ms }) {
+async function received({ meta, cols, points, boxHeight, packed, ms }) {
   const t0 = performance.now();
   if (ms.net) requests.push(Object.fromEntries(Object.entries(ms.net).map(([k, t]) => [k, t - performance.timeOrigin])));
-  const graph = { width: meta.width, height: meta.height, points };
+  const graph = { width: meta.width, height: meta.height, points, boxHeight, byId: new Map() };
   for (const part of ["nodes", "edges", "frames"]) {
     const c = cols[part], rows = new Array(c.n);
     for (let from = 0; from < c.n; from += SLICE) {
-      rowsOf(c, rows, from, Math.min(c.n, from + SLICE));
-      if (c.n > SLICE) await new Promise((resolve) => setTimeout(resolve, 0));
+      const to = Math.min(c.n, from + SLICE);
+      rowsOf(c, rows, from, to);
+      if (part === "nodes") for (let i = from; i < to; i++) graph.byId.set(rows[i].id, rows[i]);
+      if (c.n > SLICE) await pause();
     }
     graph[part] = rows;
   }
   return { meta, graph, packed, ms: { ...ms, rows: performance.now() - t0 } };
 }
+
+// A pause that lets the page answer input and draw before the next slice of work.
+export const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 const SLICE = 10_000;
 

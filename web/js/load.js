@@ -9,7 +9,7 @@ import { showCompare } from "./compare.js";
 import { markHits, search, select } from "./picking.js";
 import { applyMarks, stopPlay } from "./playback.js";
 import { updateURL } from "./url.js";
-import { Cancelled, cancelLayouts, fetchLayout } from "./layouts.js";
+import { Cancelled, cancelLayouts, fetchLayout, pause } from "./layouts.js";
 import { allGroups, setTree, viewOfLayout, viewOfWorker } from "./vm.js";
 
 export async function loadRuns() {
@@ -205,6 +205,7 @@ export async function refreshView() {
   state.view = view;
   state.scopes = view.scopes;
   indexView(view);
+  if (view.nodes.length > 20_000) await pause(); // a big view: the page answers in between
   const tLookups = performance.now();
   main.setGraph(view.drawable || toDrawable(view), view.packed);
   const tGraph = performance.now();
