@@ -4,6 +4,7 @@ layout, the minimap, and the column hand-over between the worker and the page.""
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 
@@ -58,10 +59,10 @@ def test_a_slow_layout_can_be_cancelled_and_the_view_stays(viewer):
     assert v.state("[...s.expanded].sort()") == before  # the state of what is on screen
     assert v.page.get_attribute("body", "data-ready") == ready
     assert held, "the layout request was not seen by the route"
-    v.page.context.unroute("**/layout")
     for route in held:
         with contextlib.suppress(Exception):  # already cancelled by the page
             route.abort()
+    v.page.context.unroute("**/layout")
     v.page.evaluate("(g) => window.tpxViewer.toggle(g)", group)  # works again afterwards
     assert v.state(f"s.expanded.has({group!r})")
 
@@ -108,3 +109,28 @@ def test_columns_hand_over_rows_unchanged(viewer):
       }"""
     )
     assert same
+
+
+def test_expand_all_on_a_big_graph_comes_coarse_then_whole(viewer):
+    v = viewer.open("run=model&graph=0")
+    # the model graph counts as big here; every frame smaller than 10^5 points comes as a block
+    v.page.evaluate(
+        "() => Object.assign(window.tpxViewer.state, {coarseFrom: 0, coarseMinSize: 1e5})"
+    )
+    held = []
+    v.page.context.route(re.compile(r"/layout\?key="), lambda r: held.append(r))
+    v.page.click("#expand-all")
+    v.page.wait_for_selector("body[data-ready$='/*']")
+    coarse = v.state("s.view.nodes.filter(n => n.block).length")
+    assert coarse > 0 and v.state("s.view.coarse") == coarse
+    assert "as blocks" in v.status()
+    v.page.wait_for_function("() => true")
+    assert held, "the whole layout was not asked for by its key"
+    for route in held:
+        route.continue_()
+    v.page.context.unroute(re.compile(r"/layout\?key="))
+    v.page.wait_for_selector("body[data-detail]")
+    assert not v.state("s.view.coarse") and v.state("s.view.nodes.some(n => n.block)") is False
+    assert v.state("s.view.nodes.length") > coarse and v.state("s.expandAll")
+    ops = v.state("s.view.nodes.filter(n => n.kind === 'op').length")
+    assert ops > 0  # the blocks' contents, drawn

@@ -17,6 +17,9 @@ export const state = {
   // Load generations: a pick made while an earlier one is still loading wins; stale replies are
   // dropped instead of overwriting what the user asked for last.
   loadSeq: 0, viewSeq: 0,
+  // Expand all on graphs bigger than this is drawn coarse first (frames under coarseMinSize
+  // points as blocks), then whole.
+  coarseFrom: 20_000, coarseMinSize: 4096,
 };
 
 export const main = new GraphView($("canvas"));

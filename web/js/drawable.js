@@ -45,7 +45,16 @@ export function drawableLayout(res) {
   }
   const { edges, points } = drawableEdges(res.edges);
   const frames = (res.frames || []).map((f) => ({ ...f, label: f.label.split("\n")[0] }));
-  return { nodes: res.boxes, edges, points, frames, width: res.width, height: res.height };
+  const nodes = res.boxes.concat(blocksOf(res));
+  res.coarse = res.aggregates?.length || 0;
+  delete res.aggregates;
+  return { nodes, edges, points, frames, width: res.width, height: res.height };
+}
+
+// Frames sent as one block (``min_size``): drawn as boxes that open nothing (their group is
+// expanded already; the whole layout brings their contents).
+export function blocksOf(res) {
+  return (res.aggregates || []).map((a) => ({ ...a, label: a.label.split("\n")[0], sublabel: `${a.size} nodes`, group: null, block: true }));
 }
 
 // Frames around expanded scopes (when the server sends none): the box around their members,

@@ -1,6 +1,7 @@
 // The layout worker: asks the server for a layout, decodes the answer and builds the spatial
 // index away from the page's thread, so a big layout (100k boxes: tens of MB of JSON) never
-// freezes the page. Messages in: {id, url, body} (a request), {cancel: id} (abort it).
+// freezes the page. Messages in: {id, url, body} (a request: POST, or GET when body is null),
+// {cancel: id} (abort it).
 // Out: {id, meta, cols (boxes, edges, frames as columns), points, packed, ms},
 // {id, status, detail} (an HTTP error) or {id, aborted, error}; {ready} once loaded.
 
@@ -20,10 +21,10 @@ async function layout({ id, url, body }) {
   pending.set(id, control);
   const t0 = performance.now();
   try {
-    const res = await fetch(url, {
-      method: "POST", body: JSON.stringify(body), signal: control.signal,
-      headers: { Accept: "application/json", "Content-Type": "application/json" },
-    });
+    // body null: GET (a layout asked again by its key), else the state in a POST body
+    const ask = body === null ? { headers: { Accept: "application/json" } }
+      : { method: "POST", body: JSON.stringify(body), headers: { Accept: "application/json", "Content-Type": "application/json" } };
+    const res = await fetch(url, { ...ask, signal: control.signal });
     if (!res.ok) {
       self.postMessage({ id, status: res.status, detail: await detailOf(res) });
       return;

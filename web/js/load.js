@@ -169,10 +169,13 @@ export function setCollapsed() {
 
 // The view model's layout (the state in the body; nothing named: the server's first screen),
 // through the layout worker (decoded and indexed off this thread), or an older server's /view.
+// Expand all on a big graph is asked coarse first (frames smaller than ``coarseMinSize`` come
+// as one block each: a small answer drawn at once), the whole layout after it (fillDetail).
 async function fetchView() {
   if (state.vm) {
     const named = state.expandAll || state.expanded.size;
     const body = state.expandAll ? { expand_all: true } : { expanded: named ? [...state.expanded] : null };
+    if (state.expandAll && graphSize() > state.coarseFrom) body.min_size = state.coarseMinSize;
     const url = api.layoutUrl(state.run, state.graph);
     const got = await fetchLayout(url, body, () => api.layout(state.run, state.graph, body));
     if (got) return got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]);
@@ -180,6 +183,8 @@ async function fetchView() {
   }
   return api.view(state.run, state.graph, [...state.expanded], state.stub);
 }
+
+const graphSize = () => state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
 
 // What is on screen: a cancelled layout puts the state back to it.
 let shown = { expanded: new Set(), expandAll: false };
@@ -201,7 +206,13 @@ export async function refreshView() {
   }
   if (seq !== state.viewSeq) return false; // a newer layout was asked for: drop this one
   if (view.serverExpanded && !state.expandAll) state.expanded = new Set(view.serverExpanded);
-  const t1 = performance.now();
+  await show(view, t0, performance.now());
+  if (view.coarse) fillDetail(seq, view.key);
+  return true;
+}
+
+// A layout on screen: lookups, the drawing's index, colours, marks, status.
+async function show(view, t0, t1) {
   state.view = view;
   state.scopes = view.scopes;
   indexView(view);
@@ -218,9 +229,26 @@ export async function refreshView() {
   shown = { expanded: new Set(state.expanded), expandAll: state.expandAll };
   const ms = (t2 - t0).toFixed(0);
   const g = state.graphs.find((x) => x.id === state.graph);
-  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms (here ${(t2 - t1).toFixed(0)} ms)${view.note ? " · " + view.note : ""}`);
+  const coarse = view.coarse ? ` · ${view.coarse} small frames as blocks, the rest on its way` : "";
+  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms (here ${(t2 - t1).toFixed(0)} ms)${view.note ? " · " + view.note : ""}${coarse}`);
   document.body.dataset.ready = `${state.run}/${state.graph}/${state.expandAll ? "*" : [...state.expanded].join(",")}`;
-  return true;
+}
+
+// The whole layout of the state drawn coarse, asked again by its key (the server keeps it):
+// it replaces the coarse one where the camera is, unless another layout was asked meanwhile.
+async function fillDetail(seq, key) {
+  const t0 = performance.now();
+  const url = `${api.layoutUrl(state.run, state.graph)}?key=${encodeURIComponent(key)}`;
+  let got;
+  try {
+    got = await fetchLayout(url, null, () => api.layoutByKey(state.run, state.graph, key));
+  } catch (err) {
+    if (err instanceof Cancelled) return; // stopped: the coarse layout stays
+    throw err;
+  }
+  if (seq !== state.viewSeq || !got) return;
+  await show(got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]), t0, performance.now());
+  if (seq === state.viewSeq) document.body.dataset.detail = String(seq);
 }
 
 // A layout taking long: say so, and offer to cancel it (the button, or Escape).
