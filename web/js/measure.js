@@ -39,6 +39,7 @@ export async function expandAll() {
   if (first.coarse) {
     const seq = String(state.viewSeq);
     while (document.body.dataset.detail !== seq) await new Promise((resolve) => setTimeout(resolve, 50));
+    main.draw(); // its frame may be drawn already: one more, to be sure it is on screen
     await nextFrame();
   }
   return { ...first, whole: { ms: performance.now() - t0, boxes: main.graph.nodes.length, ...state.timing } };
