@@ -5,6 +5,7 @@
 import { kindColor, themeColors } from "./colors.js";
 
 const WIDTH = 150, HEIGHT = 200, PAD = 4; // css px
+const STRETCH = 1000;
 
 export class Minimap {
   constructor(view, canvas) {
@@ -22,11 +23,14 @@ export class Minimap {
     this.draw();
   }
 
-  // World -> minimap: one scale for both axes (a tall graph stays tall), centred.
+  // World -> minimap, centred: one scale for both axes, except that a graph far taller than
+  // wide (a long expanded chain) is widened to the minimap (up to STRETCH times), so that it
+  // is not a hairline.
   _fit() {
     const { width, height } = this.view.graph;
-    const k = Math.min((WIDTH - 2 * PAD) / Math.max(width, 1), (HEIGHT - 2 * PAD) / Math.max(height, 1));
-    return { k, ox: (WIDTH - width * k) / 2, oy: (HEIGHT - height * k) / 2 };
+    const ky = Math.min((WIDTH - 2 * PAD) / Math.max(width, 1), (HEIGHT - 2 * PAD) / Math.max(height, 1));
+    const kx = Math.min((WIDTH - 2 * PAD) / Math.max(width, 1), STRETCH * ky);
+    return { k: ky, kx, ky, ox: (WIDTH - width * kx) / 2, oy: (HEIGHT - height * ky) / 2 };
   }
 
   _paintCache() {
@@ -43,7 +47,7 @@ export class Minimap {
     const blocks = this.view.index.aggregatesIn(all, f.k, 2);
     for (const a of blocks) {
       ctx.fillStyle = kindColor(a.kind, colors);
-      ctx.fillRect(f.ox + a.x0 * f.k, f.oy + a.y0 * f.k, Math.max((a.x1 - a.x0) * f.k, 3), Math.max((a.y1 - a.y0) * f.k, 2));
+      ctx.fillRect(f.ox + a.x0 * f.kx, f.oy + a.y0 * f.ky, Math.max((a.x1 - a.x0) * f.kx, 2), Math.max((a.y1 - a.y0) * f.ky, 2));
     }
     this.canvas.dataset.blocks = String(blocks.length);
     this.index = this.view.index;
@@ -59,8 +63,8 @@ export class Minimap {
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.drawImage(this.cache, 0, 0);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const x = f.ox + v.cam.x * f.k, y = f.oy + v.cam.y * f.k;
-    const w = Math.max((v.viewWidth / v.cam.k) * f.k, 4), h = Math.max((v.viewHeight / v.cam.k) * f.k, 4);
+    const x = f.ox + v.cam.x * f.kx, y = f.oy + v.cam.y * f.ky;
+    const w = Math.max((v.viewWidth / v.cam.k) * f.kx, 4), h = Math.max((v.viewHeight / v.cam.k) * f.ky, 4);
     ctx.lineWidth = 1.5;
     ctx.strokeStyle = themeColors().selected;
     ctx.strokeRect(x, y, w, h);
@@ -70,7 +74,7 @@ export class Minimap {
   // Centre the camera on the world point under a minimap point.
   _moveTo(mx, my) {
     const v = this.view, f = this._fit();
-    const wx = (mx - f.ox) / f.k, wy = (my - f.oy) / f.k;
+    const wx = (mx - f.ox) / f.kx, wy = (my - f.oy) / f.ky;
     v.cam = { k: v.cam.k, x: wx - v.viewWidth / (2 * v.cam.k), y: wy - v.viewHeight / (2 * v.cam.k) };
     v.draw();
   }
