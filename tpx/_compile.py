@@ -340,7 +340,7 @@ def _key(x: Any, flat: list) -> Any:
         if x.grad_fn is not None:
             raise _Unsupported("a tensor argument carries a graph (pass it .detach()ed)")
         flat.append(x)
-        return ("t", x.shape, x.dtype.str, x._t._backend.name, x._rg)
+        return ("t", x.shape, x.dtype.str, x._value._backend.name, x._requires_grad)
     if isinstance(x, p10.Tensor):
         flat.append(x)
         return ("p", x.shape, x.dtype.str, x._backend.name)
@@ -362,7 +362,7 @@ def _guard(plan: Plan, flat: list) -> bool:
             return False
     for _, h, attr, shape, dtype in plan.state_meta:
         t = holders[h]
-        data = t._t._data if attr == "data" else t.grad._t._data
+        data = t._value._data if attr == "data" else t.grad._value._data
         if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
             return False
     return True
@@ -389,7 +389,7 @@ def _collect(x: Any, found: dict, depth: int) -> None:
     from tpx._tensor import Tensor
 
     if x.__class__ is Tensor:
-        if x._rg and x.grad_fn is None:
+        if x._requires_grad and x.grad_fn is None:
             found.setdefault(id(x), x)
         return
     params = getattr(x, "parameters", None)

@@ -24,6 +24,7 @@ from typing import Any
 
 from tpx_inspect._util import TRACE_FILE, trace_path
 from tpx_inspect.errors import TraceFormatError
+from tpx_inspect.format import load
 from tpx_inspect.records import Graph, Trace
 
 __all__ = ["TRACE_FILE", "RunEntry", "RunStore", "UnknownId", "trace_path", "valid_id"]
@@ -119,7 +120,7 @@ def _read(path: Path) -> tuple[Trace | None, str | None]:
     (``gc.freeze``, O(1)): it holds no cycles, and the collection that would otherwise run
     over its million objects right after the read costs most of a second."""
     try:
-        trace = Trace.load(str(path))
+        trace = load(str(path))
         if sum(len(g.nodes) for g in trace.graphs) >= FREEZE_NODES:
             gc.freeze()
         return trace, None

@@ -29,16 +29,18 @@ Every walk is iterative.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tpx_inspect._util import paused_gc
 from tpx_inspect.collapse import shape_label
-from tpx_inspect.records import Graph
 from tpx_inspect.viewmodel._columns import LEAF_KINDS, Columns, columns
 from tpx_inspect.viewmodel.loops import Loop, find_loops
 from tpx_inspect.viewmodel.repeats import fold_repeats
+
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
 
 __all__ = ["LOOP_MIN", "PARAM_FOLD", "Group", "ViewModel", "build"]
 
