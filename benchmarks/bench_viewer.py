@@ -180,7 +180,7 @@ def measure(browser, url: str, run: str, full: bool) -> dict:
             )
             r["pan_fit"] = page.evaluate("() => window.tpxViewer.measure.panFrames(60, 40)")
             r["pan_1"] = page.evaluate("() => window.tpxViewer.measure.panFrames(60, 40, 1)")
-            screenshot(page)
+            r["screenshot"] = screenshot(page)
     except Exception as err:  # a step that fails or times out is reported, not hidden
         r["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
     finally:
@@ -188,7 +188,7 @@ def measure(browser, url: str, run: str, full: bool) -> dict:
     return r
 
 
-def screenshot(page) -> None:
+def screenshot(page) -> Path:
     """docs/viewer-100k.png (with TPX_UPDATE_SCREENSHOTS=1): the fully expanded graph at a
     readable zoom about its middle (frames round the expanded blocks), with a search's hits
     ringed and the minimap showing where the view is."""
@@ -206,7 +206,7 @@ def screenshot(page) -> None:
         else Path(tempfile.gettempdir()) / "viewer-100k.png"
     )
     page.screenshot(path=str(path))
-    print(f"  screenshot        {path}")
+    return path
 
 
 def verdict(value: float | None, goal: float) -> str:
@@ -297,6 +297,8 @@ def report(run: str, nodes: int, r: dict) -> None:
                 f" ms (p95 {p['interval']['p95']:.1f}; 16.7 at 60 Hz, more when the machine is "
                 f"loaded: load average {os.getloadavg()[0]:.1f})"
             )
+    if "screenshot" in r:
+        print(f"  screenshot        {r['screenshot']}")
     if "error" in r:
         print(f"  FAILED: {r['error']}")
 
