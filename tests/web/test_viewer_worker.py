@@ -134,3 +134,17 @@ def test_expand_all_on_a_big_graph_comes_coarse_then_whole(viewer):
     assert v.state("s.view.nodes.length") > coarse and v.state("s.expandAll")
     ops = v.state("s.view.nodes.filter(n => n.kind === 'op').length")
     assert ops > 0  # the blocks' contents, drawn
+
+
+def test_a_label_may_use_the_free_space_beside_its_box_in_its_row(viewer):
+    v = viewer.open("run=model&graph=0")
+    room = v.page.evaluate(
+        """async () => {
+        const { rowRoom } = await import('/js/spatial.js');
+        const a = {x: 0, y: 10, w: 40}, b = {x: 100, y: 10, w: 40}, c = {x: 0, y: 90, w: 40};
+        const r = rowRoom([b, c, a]);
+        return [r.get(a), r.get(b), r.get(c)];
+      }"""
+    )
+    assert room[0] == room[1] == 40 + 2 * (60 - 4)  # up to the neighbour, a few points clear
+    assert room[2] is None or room[2] > 1e300  # alone in its row: no limit but OVERRUN

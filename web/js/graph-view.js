@@ -3,11 +3,12 @@
 // drawn as aggregates per cell), frames around expanded scopes, highlights and colour overrides.
 
 import { kindColor, themeColors } from "./colors.js";
-import { SpatialIndex } from "./spatial.js";
+import { medianHeight, rowRoom, SpatialIndex } from "./spatial.js";
 
 const TINY = 4; // screen px: boxes lower than this are drawn as aggregates
 const MANY = 5000; // more boxes than this in view: no labels, fills batched per colour
 const LEGIBLE = 7; // screen px: the smallest label drawn
+const OVERRUN = 1.4; // an enlarged label may be this many box widths wide
 
 export class GraphView {
   constructor(canvas) {
@@ -44,6 +45,7 @@ export class GraphView {
     this.byId = graph.byId || new Map(graph.nodes.map((n) => [n.id, n]));
     this.index = new SpatialIndex(graph.nodes, graph.edges, graph.points, packed);
     this.boxHeight = graph.boxHeight ?? medianHeight(graph.nodes);
+    this.room = graph.nodes.length <= MANY ? rowRoom(graph.nodes) : null;
     this.draw();
   }
 
@@ -259,7 +261,10 @@ export class GraphView {
       ctx.fillStyle = custom ? textOn(custom) : colors.text;
       ctx.font = `bold ${size.toFixed(1)}px sans-serif`;
       const sub = showSub && n.sublabel && size <= 12;
-      ctx.fillText(clip(n.label, n.w, size), n.x, sub ? n.y - 7 : n.y);
+      // a label enlarged to stay legible may run a little past its box, into the free space
+      // beside it in its row, before it is cut: "tok_emb.weight", not "tok_emb…"
+      const room = size > 12 ? Math.min(n.w * OVERRUN, this.room?.get(n) ?? n.w) : n.w;
+      ctx.fillText(clip(n.label, room, size), n.x, sub ? n.y - 7 : n.y);
       if (sub) {
         ctx.font = "10px sans-serif";
         ctx.fillText(clip(n.sublabel, n.w, 10), n.x, n.y + 8);
@@ -350,11 +355,6 @@ export class GraphView {
       this.zoomBy(Math.exp(-ev.deltaY * 0.0015), ev.offsetX, ev.offsetY);
     }, { passive: false });
   }
-}
-
-export function medianHeight(nodes) {
-  const heights = Float64Array.from(nodes, (n) => n.h).sort();
-  return heights.length ? heights[Math.floor(heights.length / 2)] : 40;
 }
 
 function roundRect(ctx, x, y, w, h, r) {

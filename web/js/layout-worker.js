@@ -6,7 +6,7 @@
 // {id, status, detail} (an HTTP error) or {id, aborted, error}; {ready} once loaded.
 
 import { columnBuffers, columns, drawableLayout } from "./drawable.js";
-import { pack, transferables } from "./spatial.js";
+import { medianHeight, pack, transferables } from "./spatial.js";
 
 const pending = new Map();
 self.postMessage({ ready: true });
@@ -38,8 +38,7 @@ async function layout({ id, url, body }) {
     const cols = { nodes: columns(graph.nodes), edges: columns(graph.edges), frames: columns(graph.frames) };
     const ms = { request: t1 - t0, decode: performance.now() - t1, net: timingOf(url) };
     const moved = [...transferables(packed), ...Object.values(cols).flatMap(columnBuffers), graph.points.buffer];
-    const heights = Float64Array.from(graph.nodes, (n) => n.h).sort();
-    const boxHeight = heights.length ? heights[Math.floor(heights.length / 2)] : 40;
+    const boxHeight = medianHeight(graph.nodes);
     self.postMessage({ id, meta, cols, points: graph.points, boxHeight, packed, ms }, moved);
   } catch (err) {
     self.postMessage({ id, aborted: err.name === "AbortError", error: String(err) });

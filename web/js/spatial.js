@@ -192,3 +192,20 @@ export function bbox(pts, p = 0, q = pts.length) {
 export function intersects(b, v) {
   return !(b.x1 < v.x0 || b.x0 > v.x1 || b.y1 < v.y0 || b.y0 > v.y1);
 }
+
+// How wide a label centred on each box may be without reaching the next box in its row:
+// the box's width plus twice the smaller gap beside it (a few points kept clear).
+export function rowRoom(nodes) {
+  const rows = [...nodes].sort((a, b) => Math.round(a.y) - Math.round(b.y) || a.x - b.x);
+  const room = new Map();
+  rows.forEach((n, i) => {
+    const gap = (m) => (m && Math.round(m.y) === Math.round(n.y) ? Math.abs(m.x - n.x) - (m.w + n.w) / 2 : Infinity);
+    room.set(n, n.w + 2 * Math.max(0, Math.min(gap(rows[i - 1]), gap(rows[i + 1])) - 4));
+  });
+  return room;
+}
+
+export function medianHeight(nodes) {
+  const heights = Float64Array.from(nodes, (n) => n.h).sort();
+  return heights.length ? heights[Math.floor(heights.length / 2)] : 40;
+}
