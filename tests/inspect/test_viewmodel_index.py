@@ -4,8 +4,10 @@ edge; the search by field values; the server builds one view model per graph."""
 
 from __future__ import annotations
 
+import gc
 import random
 import threading
+import weakref
 from collections import Counter
 
 import numpy as np
@@ -14,7 +16,7 @@ import tpx_inspect.server.routers.viewmodel as vm_router
 from tests.inspect.test_viewmodel import blocks_graph, scalar_mlp_graph
 from tpx_inspect.viewmodel import build, layout
 from tpx_inspect.viewmodel._index import index_of
-from tpx_inspect.viewmodel.wire import box_values, search
+from tpx_inspect.viewmodel.wire import box_values, layout_json, search
 
 
 def reference_edges(vm, expanded) -> tuple[Counter, dict[str, str]]:
@@ -115,3 +117,70 @@ def test_the_server_builds_one_view_model_per_graph_for_requests_arriving_togeth
     for t in threads:
         t.join()
     assert len(calls) == 1 and all(vm is got[0] for vm in got)
+
+
+def reference_json(lay, vp, min_size) -> tuple[set, set, set, set]:
+    """What a viewport and a level of detail keep, item by item (the plain definition)."""
+
+    def meets(x, y, w, h):
+        return vp is None or (
+            x + w / 2 >= vp[0] and x - w / 2 <= vp[0] + vp[2]
+            and y + h / 2 >= vp[1] and y - h / 2 <= vp[1] + vp[3]
+        )  # fmt: skip
+
+    hidden, frames, aggregates = set(), set(), set()
+    for f in lay.frames:
+        if f.parent in hidden or max(f.w, f.h) < min_size:
+            if f.parent not in hidden and meets(f.x, f.y, f.w, f.h):
+                aggregates.add(f.id)
+            hidden.add(f.id)
+        elif meets(f.x, f.y, f.w, f.h):
+            frames.add(f.id)
+    inside = {b.id for b in lay.boxes if b.parent in hidden}
+    boxes = {b.id for b in lay.boxes if b.id not in inside and meets(b.x, b.y, b.w, b.h)}
+    edges = set()
+    for e in lay.edges:
+        xs, ys = [p[0] for p in e.points], [p[1] for p in e.points]
+        ends = {e.src, e.dst}
+        box = (
+            (min(xs) + max(xs)) / 2,
+            (min(ys) + max(ys)) / 2,
+            max(xs) - min(xs),
+            max(ys) - min(ys),
+        )
+        if not ends & (inside | hidden) and meets(*box):
+            edges.add((e.src, e.dst))
+    return boxes, frames, aggregates, edges
+
+
+def test_viewport_and_level_of_detail_keep_what_the_plain_rule_keeps():
+    vm = build(blocks_graph(blocks=5))
+    for lay in (layout(vm, vm.groups), layout(vm, ["root"])):  # NOTE: the second has no frame
+        w, h = lay.width, lay.height
+        sides = sorted(max(f.w, f.h) for f in lay.frames) or [1.0]  # some frames aggregated
+        for vp in (None, (0, 0, w, h), (w / 4, h / 3, w / 2, h / 5), (-50, -50, 10, 10)):
+            for min_size in (0, sides[len(sides) // 3] + 1, sides[-2:][0] + 1, 1e9):
+                doc = layout_json(lay, vp, min_size)
+                got = (
+                    {b["id"] for b in doc["boxes"]}, {f["id"] for f in doc["frames"]},
+                    {a["id"] for a in doc["aggregates"]},
+                    {(e["src"], e["dst"]) for e in doc["edges"]},
+                )  # fmt: skip
+                assert got == reference_json(lay, vp, min_size), (vp, min_size)
+
+
+def test_a_model_with_its_index_and_layouts_is_freed_without_the_cyclic_collector():
+    # NOTE: the server freezes big models out of the collector's reach: a cycle would leak
+    vm = build(blocks_graph(blocks=3))
+    lay = layout(vm, vm.groups)
+    layout_json(lay, (0, 0, 50, 50), 10)
+    search(vm, "tanh")
+    refs = [weakref.ref(vm), weakref.ref(index_of(vm))]
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del vm, lay
+        assert [r() for r in refs] == [None, None]
+    finally:
+        if was:
+            gc.enable()

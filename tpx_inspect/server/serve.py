@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import socket
@@ -21,7 +22,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tpx_inspect.server.guard import MAX_URL
 
-__all__ = ["LOCAL_HOSTS", "PortInUse", "ServerThread", "bind", "serve_forever", "url_of"]
+__all__ = ["LOCAL_HOSTS", "PortInUse", "ServerThread", "bind", "serve_forever", "url_of", "warm"]
 
 MAX_HEAD = 1024 * 1024
 """Largest request head (request line and headers) read before answering (bytes): URLs up to
@@ -87,8 +88,40 @@ def _server(app: Any) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
+def warm(app: Any) -> None:
+    """Answer one request inside the process before serving (a path nothing serves), so that
+    what the framework prepares on its first request (route state for every endpoint, the
+    event loop backend's imports: ~0.8 s) is done before a person's first page load.
+
+    >>> from tpx_inspect.server import create_app
+    >>> warm(create_app([]))
+    """
+
+    async def run() -> None:
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+            "scheme": "http", "path": "/api/-warm-", "raw_path": b"/api/-warm-",
+            "query_string": b"", "root_path": "", "headers": [(b"host", b"127.0.0.1")],
+            "client": ("127.0.0.1", 0), "server": ("127.0.0.1", 80),
+        }  # fmt: skip
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            pass
+
+        await app(scope, receive, send)
+
+    # NOTE: a thread of its own: the caller may be inside a running event loop
+    thread = threading.Thread(target=asyncio.run, args=(run(),), name="tpx-inspect-warm")
+    thread.start()
+    thread.join()
+
+
 def serve_forever(app: Any, sock: socket.socket) -> None:
     """Serve ``app`` on ``sock`` in this thread until interrupted (Ctrl-C)."""
+    warm(app)
     _server(app).run(sockets=[sock])
 
 
@@ -109,7 +142,8 @@ class ServerThread:
         self.server.run(sockets=[self.sock])
 
     def start(self) -> ServerThread:
-        """Start serving; returns self."""
+        """Start serving (once the app is warm, see :func:`warm`); returns self."""
+        warm(self.server.config.app)
         self.thread.start()
         return self
 

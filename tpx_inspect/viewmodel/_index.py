@@ -54,7 +54,7 @@ class TreeIndex:
     ``code - G``."""
 
     def __init__(self, vm: ViewModel) -> None:
-        self.vm = vm
+        self.cols = vm.cols  # NOTE: not vm itself: the model keeps its index (no cycle)
         self.gids = list(vm.groups)
         self.code = {g: k for k, g in enumerate(self.gids)}
         groups = list(vm.groups.values())
@@ -62,6 +62,8 @@ class TreeIndex:
         self.parent = np.array([-1 if g.parent is None else self.code[g.parent] for g in groups])
         self.depth = np.array([g.depth for g in groups], np.int64)
         self.by_level = [np.flatnonzero(self.depth == d) for d in range(int(self.depth.max()) + 1)]
+        self._inner_of: dict[str, list] = {}  # NOTE: filled per group on first use
+        self._where: tuple[list[int], list[int]] | None = None
         self.glev = self._levels(np.array([self.code[o] for o in vm.owner], np.int64))
         self._edges()
 
@@ -78,7 +80,7 @@ class TreeIndex:
         return glev
 
     def _edges(self) -> None:
-        ptr, flat = self.vm.cols.csr()
+        ptr, flat = self.cols.csr()
         d = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
         j = np.arange(len(flat)) - ptr[d]
         keep = flat >= 0
@@ -108,7 +110,10 @@ class TreeIndex:
 
     def shape(self, edge: int) -> tuple:
         """The shape carried by graph edge number ``edge``."""
-        return tuple(self.vm.cols.inputs[int(self.ed[edge])][int(self.ej[edge])][1])
+        if self._where is None:
+            self._where = (self.ed.tolist(), self.ej.tolist())
+        d, j = self._where
+        return tuple(self.cols.inputs[d[edge]][j[edge]][1])
 
     def shown(self, expanded) -> np.ndarray:
         """Per group: open and shown (the root and every ancestor open too)."""
@@ -135,13 +140,29 @@ class TreeIndex:
 
     def inner(self, group: str) -> list[tuple[str, str, int, int]]:
         """The edges between children of ``group`` (source item, target item, graph edges
-        merged, first edge number): the same in every state where ``group`` is open."""
+        merged, first edge number): the same in every state where ``group`` is open, so
+        they are kept once made."""
+        hit = self._inner_of.get(group)
+        if hit is not None:
+            return hit
         lca, cs, cd, count, first = self._inner
         k = self.code[group]
         a, b = np.searchsorted(lca, k), np.searchsorted(lca, k, "right")
-        return [(self.item(x), self.item(y), n, e) for x, y, n, e in
-                zip(cs[a:b].tolist(), cd[a:b].tolist(), count[a:b].tolist(),
-                    first[a:b].tolist())]  # fmt: skip
+        hit = self._inner_of[group] = [
+            (self.item(x), self.item(y), n, e) for x, y, n, e in
+            zip(cs[a:b].tolist(), cd[a:b].tolist(), count[a:b].tolist(), first[a:b].tolist())
+        ]  # fmt: skip
+        return hit
+
+    def inner_shapes(self, group: str) -> list[tuple[str, str, int, tuple]]:
+        """:meth:`inner` with the shape of each edge's first graph edge instead of its
+        number (kept once made)."""
+        hit = self._inner_of.get("\0" + group)
+        if hit is None:
+            hit = self._inner_of["\0" + group] = [
+                (a, b, n, self.shape(e)) for a, b, n, e in self.inner(group)
+            ]
+        return hit
 
     def stubs(self, shown: np.ndarray) -> dict[str, list[tuple[str, str, int, int]]]:
         """Per open frame, its input stubs' edges ``(source box, target item, graph edges,

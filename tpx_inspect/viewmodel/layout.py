@@ -28,9 +28,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from tpx_inspect.viewmodel._index import index_of
 from tpx_inspect.viewmodel.layered import layered
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
-__all__ = ["Box", "Edge", "Frame", "Layout", "box_size", "layout", "visible_boxes"]
+__all__ = ["Box", "Edge", "Frame", "Layout", "box_size", "layout", "prepare", "visible_boxes"]
 
 CHAR_W = 7.0  # points per label character (monospace 11px)
 LINE_H = 16.0
@@ -101,6 +101,8 @@ class Layout:
     edges: list[Edge]
     width: float
     height: float
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What is derived from the layout once and kept with it (its geometry as arrays)."""
 
 
 @lru_cache(maxsize=65536)
@@ -170,7 +172,7 @@ class _Composer:
         target's box from one stub per (frame, source box)."""
         ix = self.ix
         for f in self.frames:
-            self.edges[f] = {(a, b): [n, ix.shape(e)] for a, b, n, e in ix.inner(f)}
+            self.edges[f] = {(a, b): [n, shape] for a, b, n, shape in ix.inner_shapes(f)}
         for f, rows in ix.stubs(self.shown).items():
             made: list[str] = []
             edges = self.edges[f]
@@ -268,3 +270,25 @@ def layout(vm: ViewModel, expanded: Iterable[str]) -> Layout:
         c = _Composer(vm, expanded)
         c.route()
         return c.compose(c.place())
+
+
+WARM_COPIES = 64
+"""Repeats of the first screen with at least this many copies are laid out ahead of time."""
+
+
+def prepare(vm: ViewModel, most: int = 4) -> None:
+    """Lay out ahead of time what opening a big repeat of the first screen needs (its row of
+    copies, kept in the geometry cache; its edges, kept in the tree index), so that the click
+    costs composition only. At most ``most`` repeats, the biggest first.
+
+    >>> import tpx as tp, tpx_inspect
+    >>> from tpx_inspect.viewmodel.tree import build
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> prepare(build(tpx_inspect.trace(lambda: (x * 2).sum().backward()).graphs[0]))
+    """
+    first = set(vm.default_expanded)
+    shown = layout(vm, first).boxes
+    big = sorted((b for b in shown if b.kind == "repeat" and b.count >= WARM_COPIES),
+                 key=lambda b: -b.size)  # fmt: skip
+    for b in big[:most]:
+        layout(vm, first | {b.id})

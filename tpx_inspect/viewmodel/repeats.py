@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -74,42 +75,63 @@ def node_tokens(c: Columns) -> np.ndarray:
     return out.reshape(-1)
 
 
-class _Shapes:
-    """The graph's inputs as arrays: CSR sources and a code per input's shape."""
+class _Signatures:
+    """The structure of groups as bytes (equal for two groups = identical structure): per op
+    below the group, its token, input count, input shapes and inputs (an offset inside the
+    group, -2 from a leaf or from outside, -1 none). Made for every group of one depth at
+    once, from a snapshot of the tree taken before any fold (folding moves groups under
+    repeats but never changes what lies below a group)."""
 
-    def __init__(self, c: Columns) -> None:
+    def __init__(self, t: Any, c: Columns) -> None:
         self.tokens = node_tokens(c)
         self.ptr, self.flat = c.csr()
         self.shape = _codes([e[1] for ins in c.inputs for e in ins], tuple)
         self.leaf = np.array([k in LEAF_KINDS for k in c.kind], bool)
+        gids = list(t.parent)
+        self.code = {g: k for k, g in enumerate(gids)}
+        parent = np.array([-1 if t.parent[g] is None else self.code[t.parent[g]] for g in gids])
+        depth, cur = np.zeros(len(gids), np.int64), parent.copy()
+        while (cur >= 0).any():
+            depth += cur >= 0
+            cur = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)
+        self.depth = depth
+        self.glev = np.full((int(depth.max()) + 1, len(c)), -1, np.int64)
+        cur, idx = np.array([self.code[o] for o in t.owner], np.int64), np.arange(len(c))
+        while len(cur):
+            self.glev[depth[cur], idx] = cur
+            cur = parent[cur]
+            keep = cur >= 0
+            cur, idx = cur[keep], idx[keep]
+        self.levels: dict[int, tuple] = {}
 
-    def structure(self, m: np.ndarray) -> bytes:
-        """Ops ``m``'s tokens, input counts, input shapes and inputs (an offset inside the
-        group, -2 from a leaf or from outside, -1 none) as bytes: equal for two groups =
-        identical structure."""
-        m = m[~self.leaf[m]]  # NOTE: ops only: the block holding the input x differs by it
-        ptr, flat = self.ptr, self.flat
-        counts = ptr[m + 1] - ptr[m]
-        idx = np.repeat(ptr[m] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        src = flat[idx]
-        dst = np.repeat(m, counts)
-        pos = np.minimum(np.searchsorted(m, src), len(m) - 1)
-        inside = (src >= 0) & (m[pos] == src)
-        rel = np.where(inside, dst - src, np.where(src < 0, -1, -2))
-        parts = (self.tokens[m], counts, self.shape[idx], rel)
+    def _level(self, level: int) -> tuple:
+        col = self.glev[level]
+        ops = np.flatnonzero(~self.leaf & (col >= 0))
+        order = ops[np.lexsort((ops, col[ops]))]  # ops grouped by their group, in id order
+        grp = col[order]
+        counts = self.ptr[order + 1] - self.ptr[order]
+        ends = np.cumsum(counts)
+        idx = np.repeat(self.ptr[order] - ends + counts, counts) + np.arange(int(counts.sum()))
+        src, dst = self.flat[idx], np.repeat(order, counts)
+        ok = src >= 0
+        inside = ok & ~self.leaf[np.maximum(src, 0)] & (col[np.maximum(src, 0)] == col[dst])
+        rel = np.where(inside, dst - src, np.where(ok, -2, -1))
+        cut = np.flatnonzero(np.diff(grp)) + 1
+        starts, stops = np.r_[0, cut], np.r_[cut, len(order)]
+        spans = dict(zip(grp[starts].tolist(), zip(starts.tolist(), stops.tolist())))
+        first_edge = np.r_[0, ends]
+        return spans, self.tokens[order], counts, self.shape[idx], rel, first_edge
+
+    def __call__(self, gid: str) -> bytes:
+        k = self.code[gid]
+        level = int(self.depth[k])
+        if level not in self.levels:
+            self.levels[level] = self._level(level)
+        spans, tokens, counts, shapes, rel, first_edge = self.levels[level]
+        a, b = spans.get(k, (0, 0))
+        ea, eb = int(first_edge[a]), int(first_edge[b])
+        parts = (tokens[a:b], counts[a:b], shapes[ea:eb], rel[ea:eb])
         return b"|".join(np.ascontiguousarray(p, np.int64).tobytes() for p in parts)
-
-
-def _members(kids: dict[str, list[str]], gid: str) -> np.ndarray:
-    out: list[int] = []
-    stack = [gid]
-    while stack:
-        for x in kids[stack.pop()]:
-            if x[0] == "n":
-                out.append(int(x[1:]))
-            else:
-                stack.append(x)
-    return np.sort(np.array(out, np.int64))
 
 
 def _range_label(t: Any, copies: list[str]) -> str:
@@ -123,17 +145,18 @@ def _range_label(t: Any, copies: list[str]) -> str:
 def fold_repeats(t: Any, c: Columns, kids: dict[str, list[str]], size: dict, first: dict) -> None:
     """Fold runs of identical consecutive sibling scopes of tree ``t`` into repeat groups
     (``r:<first copy>+<N>``), updating ``kids``, ``size`` and ``first`` in place."""
-    arrays: list[_Shapes] = []  # NOTE: made for the first candidate pair only
+    signatures: list[_Signatures] = []  # NOTE: made for the first candidate pair only
     seq_of: dict[str, bytes] = {}
+    tree = SimpleNamespace(parent=dict(t.parent), owner=list(t.owner))  # before any fold
 
     def same(a: str, b: str) -> bool:
         if t.kind[b] != "scope" or template(t.label[a]) != template(t.label[b]):
             return False
-        if not arrays:
-            arrays.append(_Shapes(c))
+        if not signatures:
+            signatures.append(_Signatures(tree, c))
         for g in (a, b):
             if g not in seq_of:
-                seq_of[g] = arrays[0].structure(_members(kids, g))
+                seq_of[g] = signatures[0](g)
         return seq_of[a] == seq_of[b]
 
     for g in [g for g in kids if t.kind[g] in ("root", "scope", "loop")]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect._util import paused_gc
 from tpx_inspect.viewmodel.layout import Layout
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
@@ -44,11 +45,62 @@ def tree_json(vm: ViewModel) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _meets(x: float, y: float, w: float, h: float, vp: tuple | None) -> bool:
+def _meets(rect: np.ndarray, vp: tuple | None) -> np.ndarray:
+    """Which of the rectangles (rows of centre x, y and size w, h) meet viewport ``vp``."""
     if vp is None:
-        return True
+        return np.ones(len(rect), bool)
     vx, vy, vw, vh = vp
-    return x + w / 2 >= vx and x - w / 2 <= vx + vw and y + h / 2 >= vy and y - h / 2 <= vy + vh
+    x, y, w, h = rect.T
+    return (x + w / 2 >= vx) & (x - w / 2 <= vx + vw) & (y + h / 2 >= vy) & (y - h / 2 <= vy + vh)
+
+
+class _Arrays:
+    """A layout's geometry as arrays, made once per layout (a cached layout answers many
+    viewports): frames' and boxes' rectangles and parent frames, edges' ends and extents."""
+
+    def __init__(self, lay: Layout) -> None:
+        fidx = {f.id: k for k, f in enumerate(lay.frames)}
+        bidx = {b.id: k for k, b in enumerate(lay.boxes)}
+        self.fparent = [fidx.get(f.parent, -1) for f in lay.frames]  # type: ignore[arg-type]
+        self.frect = _rects(lay.frames)
+        self.bparent = np.array([fidx.get(b.parent, -1) for b in lay.boxes], np.int64)
+        self.brect = _rects(lay.boxes)
+
+        def end(item: str) -> int:  # NOTE: box k -> k, frame k -> -1 - k
+            k = bidx.get(item)
+            return k if k is not None else -1 - fidx[item]
+
+        self.esrc = np.array([end(e.src) for e in lay.edges], np.int64)
+        self.edst = np.array([end(e.dst) for e in lay.edges], np.int64)
+        pts = [e.points for e in lay.edges]
+        if all(len(p) == 2 for p in pts):  # NOTE: straight edges (all of them today)
+            ends = np.array(pts, float).reshape(-1, 2, 2)
+            lo, hi = ends.min(1), ends.max(1)
+        else:
+            lo = np.array([np.min(p, 0) for p in pts], float).reshape(-1, 2)
+            hi = np.array([np.max(p, 0) for p in pts], float).reshape(-1, 2)
+        self.erect = np.column_stack([(lo + hi) / 2, hi - lo])
+
+
+def _rects(items: list) -> np.ndarray:
+    """Centre x, y and size w, h of boxes or frames, one row each."""
+    n = len(items)
+    cols = [np.fromiter((getattr(b, k) for b in items), float, n) for k in ("x", "y", "w", "h")]
+    return np.column_stack(cols) if n else np.zeros((0, 4))
+
+
+def _hidden(a: _Arrays, min_size: float) -> tuple[np.ndarray, list[int]]:
+    """Frames not sent (inside an aggregate, or one), and the aggregates (the outermost)."""
+    small = (np.maximum(a.frect[:, 2], a.frect[:, 3]) < min_size).tolist()
+    hidden = [False] * len(small)
+    tops = []
+    for k, p in enumerate(a.fparent):  # NOTE: parents come before children
+        if p >= 0 and hidden[p]:
+            hidden[k] = True
+        elif small[k]:
+            hidden[k] = True
+            tops.append(k)
+    return np.array(hidden, bool), tops
 
 
 def layout_json(
@@ -57,46 +109,35 @@ def layout_json(
     """``lay`` as JSON (coordinates as computed: sizes and gaps are whole points, so they are
     short exact binary fractions): only what meets ``viewport`` (x, y, w, h; None:
     everything); a frame whose sides are both under ``min_size`` is sent as one aggregate,
-    without its contents."""
-    hidden: set[str] = set()  # frames inside an aggregate: their contents are not sent
-    frames, aggregates = [], []
-    for f in lay.frames:  # NOTE: parents come before children
-        if f.parent in hidden:
-            hidden.add(f.id)
-            continue
-        if max(f.w, f.h) < min_size:
-            hidden.add(f.id)
-            if _meets(f.x, f.y, f.w, f.h, viewport):
-                aggregates.append({
-                    "id": f.id, "kind": f.kind, "label": f.label, "size": f.size,
-                    "x": f.x, "y": f.y, "w": f.w, "h": f.h,
-                })  # fmt: skip
-            continue
-        if _meets(f.x, f.y, f.w, f.h, viewport):
-            frames.append({"id": f.id, "kind": f.kind, "label": f.label, "parent": f.parent,
-                           "depth": f.depth, "size": f.size, "x": f.x, "y": f.y,
-                           "w": f.w, "h": f.h})  # fmt: skip
-    inside = {b.id for b in lay.boxes if b.parent in hidden}
-    boxes = [_box(b) for b in lay.boxes if b.id not in inside and _meets(*b[4:8], viewport)]
-    edges = [
-        {"src": e.src, "dst": e.dst, "count": e.count, "label": e.label,
-         "points": e.points}
-        for e in lay.edges
-        if e.src not in inside and e.dst not in inside and e.src not in hidden
-        and e.dst not in hidden and _line_meets(e.points, viewport)
-    ]  # fmt: skip
+    without its contents. Selection by arrays kept with the layout: a viewport of a big
+    cached layout costs what it shows."""
+    if viewport is None and min_size <= 0:
+        boxes, frames, edges, aggregates = lay.boxes, lay.frames, lay.edges, []
+    else:
+        a = lay.memo.get("arrays")
+        if a is None:
+            with paused_gc():  # NOTE: hundreds of thousands of short-lived numbers
+                a = lay.memo["arrays"] = _Arrays(lay)
+        hidden, tops = _hidden(a, min_size)
+        fmeets = _meets(a.frect, viewport)
+        aggregates = [lay.frames[k] for k in tops if fmeets[k]]
+        frames = [lay.frames[k] for k in np.flatnonzero(~hidden & fmeets).tolist()]
+        inside = np.append(hidden, False)[a.bparent]  # NOTE: parent -1 (the root) is shown
+        boxes = [lay.boxes[k] for k in np.flatnonzero(~inside & _meets(a.brect, viewport))]
+        gone = np.concatenate([inside, hidden[::-1]])  # NOTE: index -1 - k is frame k
+        keep = ~gone[a.esrc] & ~gone[a.edst] & _meets(a.erect, viewport)
+        edges = [lay.edges[k] for k in np.flatnonzero(keep).tolist()]
     return {
         "width": lay.width, "height": lay.height, "total_boxes": len(lay.boxes),
-        "boxes": boxes, "frames": frames, "edges": edges, "aggregates": aggregates,
+        "boxes": [_box(b) for b in boxes],
+        "frames": [{"id": f.id, "kind": f.kind, "label": f.label, "parent": f.parent,
+                    "depth": f.depth, "size": f.size, "x": f.x, "y": f.y, "w": f.w, "h": f.h}
+                   for f in frames],
+        "edges": [{"src": e.src, "dst": e.dst, "count": e.count, "label": e.label,
+                   "points": e.points} for e in edges],
+        "aggregates": [{"id": f.id, "kind": f.kind, "label": f.label, "size": f.size,
+                        "x": f.x, "y": f.y, "w": f.w, "h": f.h} for f in aggregates],
     }  # fmt: skip
-
-
-def _line_meets(points: Iterable[tuple[float, float]], vp: tuple | None) -> bool:
-    if vp is None:
-        return True
-    xs, ys = zip(*points)
-    return _meets((min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2, max(xs) - min(xs),
-                  max(ys) - min(ys), vp)  # fmt: skip
 
 
 def _box(b) -> dict[str, Any]:

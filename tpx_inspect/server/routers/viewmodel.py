@@ -32,6 +32,7 @@ from tpx_inspect.server.store import UnknownId
 from tpx_inspect.viewmodel import ViewModel, build, layout, wire
 from tpx_inspect.viewmodel import values as vals
 from tpx_inspect.viewmodel._index import TreeIndex, index_of
+from tpx_inspect.viewmodel.layout import prepare
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["view model"])
 NOT_FOUND = {404: {"model": m.ErrorBody}}
@@ -102,12 +103,14 @@ FREEZE_NODES = 20_000
 
 
 def _build(g: Graph) -> ViewModel:
-    """Build a view model and its tree index, then move them (and the trace) out of the
+    """Build a view model, its tree index and the layouts of its big repeats (see
+    :func:`~tpx_inspect.viewmodel.layout.prepare`), then move them (and the trace) out of the
     cyclic collector's reach: they hold no cycles, and a full collection over a
     100,000-node model's objects costs most of a second each time one runs."""
     with _collector_quiet(len(g.nodes)):
         vm = build(g)
         index_of(vm)
+        prepare(vm)
     return vm
 
 
