@@ -184,3 +184,11 @@ def test_a_model_with_its_index_and_layouts_is_freed_without_the_cyclic_collecto
     finally:
         if was:
             gc.enable()
+
+
+def test_nothing_is_frozen_out_of_the_collector_in_a_process_serving_a_live_capture():
+    from tpx_inspect.server import store
+
+    assert store.may_freeze(store.FREEZE_NODES) == (not store._LIVE.is_set())
+    store.RunStore([]).add_live("live", object())
+    assert not store.may_freeze(10**9)

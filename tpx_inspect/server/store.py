@@ -102,6 +102,20 @@ def inside(path: Path, root: Path) -> bool:
 FREEZE_NODES = 20_000
 """Traces with this many nodes are moved out of the cyclic collector's reach once read."""
 
+_LIVE = threading.Event()  # NOTE: set once a live capture is served by this process
+
+
+def may_freeze(nodes: int) -> bool:
+    """Whether what was just made for a graph of ``nodes`` nodes may be frozen out of the
+    cyclic collector (``gc.freeze`` freezes every object of the process): only for big graphs,
+    and never in a process that also runs the user's script (``run --serve``), whose pending
+    garbage would be frozen with them.
+
+    >>> may_freeze(10)
+    False
+    """
+    return nodes >= FREEZE_NODES and not _LIVE.is_set()
+
 
 def _load(path: Path, root: Path | None = None) -> tuple[Trace | None, str | None]:
     if root is not None and not inside(path, root):
@@ -121,7 +135,7 @@ def _read(path: Path) -> tuple[Trace | None, str | None]:
     over its million objects right after the read costs most of a second."""
     try:
         trace = load(str(path))
-        if sum(len(g.nodes) for g in trace.graphs) >= FREEZE_NODES:
+        if may_freeze(sum(len(g.nodes) for g in trace.graphs)):
             gc.freeze()
         return trace, None
     except TraceFormatError as exc:
@@ -156,6 +170,7 @@ class RunStore:
 
     def add_live(self, name: str, capture: Any) -> RunEntry:
         """Register a live capture under an id made from ``name``."""
+        _LIVE.set()
         with self._lock:
             entry = RunEntry(self._free_id(name), capture=capture)
             self._runs[entry.id] = entry

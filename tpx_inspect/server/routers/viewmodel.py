@@ -28,7 +28,7 @@ from tpx_inspect._json import dumps
 from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
 from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for
-from tpx_inspect.server.store import UnknownId
+from tpx_inspect.server.store import UnknownId, may_freeze
 from tpx_inspect.viewmodel import ViewModel, build, layout, wire
 from tpx_inspect.viewmodel import values as vals
 from tpx_inspect.viewmodel._index import TreeIndex, index_of
@@ -98,10 +98,6 @@ class Models:
         return hit[0]
 
 
-FREEZE_NODES = 20_000
-"""View models and layouts of graphs this big are moved out of the cyclic collector's reach."""
-
-
 def _build(g: Graph) -> ViewModel:
     """Build a view model, its tree index and the layouts of its big repeats (see
     :func:`~tpx_inspect.viewmodel.layout.prepare`), then move them (and the trace) out of the
@@ -117,13 +113,13 @@ def _build(g: Graph) -> ViewModel:
 @contextmanager
 def _collector_quiet(nodes: int) -> Iterator[None]:
     """The cyclic collector off while a model or layout is made; what a big graph's made
-    then moves out of its reach (it holds no cycles, and a full collection over a 100k
-    model's objects costs most of a second whenever one runs)."""
+    then moves out of its reach when allowed (see ``store.may_freeze``): it holds no cycles,
+    and a full collection over a 100k model's objects costs most of a second each time."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
-        if nodes >= FREEZE_NODES:
+        if may_freeze(nodes):
             gc.freeze()
     finally:
         if was:
