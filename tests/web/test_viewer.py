@@ -35,7 +35,10 @@ def test_pick_run_and_graph_see_top_down_dag_and_pan_zoom_fit(viewer):
     v.page.select_option("#graph", "1")
     v.page.wait_for_selector("body[data-loaded='model/1']", timeout=10_000)
     assert v.state("s.graph") == 1 and v.page.input_value("#graph") == "1"
-    boxes = v.state("s.view.nodes.map(n => ({kind: n.kind, y: n.y, label: n.label}))")
+    # a box's first line and the rest (the output shape) as drawn
+    boxes = v.state(
+        "s.view.nodes.map(n => ({kind: n.kind, y: n.y, label: n.label + ' ' + (n.sublabel || '')}))"
+    )
     loss_y = max(b["y"] for b in boxes if b["kind"] == "loss")
     assert all(b["y"] < loss_y for b in boxes if b["kind"] in ("leaf", "param"))  # top-down
     assert int(v.page.get_attribute("#canvas", "data-drawn")) > 0

@@ -68,6 +68,8 @@ export const http = {
   // search and colour statistics computed by the server, value figures.
   tree: (run, graph) => optional(get(`${graphPath(run, graph)}/tree`)),
   layout: (run, graph, body) => optional(post(`${graphPath(run, graph)}/layout`, body)),
+  layoutUrl: (run, graph) => new URL(`${graphPath(run, graph)}/layout`, location.href).href,
+  layoutByKey: (run, graph, key) => optional(get(`${graphPath(run, graph)}/layout?key=${enc(key)}`)),
   records: (run, graph, ids, fields) => post(`${graphPath(run, graph)}/records`, { ids, fields }),
   search: (run, graph, q, key, limit = 1000) =>
     get(`${graphPath(run, graph)}/search?q=${enc(q)}&key=${enc(key)}&limit=${limit}`),
@@ -94,6 +96,8 @@ export function embedded(data) {
     feed: async () => ({ new: [], status: "ok" }),
     tree: async () => null,
     layout: async () => null,
+    layoutUrl: () => null,
+    layoutByKey: async () => null,
     heatmap: async () => null,
     histogram: async () => null,
   };

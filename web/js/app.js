@@ -3,6 +3,7 @@
 
 import { embedded, http } from "./api.js";
 import { GraphView } from "./graph-view.js";
+import { Minimap } from "./minimap.js";
 
 export const $ = (id) => document.getElementById(id);
 
@@ -16,9 +17,13 @@ export const state = {
   // Load generations: a pick made while an earlier one is still loading wins; stale replies are
   // dropped instead of overwriting what the user asked for last.
   loadSeq: 0, viewSeq: 0,
+  // Expand all on graphs bigger than this is drawn coarse first (frames under coarseMinSize
+  // points as blocks), then whole.
+  coarseFrom: 20_000, coarseMinSize: 4096,
 };
 
 export const main = new GraphView($("canvas"));
+export const minimap = new Minimap(main, $("minimap"));
 
 // The second view when comparing side by side (made on first use).
 export const views = { other: null };

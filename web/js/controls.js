@@ -1,12 +1,12 @@
 // The header's controls and the keyboard: every action has a button or a select and a key.
 
-import { $, main, state, views } from "./app.js";
+import { $, main, minimap, state, views } from "./app.js";
 import { resetThemeCache } from "./colors.js";
 import { runChecks } from "./checks-ui.js";
 import { applyColour, toggleLegend } from "./colour.js";
 import { clearCompare, showCompare } from "./compare.js";
 import { exportAs } from "./exporting.js";
-import { refreshView, selectGraph, selectRun, setCollapsed, setExpandAll } from "./load.js";
+import { cancelLayout, refreshView, selectGraph, selectRun, setCollapsed, setExpandAll } from "./load.js";
 import { activate, nextHit, orderStep, search } from "./picking.js";
 import { play, step } from "./playback.js";
 import { updateURL } from "./url.js";
@@ -15,6 +15,7 @@ export function setTheme(theme) {
   document.documentElement.dataset.theme = theme;
   localStorage.setItem("tpx-theme", theme);
   resetThemeCache();
+  minimap.index = null; // repainted in the new colours
   main.draw();
   if (views.other) views.other.draw();
 }
@@ -26,6 +27,7 @@ const KEYS = {
   j: () => orderStep(1),
   k: () => orderStep(-1),
   f: () => main.fit(),
+  m: () => minimap.toggle(),
   "+": () => main.zoomBy(1.25),
   "=": () => main.zoomBy(1.25),
   "-": () => main.zoomBy(0.8),
@@ -41,6 +43,7 @@ const KEYS = {
   t: () => $("theme").click(),
   l: () => toggleLegend(),
   Escape: () => {
+    if (cancelLayout()) return; // a layout in progress is stopped first
     state.selected = null;
     main.selected = null;
     main.draw();
@@ -95,6 +98,7 @@ export function bindControls() {
   $("next-hit").addEventListener("click", () => nextHit(1));
   $("prev-hit").addEventListener("click", () => nextHit(-1));
   $("fit").addEventListener("click", () => main.fit());
+  $("cancel-layout").addEventListener("click", () => cancelLayout());
   $("expand-all").addEventListener("click", () => setExpanded(true));
   $("collapse-all").addEventListener("click", () => setExpanded(false));
   $("stub").addEventListener("change", async (e) => {

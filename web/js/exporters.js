@@ -11,8 +11,10 @@ export function toSVG(graph, fill = null) {
   out.push(`<rect width="100%" height="100%" fill="${colors.background}"/>`);
   out.push(`<g transform="translate(10,10)">`);
   for (const e of graph.edges) {
-    const d = e.points.map(([x, y], i) => `${i ? "L" : "M"}${x.toFixed(1)},${y.toFixed(1)}`).join(" ");
-    out.push(`<path d="${d}" fill="none" stroke="${colors.edge}"/>`);
+    const d = [];
+    const p = graph.points;
+    for (let i = e.p; i < e.q; i += 2) d.push(`${i > e.p ? "L" : "M"}${p[i].toFixed(1)},${p[i + 1].toFixed(1)}`);
+    out.push(`<path d="${d.join(" ")}" fill="none" stroke="${colors.edge}"/>`);
   }
   for (const n of graph.nodes) {
     const c = (fill && fill.get(n.id)) || kindColor(n.kind, colors);

@@ -3,11 +3,12 @@
 // drawn as aggregates per cell), frames around expanded scopes, highlights and colour overrides.
 
 import { kindColor, themeColors } from "./colors.js";
-import { CELL, SpatialIndex } from "./spatial.js";
+import { medianHeight, rowRoom, SpatialIndex } from "./spatial.js";
 
 const TINY = 4; // screen px: boxes lower than this are drawn as aggregates
 const MANY = 5000; // more boxes than this in view: no labels, fills batched per colour
 const LEGIBLE = 7; // screen px: the smallest label drawn
+const OVERRUN = 1.4; // an enlarged label may be this many box widths wide
 
 export class GraphView {
   constructor(canvas) {
@@ -36,13 +37,15 @@ export class GraphView {
     for (const fn of this.listeners[event] || []) fn(arg);
   }
 
-  setGraph(graph) {
+  // ``packed``: the spatial index's buckets when the layout worker made them already.
+  setGraph(graph, packed = null) {
     this.graph = graph;
     this.graph.frames ||= [];
-    this.byId = new Map(graph.nodes.map((n) => [n.id, n]));
-    this.index = new SpatialIndex(graph.nodes, graph.edges);
-    const heights = graph.nodes.map((n) => n.h).sort((a, b) => a - b);
-    this.boxHeight = heights.length ? heights[Math.floor(heights.length / 2)] : 40;
+    // byId and boxHeight come ready from the layout worker's hand-over on big graphs
+    this.byId = graph.byId || new Map(graph.nodes.map((n) => [n.id, n]));
+    this.index = new SpatialIndex(graph.nodes, graph.edges, graph.points, packed);
+    this.boxHeight = graph.boxHeight ?? medianHeight(graph.nodes);
+    this.room = graph.nodes.length <= MANY ? rowRoom(graph.nodes) : null;
     this.draw();
   }
 
@@ -102,8 +105,7 @@ export class GraphView {
   nodeAt(sx, sy) {
     if (!this.index) return null;
     const [wx, wy] = this.toWorld(sx, sy);
-    const cell = this.index.cells.get(Math.floor(wx / CELL) + "," + Math.floor(wy / CELL)) || [];
-    for (const n of cell) {
+    for (const n of this.index.boxesAt(wx, wy)) {
       if (Math.abs(wx - n.x) <= n.w / 2 && Math.abs(wy - n.y) <= n.h / 2) return n;
     }
     return null;
@@ -210,23 +212,23 @@ export class GraphView {
       ctx.strokeStyle = ctx.fillStyle = colour;
       ctx.lineWidth = width / Math.min(cam.k, 1);
       ctx.beginPath();
+      const pts = this.graph.points; // flat x0, y0, x1, y1, ...: an edge is the run [p, q)
       for (const e of list) {
-        const pts = e.points;
-        ctx.moveTo(pts[0][0], pts[0][1]);
-        for (let i = 1; i < pts.length; i++) ctx.lineTo(pts[i][0], pts[i][1]);
+        ctx.moveTo(pts[e.p], pts[e.p + 1]);
+        for (let i = e.p + 2; i < e.q; i += 2) ctx.lineTo(pts[i], pts[i + 1]);
       }
       ctx.stroke();
       if (detailed) {
         ctx.beginPath();
-        for (const e of list) arrowHead(ctx, e.points[e.points.length - 2], e.points[e.points.length - 1], 6);
+        for (const e of list) arrowHead(ctx, pts, e.q, 6);
         ctx.fill();
       }
       if (!labels) continue;
       ctx.fillStyle = colors.edgeLabel;
       for (const e of list) {
         if (!e.label) continue;
-        const m = e.points[Math.floor(e.points.length / 2)];
-        ctx.fillText(e.label, m[0] + 4, m[1]);
+        const m = e.p + 2 * Math.floor((e.q - e.p) / 4);
+        ctx.fillText(e.label, pts[m] + 4, pts[m + 1]);
       }
     }
   }
@@ -259,7 +261,10 @@ export class GraphView {
       ctx.fillStyle = custom ? textOn(custom) : colors.text;
       ctx.font = `bold ${size.toFixed(1)}px sans-serif`;
       const sub = showSub && n.sublabel && size <= 12;
-      ctx.fillText(clip(n.label, n.w, size), n.x, sub ? n.y - 7 : n.y);
+      // a label enlarged to stay legible may run a little past its box, into the free space
+      // beside it in its row, before it is cut: "tok_emb.weight", not "tok_emb…"
+      const room = size > 12 ? Math.min(n.w * OVERRUN, this.room?.get(n) ?? n.w) : n.w;
+      ctx.fillText(clip(n.label, room, size), n.x, sub ? n.y - 7 : n.y);
       if (sub) {
         ctx.font = "10px sans-serif";
         ctx.fillText(clip(n.sublabel, n.w, 10), n.x, n.y + 8);
@@ -361,8 +366,10 @@ function roundRect(ctx, x, y, w, h, r) {
   ctx.closePath();
 }
 
-// One arrow head as a closed subpath of the current path (filled by the caller, batched).
-function arrowHead(ctx, [x0, y0], [x1, y1], size) {
+// One arrow head at the end ``q`` of a run of flat points, as a closed subpath of the current
+// path (filled by the caller, batched).
+function arrowHead(ctx, p, q, size) {
+  const [x0, y0, x1, y1] = [p[q - 4], p[q - 3], p[q - 2], p[q - 1]];
   const a = Math.atan2(y1 - y0, x1 - x0);
   ctx.moveTo(x1, y1);
   ctx.lineTo(x1 - size * Math.cos(a - 0.4), y1 - size * Math.sin(a - 0.4));

@@ -9,7 +9,8 @@ import { showCompare } from "./compare.js";
 import { markHits, search, select } from "./picking.js";
 import { applyMarks, stopPlay } from "./playback.js";
 import { updateURL } from "./url.js";
-import { allGroups, setTree, viewOfLayout } from "./vm.js";
+import { Cancelled, cancelLayouts, fetchLayout, pause } from "./layouts.js";
+import { allGroups, setTree, viewOfLayout, viewOfWorker } from "./vm.js";
 
 export async function loadRuns() {
   const runs = await api.runs();
@@ -100,9 +101,17 @@ export async function selectGraph(graph, { keepExpanded = false, node = null } =
   await refreshView();
   if (token !== state.loadSeq) return; // superseded by a later pick
   main.fit();
+  performance.mark("tpx:first-frame");
   document.body.dataset.interactive = `${state.run}/${state.graph}`;
   if (state.vm && $("search").value.trim()) search($("search").value);
+  if (!state.graphs.some((g) => g.id === state.graph)) {
+    // Opened from a link before the run's graph list: listed now, the link's graph kept.
+    fillGraphs((await api.graphs(state.run)).graphs);
+    if (token !== state.loadSeq) return;
+    $("graph").value = String(state.graph);
+  }
   const size = state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
+  $("status").textContent = $("status").textContent.replace("(? nodes)", `(${size} nodes)`);
   // The tree of a big graph is a big answer: asked when a feature needs it, or when idle, so
   // that it does not hold up the first search.
   if (size <= EAGER) await ensureTree();
@@ -159,41 +168,104 @@ export function setCollapsed() {
 }
 
 // The view model's layout (the state in the body; nothing named: the server's first screen),
-// or an older server's /view.
+// through the layout worker (decoded and indexed off this thread), or an older server's /view.
+// Expand all on a big graph is asked coarse first (frames smaller than ``coarseMinSize`` come
+// as one block each: a small answer drawn at once), the whole layout after it (fillDetail).
 async function fetchView() {
   if (state.vm) {
     const named = state.expandAll || state.expanded.size;
     const body = state.expandAll ? { expand_all: true } : { expanded: named ? [...state.expanded] : null };
-    const res = await api.layout(state.run, state.graph, body);
-    if (res) {
-      if (!state.expandAll) state.expanded = new Set(res.expanded);
-      return viewOfLayout(res, [...state.expanded]);
-    }
+    if (state.expandAll && graphSize() > state.coarseFrom) body.min_size = state.coarseMinSize;
+    const url = api.layoutUrl(state.run, state.graph);
+    const got = await fetchLayout(url, body, () => api.layout(state.run, state.graph, body));
+    if (got) return got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]);
     state.vm = false;
   }
   return api.view(state.run, state.graph, [...state.expanded], state.stub);
 }
 
+const graphSize = () => state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
+
+// What is on screen: a cancelled layout puts the state back to it.
+let shown = { expanded: new Set(), expandAll: false };
+
 export async function refreshView() {
   const seq = ++state.viewSeq;
   const t0 = performance.now();
-  const view = await fetchView();
+  const slow = setTimeout(() => seq === state.viewSeq && showPending(true), 400);
+  let view;
+  try {
+    view = await fetchView();
+  } catch (err) {
+    if (!(err instanceof Cancelled)) throw err;
+    if (seq === state.viewSeq) restoreShown();
+    return false;
+  } finally {
+    clearTimeout(slow);
+    if (seq === state.viewSeq) showPending(false);
+  }
   if (seq !== state.viewSeq) return false; // a newer layout was asked for: drop this one
-  const t1 = performance.now();
+  if (view.serverExpanded && !state.expandAll) state.expanded = new Set(view.serverExpanded);
+  await show(view, t0, performance.now());
+  if (view.coarse) fillDetail(seq, view.key);
+  return true;
+}
+
+// A layout on screen: lookups, the drawing's index, colours, marks, status.
+async function show(view, t0, t1) {
   state.view = view;
   state.scopes = view.scopes;
   indexView(view);
-  main.setGraph(toDrawable(view));
+  if (view.nodes.length > 20_000) await pause(); // a big view: the page answers in between
+  const tLookups = performance.now();
+  main.setGraph(view.drawable || toDrawable(view), view.packed);
+  const tGraph = performance.now();
   applyColour();
   applyMarks();
   if (state.hits.length) markHits();
   const t2 = performance.now();
-  state.timing = { fetch: t1 - t0, index: t2 - t1 };
+  const parts = { lookups: tLookups - t1, setGraph: tGraph - tLookups, marks: t2 - tGraph };
+  state.timing = { fetch: t1 - t0, index: t2 - t1, parts, ...(view.ms || {}) };
+  shown = { expanded: new Set(state.expanded), expandAll: state.expandAll };
   const ms = (t2 - t0).toFixed(0);
   const g = state.graphs.find((x) => x.id === state.graph);
-  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms (here ${(t2 - t1).toFixed(0)} ms)${view.note ? " · " + view.note : ""}`);
+  const coarse = view.coarse ? ` · ${view.coarse} small frames as blocks, the rest on its way` : "";
+  status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms (here ${(t2 - t1).toFixed(0)} ms)${view.note ? " · " + view.note : ""}${coarse}`);
   document.body.dataset.ready = `${state.run}/${state.graph}/${state.expandAll ? "*" : [...state.expanded].join(",")}`;
-  return true;
+}
+
+// The whole layout of the state drawn coarse, asked again by its key (the server keeps it):
+// it replaces the coarse one where the camera is, unless another layout was asked meanwhile.
+async function fillDetail(seq, key) {
+  const t0 = performance.now();
+  const url = `${api.layoutUrl(state.run, state.graph)}?key=${encodeURIComponent(key)}`;
+  let got;
+  try {
+    got = await fetchLayout(url, null, () => api.layoutByKey(state.run, state.graph, key));
+  } catch (err) {
+    if (err instanceof Cancelled) return; // stopped: the coarse layout stays
+    throw err;
+  }
+  if (seq !== state.viewSeq || !got) return;
+  await show(got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]), t0, performance.now());
+  if (seq === state.viewSeq) document.body.dataset.detail = String(seq);
+}
+
+// A layout taking long: say so, and offer to cancel it (the button, or Escape).
+function showPending(on) {
+  $("cancel-layout").hidden = !on;
+  if (on) status("laying out… (Escape or Cancel stops it; the view stays as it is)");
+}
+
+export function cancelLayout() {
+  return cancelLayouts();
+}
+
+function restoreShown() {
+  state.expanded = new Set(shown.expanded);
+  state.expandAll = shown.expandAll;
+  updateURL();
+  status("layout cancelled: the view is as it was");
 }
 
 export async function follow(run) {

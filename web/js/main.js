@@ -11,6 +11,7 @@ import { bindControls, setTheme } from "./controls.js";
 import { fillCompare, fillGraphs, follow, loadRuns, refreshView, selectGraph, selectRun } from "./load.js";
 import { select, toggle, activate, clickBox } from "./picking.js";
 import { expandAll, expandOne, panFrames } from "./measure.js";
+import { requests, startWorker } from "./layouts.js";
 import { initPlan } from "./plan.js";
 import { step } from "./playback.js";
 import { readURL } from "./url.js";
@@ -32,14 +33,17 @@ function applyLink(link) {
 async function start() {
   const stored = localStorage.getItem("tpx-theme");
   setTheme(stored || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+  const link = readURL();
+  applyLink(link);
+  // A link naming a graph opens it first: the run list (which makes the server read every
+  // trace it serves) and the compare list are asked for after the first frame.
+  if (link.run && link.graph !== null && (await openLinked(link))) return;
   const runs = await loadRuns();
   if (!runs.length) {
     status("no runs: start the server on a run folder (tpx-inspect serve tpx-runs/...)");
     return;
   }
-  const link = readURL();
   const run = runs.some((r) => r.id === link.run) ? link.run : runs[0].id;
-  applyLink(link);
   if (link.graph !== null) {
     state.run = run;
     $("run").value = run;
@@ -48,10 +52,41 @@ async function start() {
   } else {
     await selectRun(run);
   }
-  await fillCompare(runs).catch((err) => status(`error: ${err}`));
-  if (link.compare) await openCompare(link.compare, link.node);
+  await afterFirstFrame(runs, link, run);
+}
+
+// The linked graph without waiting for the run list; false when the link names nothing here.
+async function openLinked(link) {
+  state.run = link.run;
+  $("run").replaceChildren(new Option(link.run, link.run));
+  try {
+    await selectGraph(link.graph, { keepExpanded: true, node: link.node });
+  } catch {
+    state.run = null;
+    return false;
+  }
+  const runs = await loadRuns();
+  $("run").value = state.run;
+  await afterFirstFrame(runs, link, state.run);
+  return true;
+}
+
+// What the first frame does not need: the compare list (one request per run), a live feed.
+async function afterFirstFrame(runs, link, run) {
+  if (link.compare) {
+    await fillCompare(runs).catch((err) => status(`error: ${err}`));
+    await openCompare(link.compare, link.node);
+  } else deferCompare(runs);
   const live = runs.find((r) => r.id === run)?.live;
   if (live) follow(run);
+}
+
+// The compare list is filled when a person reaches for it, or once the page is idle.
+function deferCompare(runs) {
+  let filled = null;
+  const fill = () => (filled ||= fillCompare(runs).catch((err) => status(`error: ${err}`)));
+  for (const ev of ["focus", "pointerdown", "keydown"]) $("compare").addEventListener(ev, fill, { once: true });
+  setTimeout(fill, 4000);
 }
 
 // A pasted deep link (or the back button) changes the hash: show what it names.
@@ -68,6 +103,8 @@ window.addEventListener("hashchange", async () => {
   }
 });
 
-window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf, measure: { expandOne, expandAll, panFrames } };
+window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf, measure: { expandOne, expandAll, panFrames, workerRequests: () => requests } };
 initPlan(); // the tpx.compile plan beside the graph (web/js/plan.js)
+startWorker(); // layouts decoded off this thread once it is up
+
 start().catch((err) => status(`error: ${err}`));

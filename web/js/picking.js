@@ -93,6 +93,7 @@ async function searchServer(q) {
   if (byId) markHits();
   main.draw();
   $("hits").textContent = `${res.total + (byId ? 1 : 0)} hits`;
+  performance.mark("tpx:hits");
 }
 
 export function search(text) {

@@ -1,63 +1,65 @@
 // A spatial index of a laid-out graph: boxes and edges bucketed in a grid of world cells, for
 // hit testing and for drawing only what meets the viewport; and a pyramid of aggregates (each
 // level's cells 4x the size of the level below) for drawing boxes too small to read as blocks.
+// The buckets are packed (cell keys, offsets, item indices in typed arrays) by ``pack``, a pure
+// function the layout worker runs, so the page only wraps what the worker sends.
 
 export const CELL = 256; // world units per cell of level 0
 const LONG = 64; // an edge whose bounding box covers more cells than this is kept in a list
 
 export class SpatialIndex {
-  constructor(nodes, edges) {
-    this.cells = new Map();
-    this.edgeCells = new Map();
-    this.longEdges = [];
-    for (const n of nodes) this._addBox(n);
-    for (const e of edges) this._addEdge(e);
-    this.levels = buildLevels(nodes);
+  constructor(nodes, edges, points, packed = null) {
+    const p = packed || pack(nodes, edges, points);
+    this.nodes = nodes;
+    this.edges = edges;
+    this.cells = new Grid(p.boxes);
+    this.edgeCells = new Grid(p.edges);
+    this.edgeBox = p.edgeBox; // x0, y0, x1, y1 per edge
+    this.longEdges = Array.from(p.long);
+    this.levels = p.levels.map((level) => level.map((a) => ({ ...a, rep: nodes[a.rep] })));
+    this.seenBox = new Uint32Array(nodes.length);
+    this.seenEdge = new Uint32Array(edges.length);
+    this.stamp = 0;
   }
 
-  _addBox(n) {
-    const x0 = Math.floor((n.x - n.w / 2) / CELL), x1 = Math.floor((n.x + n.w / 2) / CELL);
-    const y0 = Math.floor((n.y - n.h / 2) / CELL), y1 = Math.floor((n.y + n.h / 2) / CELL);
-    for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(this.cells, gx + "," + gy, n);
-  }
-
-  _addEdge(e) {
-    if (!e.points || e.points.length < 2) return;
-    const b = (e.bbox = bbox(e.points));
-    const x0 = Math.floor(b.x0 / CELL), x1 = Math.floor(b.x1 / CELL);
-    const y0 = Math.floor(b.y0 / CELL), y1 = Math.floor(b.y1 / CELL);
-    if ((x1 - x0 + 1) * (y1 - y0 + 1) > LONG) {
-      this.longEdges.push(e);
-      return;
-    }
-    for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(this.edgeCells, gx + "," + gy, e);
+  // The boxes whose cell holds the world point (candidates for a hit test).
+  boxesAt(wx, wy) {
+    return Array.from(this.cells.items(cellKey(wx, wy)), (i) => this.nodes[i]);
   }
 
   // Every box meeting the rectangle, once each.
   boxesIn(view) {
-    return this._collect(this.cells, view, (n) => n.x + n.w / 2 >= view.x0 && n.x - n.w / 2 <= view.x1 && n.y + n.h / 2 >= view.y0 && n.y - n.h / 2 <= view.y1);
+    const keep = (i) => {
+      const n = this.nodes[i];
+      return n.x + n.w / 2 >= view.x0 && n.x - n.w / 2 <= view.x1 && n.y + n.h / 2 >= view.y0 && n.y - n.h / 2 <= view.y1;
+    };
+    return this._collect(this.cells, this.seenBox, view, keep).map((i) => this.nodes[i]);
   }
 
   edgesIn(view) {
-    const near = this._collect(this.edgeCells, view, (e) => intersects(e.bbox, view));
-    for (const e of this.longEdges) if (intersects(e.bbox, view)) near.push(e);
-    return near;
+    const b = this.edgeBox;
+    const meets = (i) => !(b[4 * i + 2] < view.x0 || b[4 * i] > view.x1 || b[4 * i + 3] < view.y0 || b[4 * i + 1] > view.y1);
+    const near = this._collect(this.edgeCells, this.seenEdge, view, meets);
+    for (const i of this.longEdges) if (meets(i)) near.push(i);
+    return near.map((i) => this.edges[i]);
   }
 
-  _collect(cells, view, keep) {
-    const out = [], seen = new Set();
+  _collect(grid, seen, view, keep) {
+    const out = [], stamp = ++this.stamp;
+    const take = (i) => {
+      if (seen[i] !== stamp && keep(i)) {
+        seen[i] = stamp;
+        out.push(i);
+      }
+    };
     const x0 = Math.floor(view.x0 / CELL), x1 = Math.floor(view.x1 / CELL);
     const y0 = Math.floor(view.y0 / CELL), y1 = Math.floor(view.y1 / CELL);
-    if ((x1 - x0 + 1) * (y1 - y0 + 1) > cells.size) {
+    if ((x1 - x0 + 1) * (y1 - y0 + 1) > grid.size) {
       // Zoomed out past the grid: walking the buckets is cheaper than walking the cells.
-      for (const list of cells.values()) for (const item of list) if (!seen.has(item) && keep(item)) { seen.add(item); out.push(item); }
+      for (const i of grid.all) take(i);
       return out;
     }
-    for (let gx = x0; gx <= x1; gx++) {
-      for (let gy = y0; gy <= y1; gy++) {
-        for (const item of cells.get(gx + "," + gy) || []) if (!seen.has(item) && keep(item)) { seen.add(item); out.push(item); }
-      }
-    }
+    for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) for (const i of grid.items(gx + "," + gy)) take(i);
     return out;
   }
 
@@ -70,18 +72,83 @@ export class SpatialIndex {
   }
 }
 
+// Packed buckets: cell key -> a run of item indices.
+class Grid {
+  constructor({ keys, start, items }) {
+    this.slot = new Map(keys.map((k, i) => [k, i]));
+    this.start = start;
+    this.all = items;
+    this.size = keys.length;
+  }
+
+  items(key) {
+    const s = this.slot.get(key);
+    return s === undefined ? EMPTY : this.all.subarray(this.start[s], this.start[s + 1]);
+  }
+}
+
+const EMPTY = new Int32Array(0);
+
+function cellKey(wx, wy) {
+  return Math.floor(wx / CELL) + "," + Math.floor(wy / CELL);
+}
+
+// Everything the index needs, in arrays a worker can hand over: boxes and edges bucketed by
+// cell, each edge's bounding box, edges too long to bucket, and the aggregate pyramid (an
+// aggregate's ``rep`` is the index of one of its boxes).
+export function pack(nodes, edges, points) {
+  const boxCells = new Map();
+  nodes.forEach((n, i) => {
+    const x0 = Math.floor((n.x - n.w / 2) / CELL), x1 = Math.floor((n.x + n.w / 2) / CELL);
+    const y0 = Math.floor((n.y - n.h / 2) / CELL), y1 = Math.floor((n.y + n.h / 2) / CELL);
+    for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(boxCells, gx + "," + gy, i);
+  });
+  const edgeCells = new Map(), edgeBox = new Float64Array(4 * edges.length), long = [];
+  edges.forEach((e, i) => {
+    if (e.q - e.p < 4) {
+      edgeBox.fill(NaN, 4 * i, 4 * i + 4); // no line: in no cell, never drawn
+      return;
+    }
+    const b = bbox(points, e.p, e.q);
+    edgeBox.set([b.x0, b.y0, b.x1, b.y1], 4 * i);
+    const x0 = Math.floor(b.x0 / CELL), x1 = Math.floor(b.x1 / CELL);
+    const y0 = Math.floor(b.y0 / CELL), y1 = Math.floor(b.y1 / CELL);
+    if ((x1 - x0 + 1) * (y1 - y0 + 1) > LONG) long.push(i);
+    else for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(edgeCells, gx + "," + gy, i);
+  });
+  return { boxes: packCells(boxCells), edges: packCells(edgeCells), edgeBox, long: Int32Array.from(long), levels: buildLevels(nodes) };
+}
+
+function packCells(cells) {
+  const keys = [...cells.keys()], start = new Int32Array(keys.length + 1);
+  let total = 0;
+  keys.forEach((k, s) => {
+    start[s] = total;
+    total += cells.get(k).length;
+  });
+  start[keys.length] = total;
+  const items = new Int32Array(total);
+  keys.forEach((k, s) => items.set(cells.get(k), start[s]));
+  return { keys, start, items };
+}
+
+// The typed arrays of a pack, for postMessage's transfer list (moved, not copied).
+export function transferables(p) {
+  return [p.boxes.start.buffer, p.boxes.items.buffer, p.edges.start.buffer, p.edges.items.buffer, p.edgeBox.buffer, p.long.buffer];
+}
+
 // Level 0: one aggregate per occupied cell (by box centre); each next level merges 4x4 cells.
 function buildLevels(nodes) {
   let cells = new Map();
-  for (const n of nodes) {
+  nodes.forEach((n, i) => {
     const key = Math.floor(n.x / CELL) + "," + Math.floor(n.y / CELL);
     let a = cells.get(key);
-    if (!a) cells.set(key, (a = { x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity, count: 0, kinds: {}, rep: n }));
+    if (!a) cells.set(key, (a = { x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity, count: 0, kinds: {}, rep: i }));
     a.x0 = Math.min(a.x0, n.x - n.w / 2); a.y0 = Math.min(a.y0, n.y - n.h / 2);
     a.x1 = Math.max(a.x1, n.x + n.w / 2); a.y1 = Math.max(a.y1, n.y + n.h / 2);
     a.count += 1;
     a.kinds[n.kind] = (a.kinds[n.kind] || 0) + 1;
-  }
+  });
   const levels = [finish(cells)];
   let size = CELL;
   while (cells.size > 1 && levels.length < 12) {
@@ -104,7 +171,7 @@ function buildLevels(nodes) {
 }
 
 function finish(cells) {
-  return [...cells.values()].map((a) => ({ ...a, kind: Object.entries(a.kinds).sort((p, q) => q[1] - p[1])[0][0] }));
+  return [...cells.values()].map(({ kinds, ...a }) => ({ ...a, kind: Object.entries(kinds).sort((p, q) => q[1] - p[1])[0][0] }));
 }
 
 function push(map, key, item) {
@@ -113,14 +180,32 @@ function push(map, key, item) {
   else map.set(key, [item]);
 }
 
-export function bbox(pts) {
+// The bounding box of the run [p, q) of flat points (x0, y0, x1, y1, ...).
+export function bbox(pts, p = 0, q = pts.length) {
   let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-  for (const [x, y] of pts) {
-    x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
+  for (let i = p; i < q; i += 2) {
+    x0 = Math.min(x0, pts[i]); y0 = Math.min(y0, pts[i + 1]); x1 = Math.max(x1, pts[i]); y1 = Math.max(y1, pts[i + 1]);
   }
   return { x0, y0, x1, y1 };
 }
 
 export function intersects(b, v) {
   return !(b.x1 < v.x0 || b.x0 > v.x1 || b.y1 < v.y0 || b.y0 > v.y1);
+}
+
+// How wide a label centred on each box may be without reaching the next box in its row:
+// the box's width plus twice the smaller gap beside it (a few points kept clear).
+export function rowRoom(nodes) {
+  const rows = [...nodes].sort((a, b) => Math.round(a.y) - Math.round(b.y) || a.x - b.x);
+  const room = new Map();
+  rows.forEach((n, i) => {
+    const gap = (m) => (m && Math.round(m.y) === Math.round(n.y) ? Math.abs(m.x - n.x) - (m.w + n.w) / 2 : Infinity);
+    room.set(n, n.w + 2 * Math.max(0, Math.min(gap(rows[i - 1]), gap(rows[i + 1])) - 4));
+  });
+  return room;
+}
+
+export function medianHeight(nodes) {
+  const heights = Float64Array.from(nodes, (n) => n.h).sort();
+  return heights.length ? heights[Math.floor(heights.length / 2)] : 40;
 }

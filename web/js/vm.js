@@ -5,8 +5,7 @@
 
 import { state } from "./app.js";
 import { ancestors } from "./boxes.js";
-
-const GROUP_KINDS = new Set(["scope", "repeat", "loop", "params"]);
+import { blocksOf, GROUP_KINDS } from "./drawable.js";
 
 export function setTree(tree) {
   if (!tree) {
@@ -61,8 +60,17 @@ export function allGroups() {
 // A layout of the view model as the view the rest of the viewer draws.
 export function viewOfLayout(res, expanded) {
   return {
-    nodes: res.boxes, edges: res.edges, frames: res.frames || [], width: res.width, height: res.height,
+    nodes: res.boxes.concat(blocksOf(res)), edges: res.edges, coarse: res.aggregates?.length || 0, frames: res.frames || [], width: res.width, height: res.height,
     expanded: (res.expanded || expanded).filter((g) => g !== "root"), scopes: allGroups(), key: res.key, engine: "view model", cached: res.cached,
-    note: res.total_boxes > res.boxes.length ? `${res.total_boxes} boxes` : "",
+    note: res.total_boxes > res.boxes.length ? `${res.total_boxes} boxes` : "", serverExpanded: res.expanded,
+  };
+}
+
+// The same from the layout worker: boxes already drawable, the spatial index already packed.
+export function viewOfWorker({ meta, graph, packed, ms }, expanded) {
+  return {
+    nodes: graph.nodes, edges: graph.edges, frames: graph.frames, width: meta.width, height: meta.height, drawable: graph, packed, ms, coarse: meta.coarse,
+    expanded: (meta.expanded || expanded).filter((g) => g !== "root"), scopes: allGroups(), key: meta.key, engine: "view model", cached: meta.cached,
+    note: meta.total_boxes > graph.nodes.length ? `${meta.total_boxes} boxes` : "", serverExpanded: meta.expanded,
   };
 }
