@@ -31,11 +31,11 @@ from tpx._plan import (
     Plan,
     Slot,
     Step,
-    _generate,
     _output_slots,
     escape_slots,
     step_reads,
 )
+from tpx._plan_codegen import generate
 
 _PURE = ("kernel", "copy")
 
@@ -120,6 +120,7 @@ def lower(plan: Plan) -> Plan:
     plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
     plan.state_meta = [m for m in plan.state_meta if m[0] in last]
     plan.has_arg_holders = any(h.__class__ is ArgRef for h in plan.holders)
+    plan.grad_checks = [(h, none) for h, none in enumerate(plan.grad_none) if none is not None]
     for seg in plan.segments:
         seg.bindings = [i for i in seg.bindings if i in last]
     live, peak = 0, 0
@@ -138,7 +139,7 @@ def lower(plan: Plan) -> Plan:
             seg.frees.append(sorted(set(dead)))
             position += 1
         position += 1  # the boundary
-        seg.run = _generate(seg)
+        seg.run = generate(seg)
     plan.peak_bytes = peak + const_bytes
     return plan
 
@@ -272,6 +273,7 @@ def _returning(kernel: Callable[..., Any]) -> Callable[..., Any]:
         kernel(dst, other)
         return dst
 
+    in_place.in_place_kernel = kernel  # type: ignore[attr-defined]  # NOTE: for the code
     return in_place
 
 
