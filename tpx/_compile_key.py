@@ -76,17 +76,9 @@ def _key(x: Any, flat: list) -> Any:
 
 
 def guard(plan: Plan, flat: list) -> bool:
-    """Whether the state tensors still look as when ``plan`` was recorded."""
-    holders = resolve(plan.holders, flat) if plan.has_arg_holders else plan.holders
-    for h, none in plan.grad_checks:
-        if (holders[h].grad is None) is not none:
-            return False
-    for _, h, attr, shape, dtype in plan.state_meta:
-        t = holders[h]
-        data = t._t._data if attr == "data" else t.grad._t._data
-        if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
-            return False
-    return True
+    """Whether the state tensors still look as when ``plan`` was recorded (the plan's
+    ``grad_checks`` and ``state_meta``, run as the generated ``plan.guard``)."""
+    return plan.guard(resolve(plan.holders, flat) if plan.has_arg_holders else plan.holders)
 
 
 def holders(fn: Callable, args: tuple, kwargs: dict) -> list[Any]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from p10._tensor import Tensor as P10Tensor
 from p10._tensor import wrap as p10_wrap
+from tpx._tensor import wrap as tpx_wrap
 
 # slot kinds: where the value of a buffer comes from
 ARG = "arg"  # a tensor argument of the call, by position in the flattened arguments
@@ -88,6 +89,7 @@ class Segment:
     bindings: list[int] = field(default_factory=list)  # STATE slots read after the island
     frees: list[list[int]] = field(default_factory=list)  # per step: slots dead after it
     run: Callable[[list], None] | None = None
+    bind: Callable[[list, list, list], None] | None = None  # reads ``bindings`` (generated)
 
 
 @dataclass
@@ -112,6 +114,10 @@ class Plan:
     state_meta: list[tuple] = field(default_factory=list)
     has_arg_holders: bool = False
     removed: dict[str, int] = field(default_factory=dict)  # steps removed by tpx._plan_passes
+    arg_is_p10: tuple[bool, ...] = ()  # per flattened argument: a P10 tensor (else TPX)
+    template: list[Any] = field(default_factory=list)  # the buffer list with ``fixed`` set
+    bind: Callable[[list, list, list], None] | None = None  # reads ``arg_bindings`` (generated)
+    guard: Callable[[list], bool] | None = None  # the state checks of a replay (generated)
 
     @property
     def steps(self) -> list[Step]:
@@ -178,17 +184,11 @@ def fill_key(b: list, key: Any) -> Any:
 def replay(plan: Plan, flat_args: list[Any]) -> Any:
     """Run ``plan`` on the raw arrays of ``flat_args`` (the call's flattened tensor arguments);
     write back the state it changes and return the outputs, wrapped as tensors without graph."""
-    from tpx._tensor import wrap as tpx_wrap
-
-    b: list[Any] = [None] * len(plan.slots)
-    slots = plan.slots
+    b = plan.template.copy()  # NOTE: the captured arrays and constants already in place
     holders = resolve(plan.holders, flat_args) if plan.has_arg_holders else plan.holders
-    for i, array in plan.fixed:
-        b[i] = array
     for i in plan.fresh:
         b[i] = _copy(b[i], plan.backend_of[i])
-    for i in plan.arg_bindings:
-        _bind(b, i, slots[i], flat_args, holders)
+    plan.bind(b, flat_args, holders)
     island_results: list[Any] = []
     for seg in plan.segments:
         seg.run(b)
@@ -196,19 +196,26 @@ def replay(plan: Plan, flat_args: list[Any]) -> Any:
             holder = holders[h]
             holder.grad = None if i is None else tpx_wrap(p10_wrap(b[i], plan.backend_of[i]))
         if seg.island is not None:
-            fn, args, kwargs = seg.island
-            if seg.island_inputs:
-                args = list(args)
-                for k, i, kind in seg.island_inputs:
-                    if kind == "arg":
-                        args[k] = flat_args[i]
-                        continue
-                    raw = p10_wrap(b[i], plan.backend_of[i])
-                    args[k] = tpx_wrap(raw) if kind == "tpx" else raw
-            island_results.append(fn(*args, **kwargs))
-            for i in seg.bindings:
-                _bind(b, i, slots[i], flat_args, holders)
-    return _rebuild(plan.outputs, b, plan.backend_of, island_results)
+            island_results.append(_island(plan, seg, b, flat_args))
+            seg.bind(b, flat_args, holders)
+    outputs = plan.outputs
+    if outputs.__class__ is tuple and len(outputs) == 2 and outputs[0] == "value":
+        return outputs[1]
+    return _rebuild(outputs, b, plan.backend_of, island_results)
+
+
+def _island(plan: Plan, seg: Segment, b: list, flat_args: list) -> Any:
+    """Run the segment's eager island on this call's values."""
+    fn, args, kwargs = seg.island
+    if seg.island_inputs:
+        args = list(args)
+        for k, i, kind in seg.island_inputs:
+            if kind == "arg":
+                args[k] = flat_args[i]
+                continue
+            raw = p10_wrap(b[i], plan.backend_of[i])
+            args[k] = tpx_wrap(raw) if kind == "tpx" else raw
+    return fn(*args, **kwargs)
 
 
 def _bind(b: list, i: int, slot: Slot, flat_args: list, holders: list) -> None:
@@ -222,8 +229,6 @@ def _bind(b: list, i: int, slot: Slot, flat_args: list, holders: list) -> None:
 
 
 def _rebuild(outputs: Any, b: list, backend_of: dict, island_results: list) -> Any:
-    from tpx._tensor import wrap as tpx_wrap
-
     if isinstance(outputs, tuple) and len(outputs) == 2 and outputs[0] == "slot":
         return tpx_wrap(p10_wrap(b[outputs[1]], backend_of[outputs[1]]))
     if isinstance(outputs, tuple) and len(outputs) == 2 and outputs[0] == "island":

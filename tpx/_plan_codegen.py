@@ -16,7 +16,7 @@ import keyword
 from collections.abc import Callable
 from typing import Any
 
-from tpx._plan import Segment, Step, fill_key, key_slots
+from tpx._plan import ARG, Segment, Slot, Step, fill_key, key_slots
 
 
 def generate(seg: Segment) -> Callable[[list], None]:
@@ -129,3 +129,47 @@ def local_slots(seg: Segment) -> set[int]:
     freed = {i for frees in seg.frees for i in frees}
     keys = {i for s in seg.steps if s.kind == "setitem" for i in key_slots(s.params["key"])}
     return (made & freed) - keys
+
+
+# NOTE: where a tensor keeps its backend array (read at every replay, so written into the code)
+_TPX_DATA = "._t._data"
+_P10_DATA = "._data"
+
+
+def generate_bind(
+    slots: list[Slot], indices: list[int], arg_is_p10: tuple[bool, ...]
+) -> Callable[[list, list, list], None]:
+    """``bind(b, flat, h)``: put the arrays of the slots ``indices`` into ``b``: arguments
+    from ``flat`` (the call's flattened tensors), state values from the holders ``h``."""
+    lines = ["def bind(b, flat, h):"]
+    for i in indices:
+        slot = slots[i]
+        if slot.kind == ARG:
+            data = _P10_DATA if arg_is_p10[slot.source] else _TPX_DATA
+            lines.append(f"    b[{i}] = flat[{slot.source}]{data}")
+        else:
+            h, attr = slot.source
+            owner = f"h[{h}]" if attr == "data" else f"h[{h}].grad"
+            lines.append(f"    b[{i}] = {owner}{_TPX_DATA}")
+    lines.append("    return None")
+    names: dict[str, Any] = {}
+    exec(compile("\n".join(lines), "<tpx plan bind>", "exec"), names)
+    return names["bind"]
+
+
+def generate_guard(
+    grad_checks: list[tuple[int, bool]], state_meta: list[tuple]
+) -> Callable[[list], bool]:
+    """``guard(h)``: whether the holders ``h`` still look as when the plan was recorded:
+    each checked ``.grad`` None or set as it was, each state value read at the start of the
+    same shape and dtype (one expression: a replay runs it at every call)."""
+    names: dict[str, Any] = {}
+    terms = [f"(h[{h}].grad is None) is {none}" for h, none in grad_checks]
+    for k, (_, h, attr, shape, dtype) in enumerate(state_meta):
+        names[f"s{k}"], names[f"d{k}"] = shape, dtype
+        value = f"h[{h}]{_TPX_DATA}" if attr == "data" else f"h[{h}].grad{_TPX_DATA}"
+        terms.append(f"{value}.shape == s{k}")
+        terms.append(f"({value}.dtype is d{k} or {value}.dtype == d{k})")
+    body = " and ".join(terms) or "True"
+    exec(compile(f"def guard(h):\n    return {body}\n", "<tpx plan guard>", "exec"), names)
+    return names["guard"]

@@ -79,6 +79,7 @@ class Recorder:
         self._finalizers: list[Any] = []
         self._keep: list[Any] = []
         self.arg_of: dict[int, int] = {}
+        self.arg_is_p10 = tuple(isinstance(t, p10.Tensor) for t in flat)
         for i, t in enumerate(flat):
             self.arg_of[id(t)] = i
             raw = t if isinstance(t, p10.Tensor) else t._t
@@ -305,6 +306,7 @@ class Recorder:
             eager_peak_bytes=self.peak if self.weak_ok else None,
             aliased=self.aliased,
             state_meta=self._state_meta(),
+            arg_is_p10=self.arg_is_p10,
         )
         return plan
 
