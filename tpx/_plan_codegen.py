@@ -49,9 +49,11 @@ class _Writer:
             self.emit(step, call, [*frees, *deferred])
             deferred = []
         self.lines.append("    return None")
-        code = compile("\n".join(self.lines), "<tpx plan>", "exec")
-        exec(code, self.names)
-        return self.names["run"]
+        source = "\n".join(self.lines)
+        exec(compile(source, "<tpx plan>", "exec"), self.names)
+        run = self.names["run"]
+        run.source = source  # type: ignore[attr-defined]  # NOTE: for inspection and tests
+        return run
 
     def glob(self, value: Any, prefix: str) -> str:
         name = self.known.get(id(value))
