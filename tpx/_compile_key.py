@@ -21,7 +21,7 @@ from tpx._record import _params_of
 from tpx._tensor import Tensor
 
 _P10Tensor = p10.Tensor
-_SCALARS = (bool, int, float, str, complex, type(None))
+_SCALARS = (bool, int, str, type(None))
 
 
 class Unsupported(Exception):
@@ -61,11 +61,17 @@ def _key(x: Any, flat: list) -> Any:
         flat.append(x)
         raw = x._t
         return ("t", raw.shape, raw.dtype.str, raw._backend.name, x._rg)
+    if cls is float:  # NOTE: by its bits: -0.0 == 0.0, and NaN equals nothing
+        return ("float", x.hex())
     if cls in _SCALARS:
         return (cls.__name__, x)
     if isinstance(x, _P10Tensor):
         flat.append(x)
         return ("p", x.shape, x.dtype.str, x._backend.name)
+    if isinstance(x, complex):
+        return (type(x).__name__, x.real.hex(), x.imag.hex())
+    if isinstance(x, float):
+        return (type(x).__name__, x.hex())
     if isinstance(x, _SCALARS):
         return (type(x).__name__, x)
     if isinstance(x, (list, tuple)):

@@ -416,3 +416,13 @@ def test_generated_code_writes_a_kernel_read_once_inline_with_the_same_bits() ->
     source = compiled.plans()[-1].segments[0].run.source
     assert re.search(r"k\d+\([^()\n]*k\d+\(", source), source  # a nested kernel call
     assert "**" not in source  # parameters passed as keywords
+
+
+def test_python_floats_key_plans_by_their_bits() -> None:
+    # NOTE: -0.0 == 0.0 and NaN != NaN: a key by value would replay -0.0's plan for 0.0
+    # (a zero of the wrong sign) and record NaN's plan again at every call
+    f = tp.compile(lambda x, s: x * s)
+    x = tp.asarray([1.0, -2.0])
+    for s in (-0.0, 0.0, -0.0, float("nan"), float("nan")):
+        _assert_same(x * s, f(x, s))
+    assert f.stats.records == 3 and f.stats.replays == 2
