@@ -88,13 +88,13 @@ def bench_steps(client: Any, rows: int, steps: int) -> dict[str, Any]:
     def settle(model: Any, opt: Any, loss: Any) -> None:
         held = [loss, *model.parameters()]
         held += [v for s in opt.state.values() for v in s.values() if isinstance(v, tp.Tensor)]
-        wait([f for t in held for f in futures_of(t._t._data)])
+        wait([f for t in held for f in futures_of(t.p10._data)])
         counts.append((counter.executed, len(counter.graphs), counter.most_runs))
         counter.reset()
 
     with p10.use_backend("dask"):
         dask_times = _steps(x, y, steps, settle)
-    xs, ys = p10.fetch(x._t, y._t)
+    xs, ys = p10.fetch(x.p10, y.p10)
     with p10.use_backend("numpy"):
         numpy_times = _steps(tp.asarray(xs), tp.asarray(ys), max(steps, 3), lambda *a: None)
     client.cluster.scheduler.remove_plugin(name=counter.name)

@@ -3,8 +3,10 @@ with OLD (TPX and P10 of a git revision, by default e93dec6, the main branch bef
 merged the backward loops and recording paths) and with NEW (this checkout).
 
 Each round runs, case by case, one subprocess per version, alternating which goes first, so
-both see the same machine load; each keeps its best time per case over the rounds. A ratio
-NEW / OLD above 1.05 means the change made that row more than 5% slower (issue 12's limit).
+both see the same machine load. Each row gives the best time of each version over the rounds,
+their ratio, and the median and range of the rounds' own NEW / OLD ratios (on a loaded machine
+the median is the steadier figure). A ratio above 1.05 means the change made that row more than
+5% slower (issue 12's limit).
 
     python benchmarks/bench_engine_ab.py [--rounds N] [--rev REV] [--quick] [CASE ...]
 """
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -88,14 +91,23 @@ def run_version(tree: Path, quick: bool, only: list[str]) -> dict[str, float]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def report(old: dict[str, float], new: dict[str, float], rev: str) -> str:
-    """Rows: case, OLD and NEW microseconds per op (per step for whole steps), NEW / OLD."""
-    lines = [f"{'case':11} {'old us':>10} {'new us':>10}  new/old  (old = {rev})"]
-    for name in old:
-        ratio = new[name] / old[name]
+def report(times: dict[str, dict[str, list[float]]], rev: str) -> str:
+    """Rows: case, OLD and NEW best microseconds per op (per step for whole steps), NEW / OLD of
+    the bests, and the median and range of the per-round ratios (each round times OLD and NEW
+    back to back, so a round's ratio sees one machine load)."""
+    lines = [
+        f"{'case':11} {'old us':>10} {'new us':>10}  new/old  {'median':>6} {'range':>13}"
+        f"  (old = {rev}, best of each; median of the rounds' ratios)"
+    ]
+    for name, old in times["old"].items():
+        new = times["new"][name]
+        ratio = min(new) / min(old)
+        rounds = sorted(n / o for n, o in zip(new, old))
+        median = statistics.median(rounds)
         mark = "ok" if ratio <= LIMIT else f"SLOWER than {LIMIT}"
         lines.append(
-            f"{name:11} {old[name] * 1e6:10.3f} {new[name] * 1e6:10.3f}  {ratio:6.3f}  {mark}"
+            f"{name:11} {min(old) * 1e6:10.3f} {min(new) * 1e6:10.3f}  {ratio:6.3f}  "
+            f"{median:6.3f} {rounds[0]:6.3f}-{rounds[-1]:6.3f}  {mark}"
         )
     return "\n".join(lines)
 
@@ -112,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(args.quick, args.cases)))
         return 0
-    best: dict[str, dict[str, float]] = {"old": {}, "new": {}}
+    times: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tpx-engine-ab-") as tmp:
         trees = {"old": export(args.rev, Path(tmp) / "old"), "new": snapshot(Path(tmp) / "new")}
@@ -121,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
             for name in names:  # one case per worker: OLD and NEW alternate case by case
                 for version in ("old", "new") if r % 2 == 0 else ("new", "old"):
                     seconds = run_version(trees[version], args.quick, [name])[name]
-                    best[version][name] = min(best[version].get(name, seconds), seconds)
-    print(f"{args.rounds} alternating rounds in {time.perf_counter() - start:.0f} s, best of each")
-    print(report(best["old"], best["new"], args.rev))
+                    times[version].setdefault(name, []).append(seconds)
+    print(f"{args.rounds} alternating rounds in {time.perf_counter() - start:.0f} s")
+    print(report(times, args.rev))
     return 0
 
 

@@ -97,7 +97,7 @@ def train(client: Any, rows: int, chunk_rows: int, steps: int, lr: float) -> dic
                 f"client {client_now[-1]:.0f} MB"
             )
         # NOTE: the last update may still run on the workers; reading the weights waits for it
-        weights = p10.fetch(*[p._t for p in model.parameters()])
+        weights = p10.fetch(*[p.p10 for p in model.parameters()])
     return {
         "losses": losses,
         "seconds": seconds,

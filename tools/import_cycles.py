@@ -6,6 +6,7 @@ Usage (from the repository root)::
     python tools/import_cycles.py tpx_inspect     # one package
     python tools/import_cycles.py --check         # exit 1 when a module-level cycle exists
     python tools/import_cycles.py --function-level  # also list cycles through imports in functions
+    python tools/import_cycles.py --check --function-level tpx_inspect  # exit 1 on either kind
 
 An edge ``a -> b`` means module ``a`` imports module ``b`` of the same package when ``a`` is
 imported: a statement at module level (also inside a module-level ``if``/``try``/class body), but
@@ -188,7 +189,8 @@ def cycles(package: str, function_level: bool = False, root: Path = ROOT) -> lis
 
 
 def report(package: str, function_level: bool, root: Path = ROOT) -> tuple[int, list[str]]:
-    """Lines describing the cycles of one package, and how many module-level cycles it has."""
+    """Lines describing the cycles of one package, and how many cycles they list (module-level
+    ones, plus those through function-level imports with ``function_level``)."""
     graph = build_graph(package, root)
     top = cycles(package, False, root)
     lines = [f"{package}: {len(graph.modules)} modules, {len(top)} module-level cycle(s)"]
@@ -198,6 +200,7 @@ def report(package: str, function_level: bool, root: Path = ROOT) -> tuple[int, 
         lines.append(f"{package}: {len(both)} more cycle(s) through function-level imports")
         merged = {m: graph.top.get(m, set()) | graph.inner.get(m, set()) for m in graph.modules}
         lines += _describe(both, merged)
+        return len(top) + len(both), lines
     return len(top), lines
 
 
@@ -216,11 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--function-level", action="store_true", help="also list cycles through function imports"
     )
-    parser.add_argument("--check", action="store_true", help="exit 1 on a module-level cycle")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 on a cycle listed (module-level; with --function-level, any)",
+    )
+    parser.add_argument("--root", type=Path, default=ROOT, help="the folder holding the packages")
     args = parser.parse_args(argv)
     total = 0
     for package in args.packages:
-        count, lines = report(package, args.function_level)
+        count, lines = report(package, args.function_level, args.root)
         total += count
         print("\n".join(lines))
     return 1 if args.check and total else 0

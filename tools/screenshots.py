@@ -1,6 +1,9 @@
 """Regenerate the viewer screenshots in docs/ (shown in the README).
 
-    .venv/bin/python tools/screenshots.py
+    .venv/bin/python -m tools.screenshots
+
+(from the repository root: the traces are built by the viewer tests' own builders,
+``tests.web.conftest``, so that the screenshots show what the tests check)
 
 Captures examples/train_mlp.py (--quick) and a graph with a planted wrong rule, serves them on
 127.0.0.1 and drives Debian's Chromium through Playwright.
@@ -8,15 +11,13 @@ Captures examples/train_mlp.py (--quick) and a graph with a planted wrong rule, 
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
+from tests.web.conftest import LAUNCH_ARGS, _model_trace, _wrong_rule_trace
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-sys.path.insert(0, str(ROOT / "tests" / "web"))
-
-from conftest import LAUNCH_ARGS, _model_trace, _wrong_rule_trace  # noqa: E402
 
 
 def _serve(runs: Path):

@@ -39,7 +39,7 @@ def raise_freed(node: GradFn) -> None:
 
 def raise_modified(node: GradFn, saved: tuple) -> None:
     for i, (value, version) in enumerate(zip(saved, node.versions)):
-        raw = value._t if value.__class__ is Tensor else value
+        raw = value._value if value.__class__ is Tensor else value
         if raw is not None and raw.version != version:
             what = "its output" if i == len(saved) - 1 else f"input {i}"
             raise InplaceError(

@@ -59,8 +59,8 @@ def _key(x: Any, flat: list) -> Any:
         if x.grad_fn is not None:
             raise Unsupported("a tensor argument carries a graph (pass it .detach()ed)")
         flat.append(x)
-        raw = x._t
-        return ("t", raw.shape, raw.dtype.str, raw._backend.name, x._rg)
+        raw = x._value
+        return ("t", raw.shape, raw.dtype.str, raw._backend.name, x._requires_grad)
     if cls is float:  # NOTE: by its bits: -0.0 == 0.0, and NaN equals nothing
         return ("float", x.hex())
     if cls in _SCALARS:
@@ -106,7 +106,7 @@ def holders(fn: Callable, args: tuple, kwargs: dict) -> list[Any]:
 
 def _collect(x: Any, found: dict, depth: int) -> None:
     if x.__class__ is Tensor:
-        if x._rg and x.grad_fn is None:
+        if x._requires_grad and x.grad_fn is None:
             found.setdefault(id(x), x)
         return
     params = getattr(x, "parameters", None)

@@ -4,8 +4,7 @@ For a real loss ``L`` of ``z = x + iy`` the gradient is ``dL/dx + i dL/dy`` (the
 Wirtinger derivative, times two), as in PyTorch: gradient descent ``z -= lr * grad`` then lowers
 ``L``. For a holomorphic op ``w = f(z)`` this is ``grad_z = conj(f'(z)) * grad_w``, which is the
 real-valued rule run on ``conj(grad_w)`` and conjugated back: :func:`conjugate_rules` wraps every
-rule that way (real gradients pass through untouched), except the non-holomorphic ops, whose
-rules handle complex values themselves:
+rule that way, except the non-holomorphic ops, whose rules handle complex values themselves:
 
 - ``abs``: ``g * z / |z|`` (0 at 0); ``real``: ``g``; ``imag``:
   ``g * 1j``; ``conj``: ``conj(g)``; ``cast`` complex -> real keeps the real part, so its
@@ -14,6 +13,9 @@ rules handle complex values themselves:
 - ``sign`` of a complex tensor has a zero gradient here (PyTorch differentiates ``z / |z|``);
 - ``cholesky``, ``qr``, ``eigh`` and ``svd`` have real formulas only: a complex input raises
   :class:`~tpx.RuleError` naming the op.
+
+A node none of whose inputs and output is complex runs the rule without the wrapper
+(``Rule.real_vjp``, chosen when the node is recorded), so real graphs pay nothing for this.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ def _wirtinger(op: Op, vjp: Any) -> Any:
             None if gi is None else _as_input_dtype(p10.conj(gi), dt) for gi, dt in zip(grads, dts)
         )
 
+    rule.real_vjp = vjp  # type: ignore[attr-defined]  # what real nodes run (Rule.real_vjp)
     return rule
 
 
@@ -102,6 +105,7 @@ def _abs_of_complex(vjp: Any) -> Any:
         unit = z / p10.astype(p10.where(zero, 1.0, a), z.dtype)
         return (p10.astype(g, z.dtype) * p10.where(zero, 0.0, unit),)
 
+    rule.real_vjp = vjp  # type: ignore[attr-defined]
     return rule
 
 

@@ -34,7 +34,7 @@ _EXAMPLES = {
 
 
 def _unwrap(value: Any) -> Any:
-    return value._t if isinstance(value, Tensor) else value
+    return value._value if isinstance(value, Tensor) else value
 
 
 def _prepare(fn: str, kwargs: dict) -> dict:

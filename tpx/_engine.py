@@ -66,17 +66,23 @@ _by_seq = attrgetter("seq")
 
 def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
     if g is None:
-        if math.prod(t._t._data.shape) != 1:
+        if math.prod(t._value._data.shape) != 1:
             raise BackwardError(
                 f"backward of a non-scalar output of shape {t.shape}: pass gradient= "
                 "(a tensor of that shape), or reduce the output first (e.g. .sum())"
             )
-        return _as_grad(p10.ones_like(t._t), create_graph)
-    graw = g._t if isinstance(g, Tensor) else given_grad(t, g)
+        return _as_grad(p10.ones_like(t._value), create_graph)
+    graw = g._value if isinstance(g, Tensor) else given_grad(t, g)
     if graw.shape != t.shape:
         raise BackwardError(
             f"gradient of shape {graw.shape} does not match the shape {t.shape} of "
             f"{output_name(t)}; pass a gradient of that shape"
+        )
+    if (graw.dtype.kind == "c") != (t.dtype.kind == "c"):  # as PyTorch; nodes rely on it
+        raise BackwardError(
+            f"gradient of dtype {graw.dtype.name} for {output_name(t)} of dtype "
+            f"{t.dtype.name}: a complex output takes a complex gradient, a real one a real "
+            f"gradient; pass a gradient of dtype {t.dtype.name}"
         )
     if create_graph and isinstance(g, Tensor):
         return g
@@ -160,7 +166,7 @@ class _Pass:
         """Flag the nodes that need more than their rule; most need nothing."""
         flags = self.flags
         for x in hooked:  # NOTE: nodes of other graphs too: flags of nodes never met are unused
-            node = x if isinstance(x, Node) else x._accum and x._accum()
+            node = x if isinstance(x, Node) else x._accumulator_ref and x._accumulator_ref()
             if node is not None:
                 flags[node] = _HOOKS
         targets = self.targets
@@ -210,7 +216,7 @@ def _run(order: list[Node], grads: dict, run: _Pass) -> None:
         else:
             # NOTE: no local keeps a gradient alive past its node: a leaf takes over a
             # gradient that nothing else holds (see _unshared)
-            _send(grads, node, g, node.rule.vjp(_context(node, g, run), g), run, start)
+            _send(grads, node, g, node.vjp(_context(node, g, run), g), run, start)
         g = None
 
 
@@ -268,7 +274,7 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
     for nxt, gi, (shape, dtype) in zip(edges, grad_inputs, node.in_meta):
         if nxt is None or gi is None:
             continue
-        raw = gi._t if gi.__class__ is Tensor else gi
+        raw = gi._value if gi.__class__ is Tensor else gi
         # NOTE: the backend's own shape and dtype first (cheap); P10's only to confirm
         data = raw._data
         if (data.shape != shape and raw.shape != shape) or (
@@ -289,7 +295,7 @@ def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -
             if e is None or gi is None
             else (wrap(gi) if run.create_graph else gi)
             if gi.__class__ is not Tensor
-            else (gi if run.create_graph else gi._t)
+            else (gi if run.create_graph else gi._value)
             for e, gi in zip(node.edges, grad_inputs)
         ]
     )
@@ -336,9 +342,9 @@ def _unpack(value: Any, node: GradFn, i: int) -> Any:
 
 def _rewrap_output(out: p10.Tensor, node: GradFn) -> Tensor:
     t = wrap(out)
-    t._rg = True
+    t._requires_grad = True
     t.grad_fn = node
-    t._ver = out.version
+    t._recorded_version = out.version
     return t
 
 

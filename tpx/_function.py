@@ -160,7 +160,7 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
         raise DefinitionError(
             f"{cls.__name__}.forward must return one tpx.Tensor, got {type(out).__name__}"
         )
-    out = wrap(out._t)
+    out = wrap(out._value)
     if not (any(needs) and state.grad_enabled and out.dtype.kind == "f"):
         return out
     edges = tuple(_edge(a) for a in args)
@@ -177,9 +177,9 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
     node.scope = state.scope
     node.code, node.lineno = user_frame()
     node.out_meta = (out.shape, out.dtype)
-    out._rg = True
+    out._requires_grad = True
     out.grad_fn = node
-    out._ver = out._t.version
+    out._recorded_version = out._value.version
     if _mode.observers:
         _mode.emit("on_node_recorded", node, out)
         _mode.emit("on_node_forward", node, args, out, time.perf_counter() - start)

@@ -11,7 +11,7 @@ import os
 import sys
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import p10
@@ -107,6 +107,13 @@ class Rule:
     scalar, not ``x``, and a later ``x += ...`` does not invalidate the node).
     ``save_from``: every input from this position on is read, however many there are
     (variadic ops: ``einsum`` reads all, ``getitem`` its index tensors after the base).
+    ``real_vjp`` (derived): what a node whose values are all real runs; ``vjp`` itself, or the
+    rule inside it when ``vjp`` adds the complex convention (see :mod:`tpx._complex_rules`).
+
+    >>> from tpx.rules import RULES
+    >>> r = RULES[p10.Op.MUL]
+    >>> r.vjp is r.real_vjp, r.real_vjp.__name__
+    (False, '_mul')
     """
 
     vjp: Callable[..., tuple[Any, ...]]
@@ -114,6 +121,12 @@ class Rule:
     save_output: bool = False
     cross: bool = False
     save_from: int | None = None
+    real_vjp: Callable[..., tuple[Any, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # NOTE: chosen once here and per node when recorded (GradFn.vjp), so that a real graph
+        # runs the bare rules: no wrapper call and dtype test per node in backward
+        object.__setattr__(self, "real_vjp", getattr(self.vjp, "real_vjp", self.vjp))
 
     def saves(self, i: int) -> bool:
         """Whether the rule reads input ``i`` (for ``cross`` rules: may read it).
@@ -167,7 +180,8 @@ class GradFn(Node):
     """The record of one op: op, params, ordered input edges, saved values, metadata.
 
     ``in_meta``/``out_meta`` hold ``(shape, dtype)`` of each input and of the output;
-    ``needs_input_grad`` which input edges lead to a node;
+    ``needs_input_grad`` which input edges lead to a node; ``vjp`` the function backward
+    calls, chosen when recorded: ``rule.real_vjp`` when no input or output is complex;
     ``saved``/``versions`` the values the rule reads (inputs, then the output) and their
     version counters at record time; ``code``/``lineno`` the user's source line;
     ``overrides`` which overridden rule/kernel computed it (``{"rule": "module:function",
@@ -196,6 +210,7 @@ class GradFn(Node):
         self.op = op
         self.params = params
         self.rule = rule
+        self.vjp = rule.vjp
         self.edges = edges
         self.needs_input_grad = needs_of(edges)
         self.in_meta = in_meta

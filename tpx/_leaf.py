@@ -17,12 +17,12 @@ from tpx._tensor import Tensor, wrap
 
 def pre_hooks(node: Node, g: Any) -> Any:
     hooks = node.tensor_hooks
-    if hooks is None and node.__class__ is AccumulateGrad and node.variable._extra:
-        hooks = node.variable._extra.get("hooks")
+    if hooks is None and node.__class__ is AccumulateGrad and node.variable._rare_attrs:
+        hooks = node.variable._rare_attrs.get("hooks")
     for fn in hooks or ():
         out = fn(g if g.__class__ is Tensor else wrap(g))
         if out is not None:
-            g = out if state.grad_enabled else (out._t if isinstance(out, Tensor) else out)
+            g = out if state.grad_enabled else (out._value if isinstance(out, Tensor) else out)
     for fn in node._pre_hooks or ():
         out = fn(node, g)
         if out is not None:
@@ -93,7 +93,7 @@ def accumulate_leaf(node: AccumulateGrad, g: Any, create_graph: bool) -> None:
         prev = leaf._grad
         if prev is None:
             if g.__class__ is Tensor:
-                leaf._grad = g if create_graph else _owned(g._t)
+                leaf._grad = g if create_graph else _owned(g._value)
             else:
                 leaf._grad = wrap(g) if _unshared(g) else _owned(g)
         else:

@@ -34,7 +34,7 @@ def materialize(*items: Any) -> None:
     """
     raws: dict[int, p10.Tensor] = {}
     for t in _tensors(items):
-        raw = t._t if isinstance(t, Tensor) else t
+        raw = t._value if isinstance(t, Tensor) else t
         raws.setdefault(id(raw), raw)
     p10.materialize(*raws.values())
 

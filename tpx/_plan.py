@@ -221,11 +221,11 @@ def _island(plan: Plan, seg: Segment, b: list, flat_args: list) -> Any:
 def _bind(b: list, i: int, slot: Slot, flat_args: list, holders: list) -> None:
     if slot.kind == ARG:
         a = flat_args[slot.source]
-        b[i] = a._data if a.__class__ is P10Tensor else a._t._data
+        b[i] = a._data if a.__class__ is P10Tensor else a._value._data
     else:
         h, attr = slot.source
         holder = holders[h]
-        b[i] = holder._t._data if attr == "data" else holder.grad._t._data
+        b[i] = holder._value._data if attr == "data" else holder.grad._value._data
 
 
 def _rebuild(outputs: Any, b: list, backend_of: dict, island_results: list) -> Any:

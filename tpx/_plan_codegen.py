@@ -134,7 +134,7 @@ def local_slots(seg: Segment) -> set[int]:
 
 
 # NOTE: where a tensor keeps its backend array (read at every replay, so written into the code)
-_TPX_DATA = "._t._data"
+_TPX_DATA = "._value._data"
 _P10_DATA = "._data"
 
 

@@ -82,7 +82,7 @@ class Recorder:
         self.arg_is_p10 = tuple(isinstance(t, p10.Tensor) for t in flat)
         for i, t in enumerate(flat):
             self.arg_of[id(t)] = i
-            raw = t if isinstance(t, p10.Tensor) else t._t
+            raw = t if isinstance(t, p10.Tensor) else t._value
             self._bind_new(raw._data, raw._backend, ARG, i)
         for t in holders:
             self.add_holder(t)
@@ -141,14 +141,14 @@ class Recorder:
         self.holders.append(t)
         self.refs.append(ArgRef(self.arg_of[id(t)]) if id(t) in self.arg_of else t)
         self.grad_none.append(t.grad is None)
-        self.data_of.append(t._t._data)
-        self.last_grad.append(None if t.grad is None else t.grad._t._data)
-        for attr, array in (("data", t._t._data), ("grad", self.last_grad[h])):
+        self.data_of.append(t._value._data)
+        self.last_grad.append(None if t.grad is None else t.grad._value._data)
+        for attr, array in (("data", t._value._data), ("grad", self.last_grad[h])):
             if array is None:
                 continue
             i = self.slot_of.get(id(array))
             if i is None:
-                self._bind_new(array, t._t._backend, STATE, (h, attr))
+                self._bind_new(array, t._value._backend, STATE, (h, attr))
             elif self.slots[i].kind == CAPTURE and not self.island_results:
                 self.slots[i] = replace(self.slots[i], kind=STATE, source=(h, attr))
                 self.arg_bindings.append(i)
@@ -157,9 +157,9 @@ class Recorder:
         """End a segment: the ``.grad`` changes to write back at replay."""
         seg = self.segments[-1]
         for h, t in enumerate(self.holders):
-            if t._t._data is not self.data_of[h]:
+            if t._value._data is not self.data_of[h]:
                 raise Stop("the value of a parameter was rebound (not written in place)")
-            grad = None if t.grad is None else t.grad._t._data
+            grad = None if t.grad is None else t.grad._value._data
             if grad is self.last_grad[h]:
                 continue
             if grad is None:
@@ -280,11 +280,11 @@ class Recorder:
         self.segments.append(Segment([]))
         self.mark = 0
         for h, t in enumerate(self.holders):
-            self.data_of[h] = t._t._data
-            self._bind_new(t._t._data, t._t._backend, STATE, (h, "data"))
-            self.last_grad[h] = None if t.grad is None else t.grad._t._data
+            self.data_of[h] = t._value._data
+            self._bind_new(t._value._data, t._value._backend, STATE, (h, "data"))
+            self.last_grad[h] = None if t.grad is None else t.grad._value._data
             if t.grad is not None:
-                self._bind_new(t.grad._t._data, t.grad._t._backend, STATE, (h, "grad"))
+                self._bind_new(t.grad._value._data, t.grad._value._backend, STATE, (h, "grad"))
         return result
 
     # -- the end ------------------------------------------------------------------------------
@@ -338,13 +338,17 @@ class Recorder:
         for k, r in enumerate(self.island_results):
             if x is r and not isinstance(x, (bool, int, type(None))):
                 return ("island", k)
-        if isinstance(x, p10.Tensor) or hasattr(x, "_t"):
-            if getattr(x, "_rg", False) and x.grad_fn is not None and not self.backward_ran:
+        if isinstance(x, p10.Tensor) or hasattr(x, "_value"):
+            if (
+                getattr(x, "_requires_grad", False)
+                and x.grad_fn is not None
+                and not self.backward_ran
+            ):
                 raise Stop(
                     "the function returns a tensor that requires grad and runs no "
                     "backward (call .backward() inside it, or return .detach())"
                 )
-            raw = x if isinstance(x, p10.Tensor) else x._t
+            raw = x if isinstance(x, p10.Tensor) else x._value
             i = self.slot_of.get(id(raw._data))
             if i is None:
                 raise Stop("the function returns a tensor the plan does not know")
@@ -372,7 +376,7 @@ def _has_array(v: Any, backend: Any) -> bool:
 
 def _plan_slot(rec: Recorder, a: Any) -> int | None:
     """The slot of a tensor that the plan computes (None for anything else)."""
-    raw = a if isinstance(a, p10.Tensor) else getattr(a, "_t", None)
+    raw = a if isinstance(a, p10.Tensor) else getattr(a, "_value", None)
     if not isinstance(raw, p10.Tensor):
         return None
     i = rec.slot_of.get(id(raw._data))

@@ -61,7 +61,7 @@ def _has_hooks(node: Any) -> bool:
     if node._pre_hooks or node._hooks or node.tensor_hooks or node.retain is not None:
         return True
     if node.__class__ is AccumulateGrad:
-        extra = node.variable._extra
+        extra = node.variable._rare_attrs
         return bool(extra and extra.get("hooks"))
     return False
 

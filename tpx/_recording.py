@@ -30,8 +30,8 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
     needs = False
     for x in inputs:
         if x.__class__ is Tensor:
-            raw.append(x._t)
-            if x._rg:
+            raw.append(x._value)
+            if x._requires_grad:
                 needs = True
         else:
             raw.append(x)
@@ -48,14 +48,14 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
 
 
 def _edge(x: Any) -> Any:
-    if x.__class__ is not Tensor or not x._rg:
+    if x.__class__ is not Tensor or not x._requires_grad:
         return None
     fn = x.grad_fn
     if fn is None:
-        acc = x._accum  # the leaf's AccumulateGrad, held weakly (see Tensor._accumulator)
+        acc = x._accumulator_ref  # the leaf's AccumulateGrad, held weakly (see Tensor._accumulator)
         fn = acc() if acc is not None else None
         return x._accumulator() if fn is None else fn
-    if x._ver != x._t.version:
+    if x._recorded_version != x._value.version:
         raise InplaceError(
             f"a tensor of shape {x.shape} (output of {fn.name} at {fn.source}) was modified "
             "in place through another view after it was computed, so its graph no longer "
@@ -95,7 +95,8 @@ def _record(
     meta = _node_meta.get(key)
     if meta is None:
         meta = _new_meta(key, raw, out)
-    if meta[1][1].kind not in "fc":
+    in_meta, out_meta, real = meta
+    if out_meta[1].kind not in "fc":
         return wrap(out)
     # NOTE: the edges first: a leaf's AccumulateGrad made here must get a smaller sequence
     # number than this node (the engine runs nodes by decreasing number)
@@ -103,9 +104,10 @@ def _record(
     node = _new(GradFn)  # GradFn.__init__ written out, as in record_pair
     node.seq = next(_graph._seq)
     node.op, node.params, node.rule = op, params, rule
+    node.vjp = rule.real_vjp if real else rule.vjp
     node.edges = edges
     node.needs_input_grad = needs_of(edges)
-    node.in_meta, node.out_meta = meta
+    node.in_meta, node.out_meta = in_meta, out_meta
     if overrides is not None:
         node.overrides = overrides.mark(op, out._backend)
     if rule.save or rule.save_output or rule.save_from is not None:
@@ -115,9 +117,9 @@ def _record(
         node.scope = scope
     node.code, node.lineno = user_frame(skip)
     t = _new(Tensor)  # wrap() inlined
-    t._t, t._rg, t.grad_fn = out, True, node
-    t._ver = out.version  # a view shares its base's counter, which may be past 0
-    t._grad = t._accum = t._extra = None
+    t._value, t._requires_grad, t.grad_fn = out, True, node
+    t._recorded_version = out.version  # a view shares its base's counter, which may be past 0
+    t._grad = t._accumulator_ref = t._rare_attrs = None
     if state.anomaly & NAN_CHECKS:
         _check_finite(op, node, out)
     if _mode.observers:
@@ -177,16 +179,18 @@ def _check_finite(op: Any, node: GradFn | None, out: p10.Tensor) -> None:
 _NEEDS_ONE = (True,)  # a unary shortcut records only for an input that requires grad
 _NEEDS_TWO = (((False, False), (False, True)), ((True, False), (True, True)))
 
-# (op, backend, output shape and dtype, then each input's) -> (in_meta, out_meta): the metadata
-# of a recorded node, shared by every node with the same key (see tpx._graph.shared). The dtypes
-# in the key are the backend arrays' own; the metadata holds P10's.
+# (op, backend, output shape and dtype, then each input's) -> (in_meta, out_meta, real): the
+# metadata of a recorded node, shared by every node with the same key (see tpx._graph.shared),
+# and whether all its values are real (the node then runs Rule.real_vjp). The dtypes in the key
+# are the backend arrays' own; the metadata holds P10's.
 _node_meta: dict[tuple, tuple] = {}
 
 
 def _new_meta(key: tuple, raw: tuple | list, out: p10.Tensor) -> tuple:
     """The metadata of ``key`` (not cached yet): computed from the values, then cached."""
     in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
-    meta = (in_meta, shared((out._data.shape, out.dtype)))
+    real = all(dtype.kind != "c" for _, dtype in in_meta) and out.dtype.kind != "c"
+    meta = (in_meta, shared((out._data.shape, out.dtype)), real)
     if len(_node_meta) >= 4096:
         _node_meta.clear()  # bounded, as tpx._graph.shared
     _node_meta[key] = meta
@@ -216,23 +220,23 @@ def record_pair(
         return _record(op, inputs, raw, params or {}, out, start, skip=2)
     # the edges, _edge() inlined for the common cases
     e0 = e1 = None
-    if x.__class__ is Tensor and x._rg:
+    if x.__class__ is Tensor and x._requires_grad:
         e0 = x.grad_fn
         if e0 is None:  # a leaf: its AccumulateGrad, held weakly (see Tensor._accumulator)
-            acc = x._accum
+            acc = x._accumulator_ref
             e0 = acc() if acc is not None else None
             if e0 is None:
                 e0 = x._accumulator()
-        elif x._ver != x._t.version:
+        elif x._recorded_version != x._value.version:
             e0 = _edge(x)  # raises, naming the node
-    if b is not None and y.__class__ is Tensor and y._rg:
+    if b is not None and y.__class__ is Tensor and y._requires_grad:
         e1 = y.grad_fn
         if e1 is None:
-            acc = y._accum
+            acc = y._accumulator_ref
             e1 = acc() if acc is not None else None
             if e1 is None:
                 e1 = y._accumulator()
-        elif y._ver != y._t.version:
+        elif y._recorded_version != y._value.version:
             e1 = _edge(y)
     ad, od = a._data, out._data
     # NOTE: the backend comes before the backend's dtype objects, so that keys of different
@@ -251,12 +255,13 @@ def record_pair(
     node.op = op
     node.params = {} if params is None else params
     node.rule = rule
+    node.in_meta, node.out_meta, real = meta
+    node.vjp = rule.real_vjp if real else rule.vjp
     if b is None:
         node.edges, node.needs_input_grad = (e0,), _NEEDS_ONE
     else:
         node.edges = (e0, e1)
         node.needs_input_grad = _NEEDS_TWO[e0 is not None][e1 is not None]
-    node.in_meta, node.out_meta = meta
     if overrides is not None:
         node.overrides = overrides.mark(op, a._backend)
     save = rule.save
@@ -282,8 +287,9 @@ def record_pair(
         node.scope = scope
     node.code, node.lineno = user_frame(1)
     t = _new(Tensor)
-    t._t, t._rg, t.grad_fn, t._ver = out, True, node, 0  # a fresh output, version 0
-    t._grad = t._accum = t._extra = None
+    t._value, t._requires_grad, t.grad_fn = out, True, node
+    t._recorded_version = 0  # a fresh output
+    t._grad = t._accumulator_ref = t._rare_attrs = None
     if _mode.observers:  # the general path's events, with the inputs it would pass
         inputs = (x if x.__class__ is Tensor else a,)
         if b is not None:

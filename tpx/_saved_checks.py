@@ -25,7 +25,7 @@ def checksum(value: Any) -> int:
     >>> a == b, a == c
     (True, False)
     """
-    raw = getattr(value, "_t", value)
+    raw = getattr(value, "_value", value)
     # NOTE: the backend's own array (not an export): read here, never handed out
     arr = raw._backend.to_numpy(raw._data)
     return zlib.crc32(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
@@ -42,7 +42,7 @@ def verify_checksums(node: Any) -> None:
     saved = node.saved
     for i, (value, expected) in enumerate(zip(saved, node.checksums)):
         if value is not None and expected is not None and checksum(value) != expected:
-            raw = getattr(value, "_t", value)
+            raw = getattr(value, "_value", value)
             what = "its output" if i == len(saved) - 1 else f"input {i}"
             raise SavedValueError(
                 f"a value saved for backward was changed behind TPX's back: {what} of "

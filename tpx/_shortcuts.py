@@ -50,18 +50,18 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
     def method(self: Tensor, other: Any) -> Any:
         cls = other.__class__
         if cls is Tensor:
-            b = other._t
-            needs = self._rg or other._rg
+            b = other._value
+            needs = self._requires_grad or other._requires_grad
         elif cls is float or cls is int:
             b = other
-            needs = self._rg
+            needs = self._requires_grad
         else:
             return slow(self, other)
         if needs and state.grad_enabled:
             if state.anomaly:
                 return slow(self, other)
             start = time.perf_counter() if _mode.observers else 0.0
-            a = self._t
+            a = self._value
             if cls is not Tensor:
                 b = scalar_tensor(b, a)
             if a._backend is not b._backend or (
@@ -73,11 +73,11 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
             return record_pair(op, self, other, a, b, forward(a, b), None, start)
         if state.anomaly:
             return slow(self, other)
-        out = reflected(self._t, b) if reflected is not None else forward(self._t, b)
+        out = reflected(self._value, b) if reflected is not None else forward(self._value, b)
         # NOTE: wrap() inlined: one call less per op in a forward that records nothing
         t = _new(Tensor)
-        t._t, t._rg, t._ver = out, False, 0
-        t._grad = t.grad_fn = t._accum = t._extra = None
+        t._value, t._requires_grad, t._recorded_version = out, False, 0
+        t._grad = t.grad_fn = t._accumulator_ref = t._rare_attrs = None
         return t
 
     return _named(method, slow)
@@ -89,13 +89,13 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
     def method(self: Tensor) -> Any:
         if state.anomaly:
             return slow(self)
-        a = self._t
-        if self._rg and state.grad_enabled:
+        a = self._value
+        if self._requires_grad and state.grad_enabled:
             start = time.perf_counter() if _mode.observers else 0.0
             return record_pair(op, self, None, a, None, forward(a), None, start)
         t = _new(Tensor)  # wrap() inlined, as in _fast_binary
-        t._t, t._rg, t._ver = forward(a), False, 0
-        t._grad = t.grad_fn = t._accum = t._extra = None
+        t._value, t._requires_grad, t._recorded_version = forward(a), False, 0
+        t._grad = t.grad_fn = t._accumulator_ref = t._rare_attrs = None
         return t
 
     return _named(method, slow)
@@ -109,21 +109,21 @@ def _fast_reduce(op: Op, forward: Any, slow: Any) -> Any:
         if kwargs:  # PyTorch's dim=/keepdim= (see tpx._torch)
             axis, keepdims, kwargs = dim_kwargs(slow.__name__, axis, keepdims, kwargs)
         if (
-            self._rg
+            self._requires_grad
             and state.grad_enabled
             and not (args or kwargs)
             and keepdims.__class__ is bool
             and not state.anomaly
         ):
-            a = self._t
+            a = self._value
             axes = None if axis is None else _fast_axes(axis, len(a._data.shape))
             if axes is not False:
                 start = time.perf_counter() if _mode.observers else 0.0
                 out = forward(a, axis, keepdims)
                 params = {"axis": axes, "keepdims": keepdims}
                 return record_pair(op, self, None, a, None, out, params, start)
-        elif not (self._rg and state.grad_enabled) and not state.anomaly:
-            return wrap(forward(self._t, axis, keepdims, *args, **kwargs))  # records nothing
+        elif not (self._requires_grad and state.grad_enabled) and not state.anomaly:
+            return wrap(forward(self._value, axis, keepdims, *args, **kwargs))  # records nothing
         return slow(self, axis, keepdims, *args, **kwargs)
 
     return _named(method, slow)
@@ -137,17 +137,17 @@ def _fast_inplace(op: Op, slow: Any) -> Any:
     def method(self: Tensor, other: Any) -> Any:
         cls = other.__class__
         if cls is Tensor:
-            needs = self._rg or other._rg
-            b = other._t
+            needs = self._requires_grad or other._requires_grad
+            b = other._value
         elif cls is float or cls is int:
-            needs = self._rg
+            needs = self._requires_grad
             b = other
         else:
             return slow(self, other)
         if (needs and state.grad_enabled) or state.anomaly or _mode.observers:
             return slow(self, other)
-        if self._t._inplace(op, b):
-            self._ver = self._t.version
+        if self._value._inplace(op, b):
+            self._recorded_version = self._value.version
             return self
         return slow(self, other)
 

@@ -42,7 +42,20 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
             [3., 3.]], dtype=float32)
     """
 
-    __slots__ = ("__weakref__", "_accum", "_extra", "_grad", "_rg", "_t", "_ver", "grad_fn")
+    # _value: the P10 tensor holding the values (public: .p10); _requires_grad; _grad: .grad;
+    # grad_fn; _recorded_version: the value's version when grad_fn recorded it (a later write
+    # through another view makes the graph stale); _accumulator_ref: a leaf's AccumulateGrad,
+    # held weakly; _rare_attrs: a dict of what few tensors have (name, hooks), else None
+    __slots__ = (
+        "__weakref__",
+        "_accumulator_ref",
+        "_grad",
+        "_rare_attrs",
+        "_recorded_version",
+        "_requires_grad",
+        "_value",
+        "grad_fn",
+    )
 
     @staticmethod
     def _wrap(raw: p10.Tensor) -> Tensor:
@@ -50,7 +63,7 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
         return wrap(raw)
 
     def __init__(self, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> None:
-        raw = data._t if isinstance(data, Tensor) else data
+        raw = data._value if isinstance(data, Tensor) else data
         t = p10.asarray(raw, dtype=dtype, copy=True)
         _init(self, t)
         if requires_grad:
@@ -60,7 +73,7 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
     @property
     def p10(self) -> p10.Tensor:
         """The underlying P10 tensor (no graph)."""
-        return self._t
+        return self._value
 
     @property
     def data(self) -> Tensor:
@@ -73,39 +86,39 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
         >>> p.data -= 0.5 * tp.ones(2); p.tolist(), p.data.requires_grad
         ([0.5, 0.5], False)
         """
-        return wrap(self._t)
+        return wrap(self._value)
 
     @data.setter
     def data(self, value: Any) -> None:
-        raw = value._t if isinstance(value, Tensor) else p10.asarray(value)
-        if raw is self._t:  # `p.data -= ...` wrote in place already
+        raw = value._value if isinstance(value, Tensor) else p10.asarray(value)
+        if raw is self._value:  # `p.data -= ...` wrote in place already
             return
-        if self._rg and raw.dtype.kind not in "fc":
+        if self._requires_grad and raw.dtype.kind not in "fc":
             raise RequiresGradError(
                 f"data: a tensor that requires grad cannot take a {raw.dtype.name} value; "
                 "cast it to a floating dtype first"
             )
-        self._t, self._ver = raw, raw.version
+        self._value, self._recorded_version = raw, raw.version
 
     @property
     def shape(self) -> tuple[int, ...]:
         """The size of each dimension."""
-        return tuple(self._t._data.shape)
+        return tuple(self._value._data.shape)
 
     @property
     def ndim(self) -> int:
         """The number of dimensions."""
-        return len(self._t._data.shape)
+        return len(self._value._data.shape)
 
     @property
     def dtype(self) -> np.dtype:
         """The element type."""
-        return self._t.dtype
+        return self._value.dtype
 
     @property
     def backend(self) -> p10.Backend:
         """The P10 backend that runs this tensor's ops."""
-        return self._t._backend
+        return self._value._backend
 
     @property
     def device(self) -> device:
@@ -115,7 +128,7 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
         >>> tp.ones(2).device, tp.ones(2).device == "cpu"
         (device(type='cpu'), True)
         """
-        return device(self._t.device)
+        return device(self._value.device)
 
     @property
     def is_cuda(self) -> bool:
@@ -125,31 +138,31 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
     @property
     def version(self) -> int:
         """Number of in-place writes to this tensor's memory."""
-        return self._t.version
+        return self._value.version
 
     def numpy(self) -> np.ndarray:
         """The value as a read-only NumPy array (no graph)."""
-        return self._t.numpy()
+        return self._value.numpy()
 
     def item(self) -> bool | int | float:
         """The value of a one-element tensor as a Python scalar."""
-        return self._t.item()
+        return self._value.item()
 
     def tolist(self) -> Any:
         """The value as nested Python lists."""
-        return self._t.tolist()
+        return self._value.tolist()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        return self._t.__array__(dtype, copy)
+        return self._value.__array__(dtype, copy)
 
     def __len__(self) -> int:
-        return len(self._t)
+        return len(self._value)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        return self._t.__dlpack__(**kwargs)
+        return self._value.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._t.__dlpack_device__()
+        return self._value.__dlpack_device__()
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         import tpx
@@ -157,10 +170,10 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
         return tpx
 
     def __repr__(self) -> str:
-        body = repr(self._t)[:-1]
+        body = repr(self._value)[:-1]
         if self.grad_fn is not None:
             return f"{body}, grad_fn=<{self.grad_fn.name}>)"
-        return f"{body}, requires_grad=True)" if self._rg else body + ")"
+        return f"{body}, requires_grad=True)" if self._requires_grad else body + ")"
 
     def __format__(self, spec: str) -> str:
         if self.ndim == 0:  # f"{loss:.4f}", as PyTorch
@@ -189,12 +202,12 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
             return out.clone() if copy and out is self else out
         if dev is not None:  # with a backend named, that backend judges the device
             dev = str(device(dev)) if backend is not None else device_arg(dev, "to")
-        if out._rg:
+        if out._requires_grad:
             raise NotImplementedError(
                 "to(device or backend) of a tensor that requires grad: move it first, then "
                 "call requires_grad_() on the moved tensor"
             )
-        return wrap(out._t.to(backend=backend, device=dev))
+        return wrap(out._value.to(backend=backend, device=dev))
 
     def cpu(self) -> Tensor:
         """This tensor on the CPU (itself when it is there already).
@@ -211,8 +224,8 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
 
     # -- in-place writes ----------------------------------------------------------------------
     def _check_inplace(self, other_requires_grad: bool) -> bool:
-        recording = state.grad_enabled and (self._rg or other_requires_grad)
-        if recording and self._rg:
+        recording = state.grad_enabled and (self._requires_grad or other_requires_grad)
+        if recording and self._requires_grad:
             if self.grad_fn is None:
                 raise InplaceError(
                     f"a leaf tensor of shape {self.shape} that requires grad is used in an "
@@ -228,22 +241,22 @@ class Tensor(AutogradAttributes, TorchMethods, NumpyInterop, TensorMethods):
         return recording
 
     def _assign(self, result: Any) -> Tensor:
-        recording = self._check_inplace(getattr(result, "_rg", False))
+        recording = self._check_inplace(getattr(result, "_requires_grad", False))
         if recording and result.grad_fn is not None:
             _snapshot_saved(result.grad_fn, self)
-        self._t._assign(result._t if isinstance(result, Tensor) else result)
+        self._value._assign(result._value if isinstance(result, Tensor) else result)
         if recording:
-            self.grad_fn, self._rg = result.grad_fn, result._rg
-        self._ver = self._t.version
+            self.grad_fn, self._requires_grad = result.grad_fn, result._requires_grad
+        self._recorded_version = self._value.version
         return self
 
     def _setitem(self, key: Any, value: Any) -> None:
-        if self._check_inplace(getattr(value, "_rg", False)):
+        if self._check_inplace(getattr(value, "_requires_grad", False)):
             self._assign(p10.index_put(self, key, value))
             return
-        raw = value._t if isinstance(value, Tensor) else value
-        self._t._setitem(key, raw)
-        self._ver = self._t.version
+        raw = value._value if isinstance(value, Tensor) else value
+        self._value._setitem(key, raw)
+        self._recorded_version = self._value.version
 
 
 def _to_args(args: tuple, kwargs: dict) -> tuple[Any, Any, Any]:
@@ -265,17 +278,17 @@ def _to_args(args: tuple, kwargs: dict) -> tuple[Any, Any, Any]:
 
 def _view_of_leaf(t: Tensor) -> bool:
     """True when ``t`` shares memory (its version counter) with a leaf that requires grad."""
-    vc = t._t._vc
+    vc = t._value._vc
     node = t.grad_fn
     while vc is not None and node is not None and node.op in VIEW_OPS:
         node = node.edges[0]
-    return node.__class__ is AccumulateGrad and vc is not None and node.variable._t._vc is vc
+    return node.__class__ is AccumulateGrad and vc is not None and node.variable._value._vc is vc
 
 
 def _snapshot_saved(node: GradFn, target: Tensor) -> None:
     """Before ``target`` is overwritten by the result of ``node`` (``x *= x``), keep a copy
     of its old value wherever ``node`` saved it, so the gradient stays correct."""
-    saved, raw = node.saved, target._t
+    saved, raw = node.saved, target._value
     if not saved or not any(s is raw or s is target for s in saved):
         return
     old = p10.asarray(raw, copy=True)
@@ -284,23 +297,23 @@ def _snapshot_saved(node: GradFn, target: Tensor) -> None:
 
 
 def _init(t: Tensor, raw: p10.Tensor) -> None:
-    t._t = raw
-    t._rg = False
+    t._value = raw
+    t._requires_grad = False
     t._grad = None
     t.grad_fn = None
-    t._ver = 0
-    t._accum = None
-    t._extra = None
+    t._recorded_version = 0
+    t._accumulator_ref = None
+    t._rare_attrs = None
 
 
 def wrap(raw: p10.Tensor) -> Tensor:
     """A ``tpx.Tensor`` (no grad) around a P10 tensor, without copying."""
     t = object.__new__(Tensor)
-    t._t = raw
-    t._rg = False
+    t._value = raw
+    t._requires_grad = False
     t._grad = None
     t.grad_fn = None
-    t._ver = 0  # NOTE: only compared for tensors with a grad_fn; _record sets it for those
-    t._accum = None
-    t._extra = None
+    t._recorded_version = 0  # NOTE: compared only for tensors with a grad_fn (set when recorded)
+    t._accumulator_ref = None
+    t._rare_attrs = None
     return t

@@ -22,7 +22,7 @@ class AutogradAttributes:
     @property
     def requires_grad(self) -> bool:
         """Whether gradients flow to this tensor (only floating tensors may require grad)."""
-        return self._rg
+        return self._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -35,9 +35,9 @@ class AutogradAttributes:
         >>> tp.zeros(2).requires_grad_().requires_grad
         True
         """
-        if requires_grad and self._t.dtype.kind not in "fc":
+        if requires_grad and self._value.dtype.kind not in "fc":
             raise RequiresGradError(
-                f"only floating tensors can require grad, got {self._t.dtype.name}; "
+                f"only floating tensors can require grad, got {self._value.dtype.name}; "
                 "cast first with .astype(tp.float32)"
             )
         if self.grad_fn is not None and not requires_grad:
@@ -45,7 +45,7 @@ class AutogradAttributes:
                 f"requires_grad_(False) on a non-leaf (output of {self.grad_fn.name}); "
                 "use .detach() instead"
             )
-        self._rg = bool(requires_grad)
+        self._requires_grad = bool(requires_grad)
         return self
 
     def _set_grad(self, value: Any) -> None:
@@ -83,7 +83,7 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
         >>> (tp.ones(1, requires_grad=True) * 2).detach().requires_grad
         False
         """
-        return self._wrap(self._t)
+        return self._wrap(self._value)
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf after backward (leaves always keep it)."""
@@ -110,22 +110,22 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
         >>> w.name = "w"; w.name, (w * 2).name
         ('w', None)
         """
-        # NOTE: kept in _extra, so that tensors without a name pay nothing on the hot path
-        extra = self._extra
+        # NOTE: kept in _rare_attrs, so that tensors without a name pay nothing on the hot path
+        extra = self._rare_attrs
         return None if extra is None else extra.get("name")
 
     @name.setter
     def name(self, value: str | None) -> None:
         if value is not None and not isinstance(value, str):
             raise TypeError(f"Tensor.name must be a str or None, got {type(value).__name__}")
-        if self._extra is None:
+        if self._rare_attrs is None:
             if value is None:
                 return
-            self._extra = {}
+            self._rare_attrs = {}
         if value is None:
-            self._extra.pop("name", None)
+            self._rare_attrs.pop("name", None)
         else:
-            self._extra["name"] = value
+            self._rare_attrs["name"] = value
 
     def register_hook(self, fn: Any) -> Handle:
         """``fn(grad)`` runs when this tensor's gradient is computed; it may return a new one.
@@ -137,7 +137,7 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
         [10.0, 10.0]
         >>> h.remove()
         """
-        if not self._rg:
+        if not self._requires_grad:
             raise RequiresGradError("register_hook: the tensor does not require grad")
         if not callable(fn):
             raise TypeError(f"register_hook: {fn!r} is not callable")
@@ -148,9 +148,9 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
             hooks = holder.tensor_hooks
             _graph.hooked.add(holder)
         else:
-            if self._extra is None:
-                self._extra = {}
-            hooks = self._extra.setdefault("hooks", [])
+            if self._rare_attrs is None:
+                self._rare_attrs = {}
+            hooks = self._rare_attrs.setdefault("hooks", [])
             _graph.hooked.add(self)
         hooks.append(fn)
         return Handle(lambda: hooks.remove(fn) if fn in hooks else None)
@@ -169,10 +169,10 @@ but the tensor has shape (2,); a gradient has its tensor's shape and dtype (floa
         _engine_backward((self,), grads, retain_graph, create_graph)
 
     def _accumulator(self) -> AccumulateGrad:
-        acc = self._accum() if self._accum is not None else None
+        acc = self._accumulator_ref() if self._accumulator_ref is not None else None
         if acc is None:
             acc = AccumulateGrad(self)
-            self._accum = weakref.ref(acc)
+            self._accumulator_ref = weakref.ref(acc)
         return acc
 
 

@@ -40,7 +40,7 @@ class TorchMethods:
         >>> tp.zeros(2, 3).numel()
         6
         """
-        return self._t.size
+        return self._value.size
 
     nelement = numel
 

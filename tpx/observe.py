@@ -69,7 +69,7 @@ def has_pre_hooks(node: Node) -> bool:
     if node._pre_hooks or node.tensor_hooks:
         return True
     if isinstance(node, AccumulateGrad):
-        extra = node.variable._extra
+        extra = node.variable._rare_attrs
         return bool(extra and extra.get("hooks"))
     return False
 
@@ -138,7 +138,7 @@ def p10_tensor(x: Any) -> Any:
     >>> type(p10_tensor(tp.ones(2))).__name__, p10_tensor(3.0)
     ('Tensor', 3.0)
     """
-    return x._t if isinstance(x, Tensor) else x
+    return x._value if isinstance(x, Tensor) else x
 
 
 def native(x: Any) -> Any:
@@ -149,5 +149,5 @@ def native(x: Any) -> Any:
     >>> type(native(tp.ones(2))).__name__
     'ndarray'
     """
-    raw = x._t if isinstance(x, Tensor) else x
+    raw = x._value if isinstance(x, Tensor) else x
     return raw._data if isinstance(raw, p10.Tensor) else raw

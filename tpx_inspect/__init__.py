@@ -24,7 +24,7 @@ API overview (others build the CLI, the server, the viewer and the checks on it)
   (:class:`TraceFormatError`); ``to_json(trace, inline=...)`` gives the document (and the
   arrays); the JSON Schema is ``schema_path()``; docs/trace-format.md describes it all.
 - Checks (``tpx_inspect.checks``, see docs/checks.md): ``gradcheck(fn, inputs, ...)``,
-  ``gradgradcheck``, ``run_all_checks(fn, inputs)``, ``run_graph_checks(record)``,
+  ``gradgradcheck``, ``run_all_checks(fn, inputs)``, ``run_graph_checks(graph)``,
   ``run_trace_checks(path)`` return a :class:`Report` naming the first failing node.
 - Export: ``to_dot(graph, ...)``, ``render(graph, path, format=...)`` (Graphviz binaries),
   ``to_model_explorer(graph)``; ``collapse(graph, ...)`` groups scopes and stubs long edges.

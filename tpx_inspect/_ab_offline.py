@@ -25,7 +25,7 @@ from tpx import RuleContext
 from tpx_inspect._ab_compare import Diff, NodeAB, StepAB, Tolerance, first_divergence
 from tpx_inspect._util import describe
 from tpx_inspect.ab import ABError, ABReport, Override
-from tpx_inspect.checks.offline import params_from_json
+from tpx_inspect.check_view import params_from_json
 from tpx_inspect.records import Graph, Trace
 
 __all__ = ["replay_ab"]

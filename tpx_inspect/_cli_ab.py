@@ -18,6 +18,7 @@ from rich.console import Console
 from tpx_inspect._ab_compare import Tolerance
 from tpx_inspect._ab_tables import print_report
 from tpx_inspect.ab import ABError, ABReport, parse_override, run_ab
+from tpx_inspect.format import save
 
 __all__ = ["ab", "print_report"]
 
@@ -109,7 +110,7 @@ def _save(report: ABReport, folder: Path) -> None:
     for name, trace in (("a", report.trace_a), ("b", report.trace_b)):
         if trace is not None:
             (folder / name).mkdir(exist_ok=True)
-            trace.save(str(folder / name / "trace.json"))
+            save(trace, str(folder / name / "trace.json"))
     (folder / "ab.json").write_text(json.dumps(report.to_json(), indent=1), encoding="utf-8")
     if report.trace_b is not None and report.steps:
         click.echo(f"saved A and B to {folder}; view: tpx-inspect serve {folder}, then open "

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from tpx_inspect._deps import missing_message, optional_module_of
 from tpx_inspect.errors import InspectError
+from tpx_inspect.format import load
 from tpx_inspect.records import Graph, Trace
 from tpx_inspect.script import ScriptError
 
@@ -72,7 +73,7 @@ def load_trace(path: str) -> Trace:
     p = trace_path(path)
     if not p.exists():
         fail(f"no trace at {path} (expected a trace .json file or a run folder)")
-    return Trace.load(str(p))
+    return load(str(p))
 
 
 def pick_graph(trace: Trace, graph: int) -> Graph:

@@ -23,6 +23,7 @@ import numpy as np
 
 import tpx
 from tpx import observe
+from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._lazy import lazy_record
 from tpx_inspect._pending import PendingNode
@@ -189,7 +190,7 @@ class Capture:
         """Save the trace so far (or ``trace``, e.g. annotated from it) to ``path`` (JSON) and
         its ``.npz`` sidecar. Saved to the ``checkpoint`` path, it replaces the last
         checkpoint, whose sidecars it removes."""
-        paths = (self.trace if trace is None else trace).save(path)
+        paths = trace_format.save(self.trace if trace is None else trace, path)
         if self.checkpoint is not None and os.path.abspath(path) == os.path.abspath(
             self.checkpoint
         ):

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect import check_view
+from tpx_inspect.check_view import NO_LIVE, BackwardRecord, LiveInfo, NodeRecord
 from tpx_inspect.nodes import (
     KINDS,
     Accumulation,
@@ -42,8 +44,9 @@ from tpx_inspect.tables import (
 
 __all__ = [
     "KINDS", "NODE_COLUMNS", "NODE_FIELDS", "SUMMARY_COLUMNS", "TIME_COLUMNS", "Accumulation",
-    "AccumulationsView", "Edge", "ErrorInfo", "Graph", "GraphTables", "Node", "NodeStats",
-    "NodeTable", "NodeValues", "Run", "Saved", "Source", "StatsView", "Trace", "ValueStore",
+    "AccumulationsView", "BackwardRecord", "Edge", "ErrorInfo", "Graph", "GraphTables",
+    "LiveInfo", "Node", "NodeRecord", "NodeStats", "NodeTable", "NodeValues", "Run", "Saved",
+    "Source", "StatsView", "Trace", "ValueStore",
 ]  # fmt: skip
 
 
@@ -55,7 +58,9 @@ class Graph:
     ``partial`` (recorded when an error ended the run before any backward used it).
     ``detail`` is ``full`` (previews, values, accumulations, gradients per input) or ``stats``
     (a later step of an already stored structure: per-node statistics only). ``stats``,
-    ``order`` and ``accumulations`` are read from ``tables``.
+    ``order`` and ``accumulations`` are read from ``tables``. The checks read the same graph
+    through :meth:`replay_node` and :attr:`backwards` (full values); ``live`` holds what a live
+    recording adds to it (:class:`~tpx_inspect.check_view.LiveInfo`).
     """
 
     id: int
@@ -70,6 +75,7 @@ class Graph:
     peak_saved_bytes: int = 0
     backward_seconds: float = 0.0
     values: ValueStore = field(default_factory=ValueStore, repr=False)
+    live: LiveInfo = field(default=NO_LIVE, repr=False)
 
     @cached_property
     def stats(self) -> Sequence[NodeStats]:
@@ -112,8 +118,12 @@ class Graph:
 
     def consumers(self, i: int) -> tuple[Node, ...]:
         """The nodes that use node ``i``'s output, by increasing id."""
+        return tuple(self.nodes[j] for j in self.consumer_ids(i))
+
+    def consumer_ids(self, i: int) -> tuple[int, ...]:
+        """The ids of the nodes that use node ``i``'s output, increasing."""
         self.node(i)
-        return tuple(self.nodes[j] for j in self._consumers[i])
+        return self._consumers[i]
 
     def output(self, i: int) -> TensorSummary | None:
         """Summary of node ``i``'s output (a leaf's value)."""
@@ -161,15 +171,72 @@ class Graph:
 
     def node_values(self, i: int) -> NodeValues:
         """Inputs, output, incoming gradient and per-input gradients of node ``i``."""
-        node, st = self.node(i), self.stats[i]
-        ins = []
-        for k, e in enumerate(node.inputs):
+        node = self.node(i)
+        rows, edge_start, grads_out, consts = self._rows
+        at = self.summary_value
+        ins, outs = [], []
+        k = edge_start[i] if edge_start else -1
+        for j, e in enumerate(node.inputs):
             if e.src is not None:
-                ins.append(self.value(self.stats[e.src].output))
+                ins.append(at(rows[e.src][0]))
             else:
-                ins.append(self.value(st.consts[k]) if k < len(st.consts) else None)
-        outs = tuple(self.value(g) for g in st.grads_out)
-        return NodeValues(tuple(ins), self.value(st.output), self.value(st.grad), outs)
+                ins.append(at(consts[k + j]) if k >= 0 else None)
+            if k >= 0:
+                outs.append(at(grads_out[k + j]))
+        return NodeValues(tuple(ins), at(rows[i][0]), at(rows[i][1]), tuple(outs))
+
+    def summary_value(self, row: int) -> np.ndarray | None:
+        """The full value of row ``row`` of ``tables.summaries`` (None: -1, or not kept)."""
+        if row < 0:
+            return None
+        vid = self._value_ids[row]
+        return None if vid < 0 else self.values.get(vid)
+
+    @cached_property
+    def _value_ids(self) -> list[int]:
+        return self.tables.summaries[:, 8].astype(np.int64).tolist()
+
+    @cached_property
+    def _rows(self) -> tuple[list, list[int], list[int], list[int]]:
+        """The tables as lists: node rows, each node's first edge (empty: no per-edge
+        columns, ``stats`` detail), the summary rows of gradients out and of constants."""
+        t = self.tables
+        starts: list[int] = []
+        if self.detail == "full" and len(t.grads_out):
+            n = 0
+            for node in self.nodes:
+                starts.append(n)
+                n += len(node.inputs)
+        return t.nodes.tolist(), starts, t.grads_out.tolist(), t.consts.tolist()
+
+    # -- what the checks read ----------------------------------------------------------------
+    @cached_property
+    def replay_nodes(self) -> tuple[NodeRecord, ...]:
+        """Every node as the checks read it: op object, Python params, input/output values."""
+        return tuple(check_view.node_record(self, i) for i in range(len(self.nodes)))
+
+    def replay_node(self, i: int) -> NodeRecord:
+        """Node ``i`` as the checks read it (see :attr:`replay_nodes`)."""
+        return self.replay_nodes[i]
+
+    @cached_property
+    def backwards(self) -> tuple[BackwardRecord, ...]:
+        """The backward that ran over this graph, with its values (empty if none ran)."""
+        if self.kind != "backward" or not self.order:
+            return ()
+        return (check_view.backward_record(self),)
+
+    @cached_property
+    def _first_runs(self) -> dict[int, Any]:
+        runs: dict[int, Any] = {}
+        for bw in self.backwards:
+            for ex in bw.executions:
+                runs.setdefault(ex.node, ex)
+        return runs
+
+    def execution(self, i: int) -> Any:
+        """The first run of node ``i`` in :attr:`backwards` (an ``Execution``), or None."""
+        return self._first_runs.get(i)
 
     def to_dot(self, **options: Any) -> str:
         """The DOT source of this graph (see :func:`tpx_inspect.export.dot.to_dot`)."""
@@ -241,7 +308,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Trace:
-    """A captured trace: versioned, saved as JSON plus an ``.npz`` sidecar.
+    """A captured trace: versioned, saved as JSON plus an ``.npz`` sidecar by
+    ``tpx_inspect.save(trace, path)`` and read back by ``tpx_inspect.load(path)``
+    (:mod:`tpx_inspect.format`, which builds on these records, not the other way round).
 
     >>> import tpx as tp, tpx_inspect
     >>> with tpx_inspect.capture(timing=False) as cap:
@@ -271,16 +340,3 @@ class Trace:
     def graph(self, run: int = 0, graph: int = 0) -> Graph:
         """Graph ``graph`` of run ``run``."""
         return self.run(run).graph(graph)
-
-    def save(self, path: str) -> tuple[str, str]:
-        """Write ``path`` (JSON) and its sidecar; returns both paths."""
-        from tpx_inspect.format import save
-
-        return save(self, path)
-
-    @staticmethod
-    def load(path: str) -> Trace:
-        """Read and validate a trace written by :meth:`save`."""
-        from tpx_inspect.format import load
-
-        return load(path)

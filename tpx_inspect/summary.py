@@ -119,7 +119,10 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
     kind = a.dtype.kind
     if a.size <= _SMALL and kind in "fiub":
         return _small_row(a.reshape(-1).tolist(), preview)
-    head = tuple(float(v) for v in a.reshape(-1)[:preview].tolist()) if preview else ()
+    # NOTE: complex values have no float preview (their statistics are NaN, as for strings)
+    head = (
+        tuple(float(v) for v in a.reshape(-1)[:preview].tolist()) if preview and kind != "c" else ()
+    )
     if kind not in "fiub" or a.size == 0:
         return [math.nan] * 5 + [0.0, 0.0, 0.0], head
     if kind == "b":

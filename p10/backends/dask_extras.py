@@ -121,7 +121,7 @@ def persist(*tensors: Any) -> None:
     cluster), so later graphs start from them instead of from their whole history. The same as
     :func:`p10.materialize`, also for ``tpx`` tensors (``tpx.materialize`` also takes modules,
     optimizers and gradients)."""
-    materialize(*[getattr(t, "_t", t) for t in tensors])  # a tpx.Tensor holds a P10 tensor
+    materialize(*[getattr(t, "p10", t) for t in tensors])  # a tpx.Tensor's public .p10
 
 
 def connect(address: str | None = None, **cluster_options: Any) -> Any:

@@ -34,7 +34,7 @@ def settle(*tensors: Any) -> None:
     """Wait until the persisted values of ``tensors`` (tpx or p10) exist on the workers."""
     from distributed import futures_of
 
-    futures = [f for t in tensors for f in futures_of(getattr(t, "_t", t)._data)]
+    futures = [f for t in tensors for f in futures_of(getattr(t, "p10", t)._data)]
     wait(futures)
 
 

@@ -94,7 +94,7 @@ def test_a_step_sends_one_graph_and_runs_each_task_once(cluster: Any) -> None:
     assert executed == graphs[0], f"{executed} tasks ran for a graph of {graphs[0]}"
     assert executed > 2 * (ROWS // CHUNK)  # the step's tasks did run on the cluster
     # the same steps on NumPy give the same numbers
-    xs, ys = p10.fetch(x._t, y._t)
+    xs, ys = p10.fetch(x.p10, y.p10)
     with p10.use_backend("numpy"):
         expect, expect_weight, _ = _train(tp.asarray(xs), tp.asarray(ys), 2)
     np.testing.assert_allclose(losses, expect, rtol=1e-5)
@@ -113,9 +113,9 @@ def test_leaf_gradients_stay_lazy_with_the_input_chunks(cluster: Any) -> None:
     ((x @ w).tanh() * x[:, :1]).sum().backward()
     assert cluster.graphs == [], "backward computed something"
     for t in (x, w):
-        data = t.grad._t._data
+        data = t.grad.p10._data
         assert isinstance(data, da.Array)
-        assert data.chunks == t._t._data.chunks
+        assert data.chunks == t.p10._data.chunks
     tp.materialize(x, w)
     dask_cluster.settle(x.grad, w.grad)
     assert len(cluster.graphs) == 1, cluster.graphs
@@ -143,7 +143,7 @@ def test_capture_makes_at_most_two_computes_per_step(cluster: Any) -> None:
     assert 1 <= len(cluster.graphs) <= 2, f"graphs sent in a captured step: {cluster.graphs}"
     assert len(graph.nodes) > 8
     # the summaries are those of the same step captured on NumPy
-    xs, ys = p10.fetch(x._t, y._t)
+    xs, ys = p10.fetch(x.p10, y.p10)
     with p10.use_backend("numpy"):
         expect, _ = _captured_step(tp.asarray(xs), tp.asarray(ys))
     np.testing.assert_allclose(

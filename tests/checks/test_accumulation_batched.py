@@ -36,7 +36,7 @@ def reference(graph):
                 running = c.total
             else:
                 received = runs[target].grad_output if target in runs else None
-                node = graph.node(target)
+                node = graph.replay_node(target)
                 if received is not None and not node.hooked and not _close(received, running):
                     found = _finding(graph, target, parts, len(parts), running, received)
             if found is not None:

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from tests.helpers.scripts import HIDDEN_FUNCTION, write_script
 from tpx_inspect.checks import functions as fmod
 from tpx_inspect.cli import cli
+from tpx_inspect.format import load
 from tpx_inspect.records import Trace
 from tpx_inspect.server.app import create_app
 
@@ -44,14 +45,14 @@ def _wrong_silu(trace: Trace) -> int:
 
 
 def test_trace_records_import_path_and_live_verdicts(runs):
-    trace = Trace.load(str(runs / "live" / "trace.json"))
+    trace = load(str(runs / "live" / "trace.json"))
     info = trace.meta["functions"]["WrongSiLU"]
     assert info["path"].endswith(":WrongSiLU") and info["file"].endswith("custom_rule.py")
     verdicts = {n: (s, m) for n, s, m in fmod.live_verdicts(trace.meta, 0)}
     status, message = verdicts[_wrong_silu(trace)]
     assert status == "fail" and "WrongSiLU" in message
     assert sum(s == "fail" for s, _ in verdicts.values()) == 1  # only the planted bug
-    assert "live_checks" not in Trace.load(str(runs / "plain" / "trace.json")).meta
+    assert "live_checks" not in load(str(runs / "plain" / "trace.json")).meta
 
 
 def test_server_shows_live_failure_and_partial_without_it(runs, monkeypatch):
@@ -63,7 +64,7 @@ def test_server_shows_live_failure_and_partial_without_it(runs, monkeypatch):
     before = set(sys.modules)
     client = TestClient(create_app([runs]))
     live = client.get("/api/runs/live/graphs/0/checks").json()
-    node = _wrong_silu(Trace.load(str(runs / "live" / "trace.json")))
+    node = _wrong_silu(load(str(runs / "live" / "trace.json")))
     local = next(c for c in live["checks"] if c["name"] == "local")
     assert live["status"] == "fail" and not live["ok"] and local["status"] == "fail"
     assert [f["node"] for f in local["findings"]] == [node]
@@ -89,7 +90,7 @@ def test_cli_imports_user_code_only_with_trust_code(runs):
 
 
 def test_unimportable_function_is_partial_with_the_reason(runs):
-    trace = Trace.load(str(runs / "hidden" / "trace.json"))
+    trace = load(str(runs / "hidden" / "trace.json"))
     assert trace.meta["functions"]["Hidden"]["importable"] is False
     result = _run("gradcheck", str(runs / "hidden"), "--json", "--trust-code")
     local = next(c for c in json.loads(result.stdout)["checks"] if c["check"] == "local")

@@ -100,7 +100,7 @@ def test_nan_produced_only_in_the_backward_names_its_rule():
     (f0,) = result.findings
     assert (f0.category, f0.op) == ("nonfinite-backward", "sqrt")
     assert [graph.node(i).name for i in f0.details["passed_on"]] == ["AccumulateGrad"]
-    assert graph.node(f0.node).output.tolist() == [0.0, 2.0]  # forward values are finite
+    assert graph.replay_node(f0.node).output.tolist() == [0.0, 2.0]  # forward values are finite
 
 
 @pytest.mark.parametrize("values", [[1.5, 2.5], [1.001, 3.0]])

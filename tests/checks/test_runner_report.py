@@ -201,7 +201,7 @@ def test_offline_checks_from_a_saved_trace_find_the_same_node(tmp_path):
     with _wrong_sin():
         trace = run()
     path = str(tmp_path / "t.json")
-    trace.save(path)
+    tpx_inspect.save(trace, path)
     report = run_trace_checks(path)
     f = report.first_failure
     assert (f.category, f.op, f.scope, f.details["graph"]) == ("rule", "sin", "enc", 0)

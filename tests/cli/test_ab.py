@@ -175,7 +175,7 @@ def test_trace_records_overrides_and_loads_them_back(tmp_path):
     cap.save(str(path))
     doc = json.loads(path.read_text())
     assert "overrides" in doc["runs"][0]["structures"][0]["nodes"]
-    nodes = tpx_inspect.Trace.load(str(path)).graphs[0].nodes
+    nodes = tpx_inspect.load(str(path)).graphs[0].nodes
     marked = [(n.op, n.overrides) for n in nodes if n.overrides]
     assert marked == [("tanh", {"rule": f"{__name__}:{_double.__qualname__}"})]
     # a trace without overrides has no such column (older readers load it unchanged)

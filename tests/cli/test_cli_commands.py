@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from tpx_inspect.cli import cli
 from tpx_inspect.export.render import graphviz_available
-from tpx_inspect.records import Trace
+from tpx_inspect.format import load
 
 
 def invoke(*args: object, **kwargs):
@@ -37,14 +37,14 @@ def test_run_writes_a_trace_and_prints_a_summary(scripts, tmp_path):
     assert f"trace: {tmp_path / 'r' / 'trace.json'}" in result.output
     assert "graphs: 2 kept of 2 backward steps, nodes: 10" in result.output
     assert "non-finite values: none" in result.output
-    assert len(Trace.load(str(tmp_path / "r" / "trace.json")).graphs) == 2
+    assert len(load(str(tmp_path / "r" / "trace.json")).graphs) == 2
 
 
 def test_run_of_the_mlp_example_names_its_parameters_by_path(tmp_path):
     example = Path(__file__).resolve().parents[2] / "examples" / "train_mlp.py"
     result = invoke("run", example, "--quick", "-o", tmp_path / "mlp")
     assert result.exit_code == 0, result.output
-    g = Trace.load(str(tmp_path / "mlp" / "trace.json")).graphs[0]
+    g = load(str(tmp_path / "mlp" / "trace.json")).graphs[0]
     assert [(n.kind, n.label) for n in g.nodes if n.op is None] == [
         ("param", f"model.{i}.{p}") for i in (0, 2, 4) for p in ("weight", "bias")
     ]
@@ -55,7 +55,7 @@ def test_run_value_policies(scripts, tmp_path, values):
     result = invoke("run", scripts / "train.py", "-o", tmp_path, "--values", values,
                     "--value-limit", "3")  # fmt: skip
     assert result.exit_code == 0, result.output
-    g = Trace.load(str(tmp_path / "trace.json")).graphs[0]
+    g = load(str(tmp_path / "trace.json")).graphs[0]
     kept = [g.value(g.output(i)) is not None for i in range(len(g.nodes))]  # w is 2x2: 4 > 3
     assert kept == {"none": [False] * 5, "small": [False, True, True, True, True],
                     "all": [True] * 5}[values]  # fmt: skip
@@ -87,7 +87,7 @@ def test_run_passes_the_exit_code_through(scripts, tmp_path):
 def test_a_crashing_script_still_leaves_its_trace(scripts, tmp_path):
     result = invoke("run", scripts / "crash.py", "-o", tmp_path / "r")
     assert result.exit_code == 1
-    trace = Trace.load(str(tmp_path / "r" / "trace.json"))
+    trace = load(str(tmp_path / "r" / "trace.json"))
     assert trace.runs[0].status == "error" and "boom" in trace.runs[0].error.message
     assert trace.graphs[0].kind == "backward"
     assert "RuntimeError: boom after one step" in result.output

@@ -140,7 +140,7 @@ def test_a_nonfinite_step_of_a_known_structure_is_kept_in_full():
 @pytest.mark.slow
 def test_ten_thousand_steps_stay_small(tmp_path):
     t = _loop(10_000, "all")
-    paths = t.save(str(tmp_path / "long.json"))
+    paths = tpx_inspect.save(t, str(tmp_path / "long.json"))
     total = sum(os.path.getsize(p) for p in paths)
     assert len(t.graphs) == 10_000 and total < 10_000 * 1_000  # under 1 kB per step
 

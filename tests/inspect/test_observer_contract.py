@@ -108,7 +108,7 @@ def test_tpx_inspect_uses_no_private_name_of_tpx_or_p10(private_names):
         "import p10._indexing",
         "from p10 import _overrides as o",
         "def f(t):\n    return t._accumulator()",
-        "def f(x):\n    return getattr(x, '_t', x)",
+        "def f(x):\n    return getattr(x, '_value', x)",
         "import sys\ndef f():\n    return sys._getframe(1)",
         "def f(frame):\n    return frame.f_back",
         "import tpx\nx = tpx._engine",

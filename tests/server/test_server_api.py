@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tpx_inspect.export.render import graphviz_available
+from tpx_inspect.format import load
 from tpx_inspect.records import Trace
 from tpx_inspect.server import create_app
 
@@ -143,7 +144,7 @@ def test_nan_values_are_json_safe_strings(client):
 
 
 def test_backward_order(client, runs_dir):
-    graph = Trace.load(str(runs_dir / "scoped" / "trace.json")).graphs[0]
+    graph = load(str(runs_dir / "scoped" / "trace.json")).graphs[0]
     order = client.get(f"{G0}/backward").json()
     assert [n["id"] for n in order["nodes"]] == list(graph.order)
     assert [n["order"] for n in order["nodes"]] == list(range(len(graph.order)))
@@ -230,7 +231,7 @@ def test_live_run_feed_reports_new_graphs(runs_dir):
 
     store = RunStore([])
     live = store.add_live(
-        "live run", _GrowingCapture(Trace.load(str(runs_dir / "scoped" / "trace.json")))
+        "live run", _GrowingCapture(load(str(runs_dir / "scoped" / "trace.json")))
     )
     c = TestClient(create_app(store=store))
     assert live.id == "live_run" and c.get("/api/runs/live_run").json()["live"]

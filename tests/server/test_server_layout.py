@@ -84,10 +84,10 @@ def test_labels_that_need_quoting_reach_dot(tmp_path):
 def test_light_graph_collapses_like_the_real_one(runs_dir):
     """build_view hands collapse a light copy of the graph: it must give collapse's own view."""
     from tpx_inspect.collapse import collapse
-    from tpx_inspect.records import Trace
+    from tpx_inspect.format import load
     from tpx_inspect.server.graphview import State, build_view
 
-    g = Trace.load(str(runs_dir / "scoped" / "trace.json")).graphs[0]
+    g = load(str(runs_dir / "scoped" / "trace.json")).graphs[0]
     for stub, span in ((False, 6), (True, 1), (True, 2)):
         ours = build_view(g, State(None, (), stub, span), dot=None)
         theirs = collapse(g, fold=False, stub=stub, span=span)

@@ -45,7 +45,19 @@ def test_function_level_and_type_checking_imports_are_apart(tmp_path: Path) -> N
     assert import_cycles.cycles("pkg", root=tmp_path) == [["pkg.c", "pkg.d"]]
     graph = import_cycles.build_graph("pkg", root=tmp_path)
     assert graph.inner["pkg.b"] == {"pkg.a"} and not graph.top.get("pkg.a")
-    assert import_cycles.main(["--check", "tpx_inspect"]) in (0, 1)
+
+
+def test_check_exits_1_on_the_cycles_it_lists(tmp_path: Path) -> None:
+    _package(tmp_path, {
+        "__init__.py": "",
+        "a.py": "from pkg import b\n",
+        "b.py": "def f():\n    from pkg import a\n    return a\n",
+    })  # fmt: skip
+    root = ["--root", str(tmp_path), "pkg"]
+    assert import_cycles.main(["--check", *root]) == 0  # a cycle through a function only
+    assert import_cycles.main(["--check", "--function-level", *root]) == 1
+    (tmp_path / "pkg" / "b.py").write_text("from pkg import a\n")
+    assert import_cycles.main(["--check", *root]) == 1
 
 
 def test_a_long_chain_is_walked_without_recursion(tmp_path: Path) -> None:
@@ -56,5 +68,6 @@ def test_a_long_chain_is_walked_without_recursion(tmp_path: Path) -> None:
     assert len(comp) == n
 
 
-def test_tpx_inspect_has_no_module_level_import_cycle():
-    assert import_cycles.cycles("tpx_inspect") == []
+def test_tpx_inspect_has_no_import_cycle_not_even_through_function_imports():
+    assert import_cycles.cycles("tpx_inspect", function_level=True) == []
+    assert import_cycles.main(["--check", "--function-level", "tpx_inspect"]) == 0

@@ -20,7 +20,7 @@ def test_requires_grad_on_int_raises():
 
 def test_name_is_optional_settable_and_does_not_change_gradients_or_hooks():
     w = tp.ones(2, requires_grad=True)
-    assert w.name is None and w._extra is None, "an unnamed tensor stores nothing"
+    assert w.name is None and w._rare_attrs is None, "an unnamed tensor stores nothing"
     w.name = "layer.weight"
     h = w.register_hook(lambda g: g * 10)
     (w * 3).sum().backward()

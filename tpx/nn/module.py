@@ -385,13 +385,13 @@ def _enter_root(root: Module) -> dict[int, str]:
 def _name_members(table: dict[str, Any], base: str, seen: set[int]) -> None:
     # NOTE: a shared tensor keeps its first path, as in named_parameters(); a name is written
     # only when it is missing or changed, so a call of an unchanged model writes nothing.
-    # _extra is read directly (Tensor.name's storage): this runs on every outermost call.
+    # _rare_attrs is read directly (Tensor.name's storage): this runs on every outermost call.
     for key, t in table.items():
         if t.__class__ is not tp.Tensor or id(t) in seen:
             continue
         seen.add(id(t))
         name = f"{base}.{key}"
-        extra = t._extra
+        extra = t._rare_attrs
         if extra is None or extra.get("name") != name:
             t.name = name
 

@@ -35,7 +35,7 @@ def clip_grad_norm_(
     if not params:
         return 0.0
     # NOTE: fetched together: on a lazy backend (Dask) one compute, not one per gradient
-    arrays = [np.asarray(a, dtype=np.float64) for a in p10.fetch(*[p.grad._t for p in params])]
+    arrays = [np.asarray(a, dtype=np.float64) for a in p10.fetch(*[p.grad._value for p in params])]
     if math.isinf(norm_type):
         total = max(float(np.abs(a).max(initial=0.0)) for a in arrays)
     else:

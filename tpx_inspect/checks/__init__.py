@@ -2,7 +2,8 @@
 
 - Whole function: :func:`gradcheck` / :func:`gradgradcheck` (float64 central differences,
   full-Jacobian or fast random-projection mode, messages naming output, input and element).
-- Per recorded graph (:func:`record` live, or :func:`from_trace_graph` offline): the local
+- Per recorded graph (a captured ``tpx_inspect.records.Graph``: :func:`record` live, or
+  :func:`with_functions` of a saved trace's graph): the local
   check of every node's rule (``local``), ``accumulation``, ``kernel`` (against the numpy
   spec), ``order`` and ``nonfinite``; on a function also ``tracing`` (grad mode on vs off).
 - Registry: every check registers itself with :func:`register_check` in its own module; the
@@ -19,6 +20,7 @@
 0
 """
 
+from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks.accumulation import accumulation_check
 from tpx_inspect.checks.gradcheck import (
     GradcheckError,
@@ -30,9 +32,9 @@ from tpx_inspect.checks.gradcheck import (
 from tpx_inspect.checks.kernels import kernel_check
 from tpx_inspect.checks.local import LocalOptions, local_check
 from tpx_inspect.checks.nonfinite import nonfinite_check
-from tpx_inspect.checks.offline import from_trace_graph
+from tpx_inspect.checks.offline import with_functions
 from tpx_inspect.checks.order import order_check
-from tpx_inspect.checks.record import GraphRecord, NodeRecord, Recording, record
+from tpx_inspect.checks.record import Recording, record
 from tpx_inspect.checks.registry import categories, check_names, register_check
 from tpx_inspect.checks.report import (
     STATUSES,
@@ -66,7 +68,6 @@ __all__ = [
     "Finding",
     "GradcheckError",
     "GradcheckResult",
-    "GraphRecord",
     "LocalOptions",
     "Mismatch",
     "NodeRecord",
@@ -79,7 +80,6 @@ __all__ = [
     "capture_call",
     "categories",
     "check_names",
-    "from_trace_graph",
     "gradcheck",
     "gradgradcheck",
     "kernel_check",
@@ -94,4 +94,5 @@ __all__ = [
     "run_script_checks",
     "run_trace_checks",
     "tracing_check",
+    "with_functions",
 ]  # fmt: skip

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks._seeds import normals
 from tpx_inspect.checks.batched import BatchReplay
-from tpx_inspect.checks.record import NodeRecord
 from tpx_inspect.checks.replay import Replay
 
 _EPS64 = float(np.finfo(np.float64).eps)

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from tpx_inspect.checks.record import Contribution, GraphRecord
+from tpx_inspect.check_view import Contribution
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
+from tpx_inspect.records import Graph
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -31,7 +32,7 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _comparisons(
-    graph: GraphRecord, seeds: dict, target: int, parts: list[Contribution], runs: dict
+    graph: Graph, seeds: dict, target: int, parts: list[Contribution], runs: dict
 ) -> list[tuple[Any, Any]]:
     """``(got, expected)`` of each contribution of ``target`` in order (each total against the
     previous total plus the contribution), then the gradient the node ran with against the
@@ -45,7 +46,7 @@ def _comparisons(
             return [*out, (None, e)]
         running = c.total
     received = runs[target].grad_output if target in runs else None
-    if received is not None and not graph.node(target).hooked:
+    if received is not None and not graph.replay_node(target).hooked:
         out.append((received, running))
     return out
 
@@ -78,10 +79,10 @@ def _all_close(pairs: list[tuple[Any, Any]]) -> list[bool]:
 
 
 def _finding(graph, target, parts, k, expected, got) -> Finding:
-    node = graph.node(target)
-    sources = [graph.node(c.source).where() for c in parts]
+    node = graph.replay_node(target)
+    sources = [graph.replay_node(c.source).where() for c in parts]
     if k < len(parts):
-        culprit = graph.node(parts[k].source)
+        culprit = graph.replay_node(parts[k].source)
         what = (
             f"after the contribution from {culprit.name} #{culprit.id} (consumer {k + 1} of "
             f"{len(parts)}) the accumulated gradient is not the previous total plus it"
@@ -106,7 +107,7 @@ def _finding(graph, target, parts, k, expected, got) -> Finding:
         "whose contribution was lost."
     ),
 )
-def accumulation_check(graph: GraphRecord) -> CheckResult:
+def accumulation_check(graph: Graph) -> CheckResult:
     """Check every accumulated gradient of every backward against the sum of its parts.
 
     ``checked`` counts every accumulated gradient (fan-out or not); a graph without a

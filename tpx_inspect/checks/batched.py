@@ -18,7 +18,7 @@ import numpy as np
 
 import p10
 import tpx
-from tpx_inspect.checks.record import NodeRecord
+from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks.replay import Replay, _numpy, _tensor, rule_context
 
 
@@ -67,7 +67,7 @@ class BatchReplay:
     >>> with record() as rec:
     ...     _ = tp.asarray([0.5], requires_grad=True).sin()
     ...     _ = tp.asarray([1.5], requires_grad=True).sin()
-    >>> nodes = [n for n in rec.graph().nodes if not n.is_leaf]
+    >>> nodes = [n for n in rec.graph().replay_nodes if not n.is_leaf]
     >>> r = BatchReplay(nodes)
     >>> xs = r.inputs()
     >>> np.round(r.forward(xs), 4).tolist()

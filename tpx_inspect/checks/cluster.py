@@ -10,14 +10,15 @@ findings are those of a single-process run.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import pickle
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from tpx_inspect.checks.local import LocalOptions, check_nodes
-from tpx_inspect.checks.record import GraphRecord
+from tpx_inspect.records import Graph
+
+CheckNodes = Callable[[Graph, Sequence[int], Any], dict[int, tuple]]
+"""``check(graph, ids, opts)``: the per-node outcomes of ``ids`` (``local.check_nodes``)."""
 
 TASKS_PER_WORKER = 4
 """Slices per worker: enough to balance uneven slices and to show progress."""
@@ -25,13 +26,15 @@ TASKS_PER_WORKER = 4
 
 def cluster_outcomes(
     client: Any,
-    graph: GraphRecord,
+    graph: Graph,
     ids: Sequence[int],
-    opts: LocalOptions,
+    opts: Any,
+    check: CheckNodes,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[int, tuple]:
-    """:func:`check_nodes` of ``ids`` run on the workers of ``client`` (a
-    ``dask.distributed.Client``), merged into one dict.
+    """``check(graph, part, opts)`` of slices of ``ids`` run on the workers of ``client`` (a
+    ``dask.distributed.Client``), merged into one dict (``check`` is
+    :func:`~tpx_inspect.checks.local.check_nodes`, passed in: this module does not import it).
 
     ``progress(done, total)`` counts nodes of finished slices (leaves included).
     """
@@ -43,7 +46,7 @@ def cluster_outcomes(
     # NOTE: one pickled payload is one message frame: dask ships many small arrays one
     # frame each, which was measured 25x slower for a graph of small nodes
     [remote] = client.scatter([_payload(graph)], broadcast=True)
-    futures = {client.submit(_check_part, remote, token, part, opts, pure=False): len(part)
+    futures = {client.submit(_check_part, remote, token, part, opts, check, pure=False): len(part)
                for part in slices}  # fmt: skip
     out: dict[int, tuple] = {}
     done = 0
@@ -58,24 +61,26 @@ def cluster_outcomes(
     return out
 
 
-def _payload(graph: GraphRecord) -> bytes:
-    """The graph as the checks need it (not the contributions), pickled."""
+def _payload(graph: Graph) -> bytes:
+    """The graph with what the checks read of it made (nodes and executions), pickled."""
     import cloudpickle
 
-    backwards = tuple(dataclasses.replace(bw, contributions=()) for bw in graph.backwards)
-    return cloudpickle.dumps(dataclasses.replace(graph, backwards=backwards), protocol=5)
+    graph.execution(0)  # NOTE: made once here, not on every worker
+    return cloudpickle.dumps(graph, protocol=5)
 
 
-_GRAPHS: dict[str, GraphRecord] = {}
+_GRAPHS: dict[str, Graph] = {}
 """On a worker: the graph of the running check, unpickled once per worker."""
 
 
-def _check_part(payload: bytes, token: str, ids: list, opts: LocalOptions) -> dict[int, tuple]:
+def _check_part(
+    payload: bytes, token: str, ids: list, opts: Any, check: CheckNodes
+) -> dict[int, tuple]:
     graph = _GRAPHS.get(token)
     if graph is None:
         _GRAPHS.clear()
         graph = _GRAPHS[token] = pickle.loads(payload)
-    return check_nodes(graph, ids, opts)
+    return check(graph, ids, opts)
 
 
 def split(items: list, parts: int) -> list[list]:

@@ -21,7 +21,7 @@ import p10
 import tpx
 from tpx import observe
 from tpx_inspect.checks.local import local_check
-from tpx_inspect.checks.offline import from_trace_graph
+from tpx_inspect.checks.offline import with_functions
 from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
 
 
@@ -145,7 +145,7 @@ def record_live_checks(trace: Any, classes: Mapping[str, type] | None = None) ->
     classes = dict(live_function_classes() if classes is None else classes)
     out = []
     for g in trace.graphs:
-        result = local_check(from_trace_graph(g, classes))
+        result = local_check(with_functions(g, classes))
         out.append({"graph": g.id, "verdicts": _verdicts(g, result)})
     trace.meta["live_checks"] = out
     return out

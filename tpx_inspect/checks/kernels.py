@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 
 import p10
+from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
-from tpx_inspect.checks.record import GraphRecord, NodeRecord
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 from tpx_inspect.checks.tracing import tap_kernels
+from tpx_inspect.records import Graph
 
 SPEC = "numpy"
 """The backend whose kernels define every op."""
@@ -52,7 +53,7 @@ def _mismatch(spec: Any, got: Any) -> str | None:
     )
 
 
-def _check_node(graph: GraphRecord, node: NodeRecord) -> list[Finding]:
+def _check_node(graph: Graph, node: NodeRecord) -> list[Finding]:
     replay = Replay(node, upcast=False)
     xs = replay.inputs()
     spec = replay.forward(xs)
@@ -120,9 +121,7 @@ def _finding(node: NodeRecord, phase: str, what: str, why: str, **details: Any) 
         "output differs is named."
     ),
 )
-def kernel_check(
-    graph: GraphRecord, include_spec: bool = False, batch_size: int = 512
-) -> CheckResult:
+def kernel_check(graph: Graph, include_spec: bool = False, batch_size: int = 512) -> CheckResult:
     """Compare every node that ran on a non-spec backend with the numpy spec.
 
     Nodes that ran on the spec itself are skipped unless ``include_spec`` (then the check
@@ -142,11 +141,11 @@ def kernel_check(
     """
     start = time.perf_counter()
     reasons: dict[int, str | None] = {}
-    for node in graph.nodes:
+    for node in graph.replay_nodes:
         if not node.is_leaf:
             on_spec = node.backend == SPEC and not include_spec
             reasons[node.id] = ON_SPEC if on_spec else why_not_replayable(node)
-    todo = [graph.node(nid) for nid, why in reasons.items() if why is None]
+    todo = [graph.replay_node(nid) for nid, why in reasons.items() if why is None]
     results: dict[int, Any] = {}
     for batch in batches(todo, batch_size, lambda n: _key(graph, n)):
         results.update(_check_batch(graph, batch))
@@ -158,7 +157,7 @@ def kernel_check(
             skips.append(Skip(reason, nid))
         elif isinstance(result, Exception):  # a kernel the spec lacks, a rule that cannot replay
             skips.append(Skip(f"replay on the spec failed: {type(result).__name__}", nid))
-            notes.append(f"{graph.node(nid).where()}: replay failed: {result}")
+            notes.append(f"{graph.replay_node(nid).where()}: replay failed: {result}")
         else:
             findings += result
             checked += 1
@@ -169,7 +168,7 @@ def kernel_check(
                        time.perf_counter() - start, tuple(notes), tuple(skips))  # fmt: skip
 
 
-def _key(graph: GraphRecord, node: NodeRecord) -> tuple | None:
+def _key(graph: Graph, node: NodeRecord) -> tuple | None:
     if not stackable(node):
         return None
     ex = graph.execution(node.id)
@@ -183,7 +182,7 @@ def _layout(a: Any) -> tuple | None:
     return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
 
 
-def _check_batch(graph: GraphRecord, nodes: list) -> dict[int, Any]:
+def _check_batch(graph: Graph, nodes: list) -> dict[int, Any]:
     """Findings (or the exception) per node; nodes the batch clears have no findings."""
     suspects = {n.id for n in nodes}
     if len(nodes) > 1:
@@ -193,14 +192,14 @@ def _check_batch(graph: GraphRecord, nodes: list) -> dict[int, Any]:
     return {n.id: _one(graph, n) if n.id in suspects else [] for n in nodes}
 
 
-def _one(graph: GraphRecord, node: NodeRecord) -> Any:
+def _one(graph: Graph, node: NodeRecord) -> Any:
     try:
         return _check_node(graph, node)
     except Exception as e:
         return e
 
 
-def _suspects(graph: GraphRecord, nodes: list) -> set[int]:
+def _suspects(graph: Graph, nodes: list) -> set[int]:
     """The ids of the nodes whose stacked replay does not agree with their record."""
     replay = BatchReplay(nodes, upcast=False)
     xs = replay.inputs()

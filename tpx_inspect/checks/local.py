@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks._differences import (
     Draws,
     NotReplayable,
@@ -33,10 +34,11 @@ from tpx_inspect.checks._differences import (
     values_skip_reason,
 )
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
-from tpx_inspect.checks.record import GraphRecord, NodeRecord
+from tpx_inspect.checks.cluster import cluster_outcomes
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
+from tpx_inspect.records import Graph
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ def check_node(
     >>> from tpx_inspect.checks.record import record
     >>> with record() as rec:
     ...     _ = tp.asarray([0.5, 1.5], requires_grad=True).sin()
-    >>> cs = check_node(rec.graph().nodes[-1], None, LocalOptions())
+    >>> cs = check_node(rec.graph().replay_nodes[-1], None, LocalOptions())
     >>> len(cs), any(c.failed for c in cs)
     (2, False)
     """
@@ -208,7 +210,7 @@ def _finding(node: NodeRecord, c: Comparison, element: tuple | None = None) -> F
     )  # fmt: skip
 
 
-def backward_order(graph: GraphRecord) -> list[int]:
+def backward_order(graph: Graph) -> list[int]:
     """Node ids in backward order (that of the first backward, then reverse recording order)."""
     seen: set[int] = set()
     order = []
@@ -217,7 +219,7 @@ def backward_order(graph: GraphRecord) -> list[int]:
             if nid not in seen:
                 seen.add(nid)
                 order.append(nid)
-    order += [n.id for n in reversed(graph.nodes) if n.id not in seen]
+    order += [n.id for n in reversed(graph.replay_nodes) if n.id not in seen]
     return order
 
 
@@ -225,7 +227,7 @@ def backward_order(graph: GraphRecord) -> list[int]:
     "each node's forward is rerun in float64 from its recorded inputs; `<u, J v>` by central "
     "differences is compared with `<vjp(u), v>` one input at a time (Details below)."))  # fmt: skip
 def local_check(
-    graph: GraphRecord,
+    graph: Graph,
     opts: LocalOptions | None = None,
     progress: Callable[[int, int], None] | None = None,
     client: Any = None,
@@ -250,9 +252,7 @@ def local_check(
     start = time.perf_counter()
     order = backward_order(graph)
     if client is not None:
-        from tpx_inspect.checks.cluster import cluster_outcomes
-
-        outcomes = cluster_outcomes(client, graph, order, opts, progress)
+        outcomes = cluster_outcomes(client, graph, order, opts, check_nodes, progress)
     else:
         outcomes = check_nodes(graph, order, opts, progress)
     findings, checked, skips, notes = [], 0, [], []
@@ -267,14 +267,14 @@ def local_check(
             if finding is not None:
                 findings.append(finding)
         if note is not None:
-            notes.append(f"{graph.node(nid).where()}: {note}")
+            notes.append(f"{graph.replay_node(nid).where()}: {note}")
     seconds = time.perf_counter() - start
     return CheckResult("local", checked, tuple(findings), len(skips), seconds, tuple(notes),
                        tuple(skips))  # fmt: skip
 
 
 def check_nodes(
-    graph: GraphRecord,
+    graph: Graph,
     ids: Sequence[int],
     opts: LocalOptions,
     progress: Callable[[int, int], None] | None = None,
@@ -292,7 +292,7 @@ def check_nodes(
     out: dict[int, tuple] = {}
     todo = []
     for nid in ids:
-        node = graph.node(nid)
+        node = graph.replay_node(nid)
         if node.is_leaf:
             continue
         reason = why_not_replayable(node) or values_skip_reason(node)

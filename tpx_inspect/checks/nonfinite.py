@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from tpx_inspect.checks.record import GraphRecord, NodeRecord
+from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
+from tpx_inspect.records import Graph
 
 
 def _finite(x: Any) -> bool:
@@ -33,11 +34,11 @@ def _forward_values_finite(node: NodeRecord) -> bool:
     return all(_finite(x) for x in node.inputs or ()) and _finite(node.output)
 
 
-def forward_findings(graph: GraphRecord) -> list[Finding]:
+def forward_findings(graph: Graph) -> list[Finding]:
     """One finding per forward producer of NaN/Inf, in recording order; passers-on listed."""
     producers: list[NodeRecord] = []
     passed_on: list[int] = []
-    for node in graph.nodes:
+    for node in graph.replay_nodes:
         if node.output is None or _finite(node.output):
             continue
         if all(_finite(x) for x in node.inputs or ()):
@@ -57,12 +58,12 @@ def forward_findings(graph: GraphRecord) -> list[Finding]:
     ]
 
 
-def _backward_roles(graph: GraphRecord, bw: Any) -> tuple[list, list[int]]:
+def _backward_roles(graph: Graph, bw: Any) -> tuple[list, list[int]]:
     """``(producers as (node, execution, bad inputs), ids of the nodes that passed it on)``."""
     producers: list = []
     passed_on: list[int] = []
     for ex in bw.executions:
-        node = graph.node(ex.node)
+        node = graph.replay_node(ex.node)
         bad = [i for i, g in enumerate(ex.grad_inputs) if not _finite(g)]
         if not _finite(ex.grad_output) or (bad and not _forward_values_finite(node)):
             passed_on.append(node.id)
@@ -71,7 +72,7 @@ def _backward_roles(graph: GraphRecord, bw: Any) -> tuple[list, list[int]]:
     return producers, passed_on
 
 
-def backward_findings(graph: GraphRecord) -> list[Finding]:
+def backward_findings(graph: Graph) -> list[Finding]:
     """One finding per backward producer of NaN/Inf (a rule or an accumulation); the first
     lists the nodes that only passed it on (received it, or got it from forward values)."""
     findings: list[Finding] = []
@@ -88,7 +89,7 @@ def backward_findings(graph: GraphRecord) -> list[Finding]:
             ))  # fmt: skip
         for c in bw.contributions:
             if _finite(c.value) and not _finite(c.total):
-                target = graph.node(c.target)
+                target = graph.replay_node(c.target)
                 findings.append(finding_at(
                     target, "nonfinite-backward",
                     f"backward {k}: accumulating finite gradients into {target.where()} gave "
@@ -110,7 +111,7 @@ def backward_findings(graph: GraphRecord) -> list[Finding]:
         "rule, or an accumulation that overflowed) apart from the nodes that only passed it on."
     ),
 )
-def nonfinite_check(graph: GraphRecord) -> CheckResult:
+def nonfinite_check(graph: Graph) -> CheckResult:
     """Find the producers of the first NaN/Inf of the forward and of each backward.
 
     >>> import numpy as np, tpx as tp
@@ -124,8 +125,10 @@ def nonfinite_check(graph: GraphRecord) -> CheckResult:
     """
     start = time.perf_counter()
     findings = forward_findings(graph) + backward_findings(graph)
-    skips = tuple(Skip(NO_VALUES, n.id) for n in graph.nodes if n.output is None)
-    checked = len(graph.nodes) - len(skips) + sum(len(bw.executions) for bw in graph.backwards)
+    skips = tuple(Skip(NO_VALUES, n.id) for n in graph.replay_nodes if n.output is None)
+    checked = (
+        len(graph.replay_nodes) - len(skips) + sum(len(bw.executions) for bw in graph.backwards)
+    )
     return CheckResult("nonfinite", checked, tuple(findings), len(skips),
                        time.perf_counter() - start, skips=skips)  # fmt: skip
 

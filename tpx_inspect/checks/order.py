@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import time
 
+from tpx_inspect.check_view import BackwardRecord
 from tpx_inspect.checks.accumulation import NO_BACKWARD
-from tpx_inspect.checks.record import BackwardRecord, GraphRecord
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
+from tpx_inspect.records import Graph
 
 
-def _reachable(graph: GraphRecord, roots: tuple[int, ...]) -> set[int]:
+def _reachable(graph: Graph, roots: tuple[int, ...]) -> set[int]:
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -23,34 +24,33 @@ def _reachable(graph: GraphRecord, roots: tuple[int, ...]) -> set[int]:
         if nid in seen:
             continue
         seen.add(nid)
-        stack.extend(e for e in graph.node(nid).edges if e is not None)
+        stack.extend(e for e in graph.replay_node(nid).edges if e is not None)
     return seen
 
 
-def _reaches_leaf(graph: GraphRecord, among: set[int]) -> set[int]:
+def _reaches_leaf(graph: Graph, among: set[int]) -> set[int]:
     """Nodes of ``among`` with a path to a leaf (ids grow from inputs to consumers)."""
     out: set[int] = set()
     for nid in sorted(among):
-        node = graph.node(nid)
+        node = graph.replay_node(nid)
         if node.is_leaf or any(e in out for e in node.edges if e is not None):
             out.add(nid)
     return out
 
 
-def _order_findings(graph: GraphRecord, bw: BackwardRecord, k: int) -> list[Finding]:
+def _order_findings(graph: Graph, bw: BackwardRecord, k: int) -> list[Finding]:
     ran = [ex.node for ex in bw.executions]
     position: dict[int, int] = {}
     findings = []
     for i, nid in enumerate(ran):
         if nid in position:
-            node = graph.node(nid)
+            node = graph.replay_node(nid)
             findings.append(finding_at(node, "order", f"backward {k}: {node.where()} ran twice"))
         position.setdefault(nid, i)
-    consumers = graph.consumers()
     for nid, i in position.items():
-        late = [c for c in consumers[nid] if position.get(c, -1) > i]
+        late = [c for c in graph.consumer_ids(nid) if position.get(c, -1) > i]
         if late:
-            node, first = graph.node(nid), graph.node(late[0])
+            node, first = graph.replay_node(nid), graph.replay_node(late[0])
             findings.append(finding_at(
                 node, "order",
                 f"backward {k}: {node.where()} ran (step {i}) before its consumer "
@@ -60,16 +60,16 @@ def _order_findings(graph: GraphRecord, bw: BackwardRecord, k: int) -> list[Find
     return findings
 
 
-def _missing_findings(graph: GraphRecord, bw: BackwardRecord, k: int) -> list[Finding]:
+def _missing_findings(graph: Graph, bw: BackwardRecord, k: int) -> list[Finding]:
     ran = {ex.node for ex in bw.executions}
     if bw.partial:
         return []  # NOTE: tpx.grad runs no AccumulateGrad and only the nodes it needs.
     needed = _reaches_leaf(graph, _reachable(graph, bw.roots))
     return [
         finding_at(
-            graph.node(n),
+            graph.replay_node(n),
             "order",
-            f"backward {k}: {graph.node(n).where()} lies on a path to a leaf that requires "
+            f"backward {k}: {graph.replay_node(n).where()} lies on a path to a leaf that requires "
             "grad but never ran (it received no gradient)",
         )
         for n in sorted(needed - ran, reverse=True)
@@ -85,7 +85,7 @@ def _missing_findings(graph: GraphRecord, bw: BackwardRecord, k: int) -> list[Fi
         "what it needs and is exempt)."
     ),
 )
-def order_check(graph: GraphRecord) -> CheckResult:
+def order_check(graph: Graph) -> CheckResult:
     """Check the execution order and completeness of every recorded backward.
 
     >>> import tpx as tp

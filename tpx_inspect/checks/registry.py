@@ -3,7 +3,7 @@
 finding categories and the table in docs/checks.md are all derived from it.
 
 A graph check is a function ``check(graph, ...) -> CheckResult`` over a recorded
-:class:`~tpx_inspect.checks.record.GraphRecord`; a function check is ``check(fn, inputs, ...)``.
+:class:`~tpx_inspect.checks.record.Graph`; a function check is ``check(fn, inputs, ...)``.
 Optional keyword parameters named like the fields of :class:`CheckContext` (``opts``,
 ``progress``, ``client``, ``seed``, ``where``) receive the run's settings.
 

@@ -2,7 +2,7 @@
 
 A :class:`Replay` is the small interface every per-node check uses; it works the same on a
 node recorded live and on one loaded from a saved trace, because it reads only a
-:class:`~tpx_inspect.checks.record.NodeRecord`. Built-in ops run with ``p10.execute`` on the
+:class:`~tpx_inspect.check_view.NodeRecord`. Built-in ops run with ``p10.execute`` on the
 node's op and params and their rule from ``tpx.rules.RULES`` (or the live rule); nodes of a
 ``tp.Function`` rerun its ``forward`` and ``backward``.
 """
@@ -17,7 +17,7 @@ import numpy as np
 import p10
 import tpx
 from tpx import FunctionCtx, RuleContext
-from tpx_inspect.checks.record import NodeRecord
+from tpx_inspect.check_view import NodeRecord
 
 
 def rule_context(node: NodeRecord, params: dict, inputs: tuple, output: Any) -> RuleContext:
@@ -55,7 +55,7 @@ class Replay:
     >>> from tpx_inspect.checks.record import record
     >>> with record() as rec:
     ...     _ = tp.asarray([0.5], requires_grad=True).sin()
-    >>> r = Replay(rec.graph().nodes[-1])
+    >>> r = Replay(rec.graph().replay_nodes[-1])
     >>> xs = r.inputs()
     >>> round(float(r.vjp(xs, r.forward(xs), np.ones(1))[0][0]), 6)  # cos(0.5)
     0.877583

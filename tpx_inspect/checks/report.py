@@ -325,7 +325,7 @@ def finding_at(
 ) -> Finding:
     """A :class:`Finding` attributed to a recorded node (anything with id/op/name/scope/source).
 
-    >>> from tpx_inspect.checks.record import NodeRecord
+    >>> from tpx_inspect.check_view import NodeRecord
     >>> n = NodeRecord(4, "SinBackward", None, {}, (), (), None, scope="enc", source="m.py:3")
     >>> finding_at(n, "rule", "wrong").where
     'SinBackward #4 [enc] at m.py:3'

@@ -7,8 +7,6 @@ script.py``: each returns a :class:`~tpx_inspect.checks.report.Report` whose ``e
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,9 +16,10 @@ import tpx
 from tpx_inspect.checks import registry
 from tpx_inspect.checks.function_checks import fresh
 from tpx_inspect.checks.local import LocalOptions
-from tpx_inspect.checks.record import GraphRecord, record
+from tpx_inspect.checks.record import record
 from tpx_inspect.checks.registry import CheckContext, check_names
 from tpx_inspect.checks.report import CheckResult, Finding, Report, Skip
+from tpx_inspect.records import Graph, Trace
 
 GRAPH_CHECKS = check_names("graph")
 """The checks that read a recorded graph (live or from a trace), in the order they run."""
@@ -33,7 +32,7 @@ Progress = Callable[[str, int, int], None]
 
 
 def run_graph_checks(
-    graph: GraphRecord,
+    graph: Graph,
     checks: Sequence[str] = GRAPH_CHECKS,
     *,
     local_options: LocalOptions | None = None,
@@ -78,7 +77,7 @@ def _float_outputs(out: Any) -> list[Any]:
 
 def capture_call(
     fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int = 0, where: str | None = None
-) -> GraphRecord:
+) -> Graph:
     """Run ``fn(*inputs)`` and a backward from its outputs under :func:`record`.
 
     Scalar outputs are seeded with 1, others with a standard normal cotangent drawn from
@@ -93,7 +92,9 @@ def capture_call(
     """
     args = [fresh(x) for x in inputs]
     rng = np.random.default_rng(seed)
-    with record() as rec:
+    rec = record()
+    rec.where = where or location_of(fn)
+    with rec:
         outs = _float_outputs(fn(*args))
         if outs:
             grads = [
@@ -101,10 +102,7 @@ def capture_call(
                 for o in outs
             ]
             tpx.backward(outs, grads)
-    return _user_sources(rec.graph(), where or location_of(fn))
-
-
-_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    return rec.graphs[-1]  # NOTE: the backward run here (or the forward, when none ran)
 
 
 def location_of(fn: Any) -> str:
@@ -117,15 +115,6 @@ def location_of(fn: Any) -> str:
     if code is None:
         return "<unknown>"
     return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
-
-
-def _user_sources(graph: GraphRecord, where: str) -> GraphRecord:
-    """``graph`` with node sources inside tpx_inspect replaced by ``where``."""
-    nodes = tuple(
-        dataclasses.replace(n, source=where) if n.source.startswith(_HERE) else n
-        for n in graph.nodes
-    )
-    return dataclasses.replace(graph, nodes=nodes)
 
 
 def run_all_checks(
@@ -152,7 +141,7 @@ def run_all_checks(
     _validate(checks, check_names())
     where = where or location_of(fn)
     context = CheckContext(opts=local_options, seed=seed, where=where)
-    graph: GraphRecord | None = None
+    graph: Graph | None = None
     results: list[CheckResult] = []
     for name in sorted(checks, key=_report_rank):
         if progress is not None:
@@ -196,7 +185,11 @@ def run_script_checks(
 
     rec = record(max_backwards=max_backwards)
     outcome = run_captured(rec, path, list(args))
-    report = run_graph_checks(rec.graph(), checks, **options)
+    graphs = rec.graphs
+    if len(graphs) == 1:
+        report = run_graph_checks(graphs[0], checks, **options)
+    else:
+        report = _merge([(g.id, run_graph_checks(g, checks, **options)) for g in graphs], checks)
     if outcome.ok:
         return report
     failed = Finding("script", f"{path} exited with code {outcome.exit_code}: {outcome.error}")
@@ -225,15 +218,15 @@ def run_trace_checks(
     2
     """
     from tpx_inspect.checks.functions import import_functions, live_verdicts, merge_live
-    from tpx_inspect.checks.offline import from_trace_graph
-    from tpx_inspect.records import Trace
+    from tpx_inspect.checks.offline import with_functions
+    from tpx_inspect.format import load
 
     if not isinstance(trace, Trace):
-        trace = Trace.load(str(trace))
+        trace = load(str(trace))
     functions = import_functions(trace.meta) if trust_code else {}
     reports = []
     for g in trace.graphs:
-        report = run_graph_checks(from_trace_graph(g, functions, trace.meta), checks, **options)
+        report = run_graph_checks(with_functions(g, functions, trace.meta), checks, **options)
         reports.append((g.id, merge_live(report, live_verdicts(trace.meta, g.id), g)))
     return _merge(reports, checks)
 

@@ -19,8 +19,9 @@ import numpy as np
 
 import p10
 import tpx
-from tpx_inspect.checks.record import GraphRecord, Recorder
+from tpx_inspect.checks.record import Recording
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
+from tpx_inspect.records import Graph
 
 
 @contextmanager
@@ -75,7 +76,7 @@ def _backends(inputs: Sequence[Any]) -> list[str]:
 
 def tracing_check(
     fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0
-) -> tuple[CheckResult, GraphRecord]:
+) -> tuple[CheckResult, Graph]:
     """Run ``fn(*inputs)`` traced and untraced; compare outputs and recorded values bitwise.
 
     ``p10.manual_seed(seed)`` runs before each call so that random ops draw the same values.
@@ -88,15 +89,15 @@ def tracing_check(
     """
     start = time.perf_counter()
     backends = _backends(inputs)
-    recorder = Recorder(keep_values=True)
+    recorder = Recording(keep_values=True)
     p10.manual_seed(seed)
-    with tpx.add_observer(recorder):
+    with recorder:
         traced_out = _outputs(fn(*inputs))
     plain: list = []
     p10.manual_seed(seed)
     with tap_kernels(backends, plain), tpx.no_grad():
         plain_out = _outputs(fn(*inputs))
-    graph = recorder.graph()
+    graph = recorder.graphs[-1]
     p10.manual_seed(seed)
     with tpx.no_grad():
         again = _outputs(fn(*inputs))
@@ -105,7 +106,7 @@ def tracing_check(
                     "its own generator?): nothing to compare")  # fmt: skip
         return CheckResult("tracing", 0, seconds=time.perf_counter() - start, skips=(skip,)), graph
     findings = _compare_nodes(graph, plain) or _compare_outputs(traced_out, plain_out)
-    nodes = sum(not n.is_leaf for n in graph.nodes)
+    nodes = sum(not n.is_leaf for n in graph.replay_nodes)
     result = CheckResult(
         "tracing", nodes + len(traced_out), tuple(findings[:1]),
         seconds=time.perf_counter() - start,
@@ -147,10 +148,10 @@ def _max_diff(a: np.ndarray, b: np.ndarray) -> str:
         return f", max |diff| {float(np.nanmax(np.abs(a - b), initial=0.0)):.3g}"
 
 
-def _compare_nodes(graph: GraphRecord, plain: list) -> list[Finding]:
+def _compare_nodes(graph: Graph, plain: list) -> list[Finding]:
     """The first recorded node whose op and value no later untraced kernel call reproduces."""
     at = 0
-    for node in graph.nodes:
+    for node in graph.replay_nodes:
         if node.is_leaf or node.output is None or node.function is not None:
             continue  # NOTE: a Function's node stands for the kernels its forward ran
         k = next((j for j in range(at, len(plain)) if plain[j][0] is node.op

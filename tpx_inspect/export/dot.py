@@ -11,57 +11,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from tpx_inspect._deps import require
 from tpx_inspect.collapse import LARGE, View, ViewNode, collapse, shape_label
+from tpx_inspect.export._style import (
+    _RANK,
+    KIND_COLOURS,
+    STATUS_COLOURS,
+    _quote,
+    node_status,
+    statuses_with,
+)
+from tpx_inspect.export.folded import folded_dot
+
+__all__ = ["KIND_COLOURS", "STATUS_COLOURS", "node_status", "to_dot"]
 
 if TYPE_CHECKING:
     import graphviz
 
     from tpx_inspect.records import Graph
-
-KIND_COLOURS = {
-    "leaf": "#d6eaf8",
-    "param": "#d5f5e3",
-    "op": "#f2f3f4",
-    "loss": "#fdebd0",
-    "scope": "#ebdef0",
-    "stub": "#ffffff",
-}
-"""Fill colour of each node kind."""
-
-STATUS_COLOURS = {
-    "ok": "#566573",
-    "unused": "#aab7b8",
-    "warn": "#d4ac0d",
-    "nonfinite": "#c0392b",
-    "fail": "#c0392b",
-}
-"""Border colour of each node status, from best to worst."""
-
-_RANK = {s: i for i, s in enumerate(STATUS_COLOURS)}
-
-
-def node_status(graph: Graph) -> list[str]:
-    """Default status per node: ``nonfinite`` (NaN/Inf in output or gradient), ``unused``
-    (a backward graph whose backward did not run the node), else ``ok``. Read from the
-    graph's tables, without building a record per node.
-
-    >>> import tpx as tp, tpx_inspect
-    >>> x = tp.asarray([0.0, 1.0], requires_grad=True)
-    >>> node_status(tpx_inspect.trace(lambda: x.log().sum().backward()).graphs[0])
-    ['nonfinite', 'nonfinite', 'nonfinite']
-    """
-    t = graph.tables
-    bad = np.zeros(len(t.nodes), bool)
-    counts = t.summaries[:, 5] + t.summaries[:, 6] if len(t.summaries) else np.zeros(0)
-    for col in (0, 1):
-        rows = t.nodes[:, col]
-        has = rows >= 0
-        bad[has] |= counts[rows[has]] > 0
-    unused = (t.nodes[:, 2] < 0) if graph.kind == "backward" else np.zeros(len(bad), bool)
-    return np.where(bad, "nonfinite", np.where(unused, "unused", "ok")).tolist()
 
 
 def to_dot(
@@ -91,21 +58,13 @@ def to_dot(
     blocks folded, parameters in their scope: :func:`~tpx_inspect.export.folded.folded_dot`).
     """
     if view is None and fold is None and stub is None and len(graph.nodes) > LARGE:
-        from tpx_inspect.export.folded import folded_dot  # NOTE: folded imports this module
-
         return folded_dot(graph, status=status, rankdir=rankdir)
     v = (
         view
         if view is not None
         else collapse(graph, fold=fold, stub=stub, max_nodes=max_nodes, span=span)
     )
-    statuses = node_status(graph)
-    for i, s in (status or {}).items():
-        if s not in STATUS_COLOURS:
-            raise ValueError(
-                f"unknown status {s!r} for node {i}; use one of {list(STATUS_COLOURS)}"
-            )
-        statuses[i] = s
+    statuses = statuses_with(graph, status)
     # NOTE: imported here so that `import tpx_inspect` needs only numpy and scipy
     dot = require("graphviz", "DOT export").Digraph(
         name=f"run{graph.run}_graph{graph.id}",
@@ -183,7 +142,3 @@ def _node_attrs(graph: Graph, n: ViewNode, statuses: list, positions: dict) -> d
         f"{node.name} [{node.id}] {node.scope or '<root>'} {node.source or ''}".strip()
     )
     return attrs
-
-
-def _quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

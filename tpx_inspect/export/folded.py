@@ -22,12 +22,15 @@ second. Pure and deterministic.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from tpx_inspect.collapse import shape_label
-from tpx_inspect.export.dot import _RANK, KIND_COLOURS, STATUS_COLOURS, _quote, node_status
-from tpx_inspect.records import Graph
+from tpx_inspect.export._style import _RANK, KIND_COLOURS, STATUS_COLOURS, _quote, statuses_with
 from tpx_inspect.viewmodel import ViewModel, build
 from tpx_inspect.viewmodel.layout import _Composer
+
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
 
 __all__ = ["folded_dot"]
 
@@ -48,13 +51,7 @@ def folded_dot(
     vm = vm if vm is not None else build(graph)
     comp = _Composer(vm, vm.default_expanded if expanded is None else expanded)
     comp.route()
-    statuses = node_status(graph)
-    for i, s in (status or {}).items():
-        if s not in STATUS_COLOURS:
-            raise ValueError(
-                f"unknown status {s!r} for node {i}; use one of {list(STATUS_COLOURS)}"
-            )
-        statuses[i] = s
+    statuses = statuses_with(graph, status)
     worst = _worst(comp.box, statuses)
     lines = [
         f"digraph {_quote(f'run{graph.run}_graph{graph.id}')} {{",

@@ -23,6 +23,7 @@ from typing import Any
 
 from tpx_inspect._util import TRACE_FILE, trace_path
 from tpx_inspect.errors import TraceFormatError
+from tpx_inspect.format import load
 from tpx_inspect.records import Graph, Trace
 
 __all__ = ["TRACE_FILE", "RunEntry", "RunStore", "UnknownId", "trace_path", "valid_id"]
@@ -101,7 +102,7 @@ def _load(path: Path, root: Path | None = None) -> tuple[Trace | None, str | Non
     if root is not None and not inside(path, root):
         return None, f"{path}: refused: it resolves outside the served folder {root}"
     try:
-        return Trace.load(str(path)), None
+        return load(str(path)), None
     except TraceFormatError as exc:
         return None, str(exc)
     except OSError as exc:

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tpx_inspect.records import Graph
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
 
 
 @dataclass(frozen=True)

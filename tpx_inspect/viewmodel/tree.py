@@ -31,14 +31,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tpx_inspect._util import paused_gc
 from tpx_inspect.collapse import shape_label
-from tpx_inspect.records import Graph
 from tpx_inspect.viewmodel._columns import Columns, columns
 from tpx_inspect.viewmodel.loops import Loop, find_loops
+
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
 
 __all__ = ["LOOP_MIN", "PARAM_FOLD", "Group", "ViewModel", "build"]
 

@@ -22,7 +22,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
-from tpx_inspect.checks import from_trace_graph, run_graph_checks
+from tpx_inspect.checks import run_graph_checks, with_functions
 from tpx_inspect.checks.functions import live_verdicts, merge_live
 from tpx_inspect.checks.runner import GRAPH_CHECKS
 from tpx_inspect.diff import diff_graphs
@@ -86,7 +86,7 @@ def checks_job(request: Request, run_id: str, graph_id: int, names: tuple[str, .
         def step(name: str, k: int, total: int) -> None:
             progress(k, total, f"check {name}")
 
-        report = run_graph_checks(from_trace_graph(g, meta=trace.meta), names, progress=step)
+        report = run_graph_checks(with_functions(g, meta=trace.meta), names, progress=step)
         live = live_verdicts(trace.meta, g.id)  # verdicts of `run --check` for Function nodes
         return views.check_report(run_id, graph_id, merge_live(report, live, g), live)
 
