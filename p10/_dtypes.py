@@ -49,7 +49,12 @@ _COMPLEX_OF = {
 REAL_OF = {complex64: float32, complex128: float64}
 INT_DTYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 
-_state = threading.local()
+
+class _State(threading.local):
+    default = float32  # NOTE: a class attribute: a thread that never set one reads it at once
+
+
+_state = _State()
 
 
 def to_dtype(dtype: Any) -> np.dtype:
@@ -84,7 +89,7 @@ def get_default_dtype() -> np.dtype:
     >>> get_default_dtype()
     dtype('float32')
     """
-    return getattr(_state, "default", float32)
+    return _state.default
 
 
 def set_default_dtype(dtype: Any) -> None:

@@ -10,8 +10,8 @@ the reason and the source line. Functions marked with :func:`eager_island` (opti
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import threading
 import types
 import warnings
 from collections import OrderedDict
@@ -20,9 +20,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import p10
-from tpx import _mode, _record
-from tpx._plan import Plan, describe, replay, resolve, time_kernels
+from tpx import _record
+from tpx._compile_call import CompiledCall, intercept, interceptors
+from tpx._compile_key import global_reason, guard, holders, signature
+from tpx._plan import Plan, replay
+from tpx._plan_describe import describe, time_kernels
 from tpx._plan_passes import lower, optimize
+from tpx._record_wrap import recording
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,35 +75,36 @@ class CompiledFunction:
         self._warned: set[str] = set()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # NOTE: this runs at every call: the common case (a replay) does the fewest steps
         if _record.active is not None:  # called while another function records: inline it
             return self.fn(*args, **kwargs)
-        if _interceptors:
-            return _interceptors[-1](CompiledCall(self, args, kwargs))
-        reason = _global_reason()
+        if interceptors:
+            return interceptors[-1](CompiledCall(self, args, kwargs))
+        reason = global_reason()
         flat: list[Any] = []
         key = None
         if reason is None:
-            key, reason = _signature(args, kwargs, flat)
+            key, reason = signature(args, kwargs, flat)
         if reason is not None:
             self._warn(reason, _record.user_line(2))
             self.stats.eager_calls += 1
             return self.fn(*args, **kwargs)
         entry = self._plans.get(key)
-        if entry is _EAGER:
-            self.stats.eager_calls += 1
-            return self.fn(*args, **kwargs)
-        if entry is not None:
-            if _guard(entry, flat):
+        if entry.__class__ is Plan:
+            if guard(entry, flat):
                 self._plans.move_to_end(key)
                 self.stats.replays += 1
                 return replay(entry, flat)
             self.stats.guard_misses += 1
+        elif entry is _EAGER:
+            self.stats.eager_calls += 1
+            return self.fn(*args, **kwargs)
         return self._record(key, flat, args, kwargs)
 
     def _record(self, key: tuple, flat: list, args: tuple, kwargs: dict) -> Any:
-        rec = _record.Recorder(flat, _holders(self.fn, args, kwargs))
+        rec = _record.Recorder(flat, holders(self.fn, args, kwargs))
         try:
-            with _record.recording(rec):
+            with recording(rec):
                 result = self.fn(*args, **kwargs)
             plan = None
             if rec.stopped is None:
@@ -153,7 +158,7 @@ class CompiledFunction:
         (['mul', 'exp'], 2)
         """
         flat: list[Any] = []
-        key, reason = _signature(args, kwargs, flat)
+        key, reason = signature(args, kwargs, flat)
         if reason is not None:
             return None
         if not isinstance(self._plans.get(key), Plan):
@@ -183,67 +188,7 @@ class CompiledFunction:
         >>> seen
         [True, False]
         """
-        _interceptors.append(handler)
-
-        def remove() -> None:
-            if handler in _interceptors:
-                _interceptors.remove(handler)
-
-        return p10.Handle(remove)
-
-
-class CompiledCall:
-    """One call of a compiled function, as an interceptor (:meth:`CompiledFunction.intercept`)
-    sees it: it can run the call eagerly, record its plan, or replay the plan."""
-
-    def __init__(self, compiled: CompiledFunction, args: tuple, kwargs: dict) -> None:
-        self.compiled, self.args, self.kwargs = compiled, args, kwargs
-        self.flat: list[Any] = []
-        self.key, self.reason = _signature(args, kwargs, self.flat)
-        if self.reason is None and _mode.state.anomaly:
-            self.reason = "anomaly mode (tp.detect_anomaly) is on"
-
-    @property
-    def plan(self) -> Plan | None:
-        """The plan that a replay of this call would run (None: none, or its guards fail)."""
-        entry = self.compiled._plans.get(self.key) if self.reason is None else None
-        return entry if isinstance(entry, Plan) and _guard(entry, self.flat) else None
-
-    def eager(self) -> Any:
-        """Run the function eagerly (observers see it, nothing is recorded)."""
-        self.compiled.stats.eager_calls += 1
-        return self.compiled.fn(*self.args, **self.kwargs)
-
-    def record(self) -> Any:
-        """Run the function eagerly while recording its plan (or eagerly with the one
-        warning, on a graph break); observers see the eager call."""
-        if self.reason is not None:
-            self.compiled._warn(self.reason, _record.user_line(2))
-            return self.eager()
-        return self.compiled._record(self.key, self.flat, self.args, self.kwargs)
-
-    def replay(self) -> Any:
-        """Replay :attr:`plan` (observers see nothing: no graph is made)."""
-        plan = self.plan
-        if plan is None:
-            raise RuntimeError("CompiledCall.replay: this call has no plan (record it first)")
-        self.compiled.stats.replays += 1
-        return replay(plan, self.flat)
-
-    def state(self) -> list[tuple[str, Any]]:
-        """The state tensors of the plan (parameters and their ``.grad``), named, as they
-        are now: compare them after a replay and after an eager call."""
-        plan = self.plan or self.compiled._plans.get(self.key)
-        if not isinstance(plan, Plan):
-            return []
-        holders = resolve(plan.holders, self.flat)
-        out: list[tuple[str, Any]] = []
-        for h, t in enumerate(holders):
-            out += [(f"state {h} {tuple(t.shape)}", t), (f"state {h} .grad", t.grad)]
-        return out
-
-
-_interceptors: list[Callable[[CompiledCall], Any]] = []
+        return intercept(handler)
 
 
 def compile(fn: F | None = None, *, cache_size: int = 8) -> Any:
@@ -289,7 +234,7 @@ def eager_island(fn: F) -> F:
         rec = _record.active
         if rec is None or rec.in_island or rec.stopped is not None:
             return fn(*args, **kwargs)
-        if rec.thread != _record.threading.get_ident():
+        if rec.thread != threading.get_ident():
             return fn(*args, **kwargs)
         args = tuple(_materialized(a) for a in args)
         try:
@@ -308,100 +253,3 @@ def _materialized(a: Any) -> Any:
     ):
         return list(a)
     return a
-
-
-class _Unsupported(Exception):
-    pass
-
-
-def _global_reason() -> str | None:
-    if _mode.observers:
-        return "an observer is registered (a tpx_inspect capture, tp.add_observer)"
-    if _mode.state.anomaly:
-        return "anomaly mode (tp.detect_anomaly) is on"
-    return None
-
-
-def _signature(args: tuple, kwargs: dict, flat: list) -> tuple[tuple | None, str | None]:
-    """The cache key of a call, or the reason it cannot have one."""
-    try:
-        key = (_mode.state.grad_enabled, p10.get_default_dtype(), _key(args, flat),
-               _key(kwargs, flat))  # fmt: skip
-    except _Unsupported as e:
-        return None, str(e)
-    return key, None
-
-
-def _key(x: Any, flat: list) -> Any:
-    """The signature of one argument; tensors are appended to ``flat`` (their P10 values)."""
-    from tpx._tensor import Tensor
-
-    if x.__class__ is Tensor:
-        if x.grad_fn is not None:
-            raise _Unsupported("a tensor argument carries a graph (pass it .detach()ed)")
-        flat.append(x)
-        return ("t", x.shape, x.dtype.str, x._value._backend.name, x._requires_grad)
-    if isinstance(x, p10.Tensor):
-        flat.append(x)
-        return ("p", x.shape, x.dtype.str, x._backend.name)
-    if x is None or isinstance(x, (bool, int, float, str, complex)):
-        return (type(x).__name__, x)
-    if isinstance(x, (list, tuple)):
-        return (type(x).__name__, tuple(_key(v, flat) for v in x))
-    if isinstance(x, dict):
-        return ("dict", tuple((k, _key(v, flat)) for k, v in x.items()))
-    return ("id", id(x))  # a module, an optimizer...: by identity
-
-
-def _guard(plan: Plan, flat: list) -> bool:
-    """Whether the state tensors still look as when ``plan`` was recorded."""
-    holders = resolve(plan.holders, flat) if plan.has_arg_holders else plan.holders
-    for h, t in enumerate(holders):
-        none = plan.grad_none[h]
-        if none is not None and (t.grad is None) != none:
-            return False
-    for _, h, attr, shape, dtype in plan.state_meta:
-        t = holders[h]
-        data = t._value._data if attr == "data" else t.grad._value._data
-        if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
-            return False
-    return True
-
-
-def _holders(fn: Callable, args: tuple, kwargs: dict) -> list[Any]:
-    """The tensors ``fn`` can reach through its arguments, closure and globals that hold
-    state (parameters of modules and optimizers, leaf tensors that require grad)."""
-    found: dict[int, Any] = {}
-    roots = [*args, *kwargs.values()]
-    code = getattr(fn, "__code__", None)
-    for cell in getattr(fn, "__closure__", None) or ():
-        with contextlib.suppress(ValueError):
-            roots.append(cell.cell_contents)
-    if code is not None:
-        glb = getattr(fn, "__globals__", {})
-        roots += [glb[n] for n in code.co_names if n in glb]
-    for r in roots:
-        _collect(r, found, 2)
-    return list(found.values())
-
-
-def _collect(x: Any, found: dict, depth: int) -> None:
-    from tpx._tensor import Tensor
-
-    if x.__class__ is Tensor:
-        if x._requires_grad and x.grad_fn is None:
-            found.setdefault(id(x), x)
-        return
-    params = getattr(x, "parameters", None)
-    if callable(params) and hasattr(x, "_parameters"):
-        for p in params():
-            found.setdefault(id(p), p)
-        return
-    for p in _record._params_of(x):
-        found.setdefault(id(p), p)
-    if depth and isinstance(x, (list, tuple)):
-        for v in x:
-            _collect(v, found, depth - 1)
-    elif depth and isinstance(x, dict):
-        for v in x.values():
-            _collect(v, found, depth - 1)

@@ -31,11 +31,11 @@ from tpx._plan import (
     Plan,
     Slot,
     Step,
-    _generate,
     _output_slots,
     escape_slots,
     step_reads,
 )
+from tpx._plan_codegen import generate, generate_bind, generate_guard
 
 _PURE = ("kernel", "copy")
 
@@ -120,8 +120,15 @@ def lower(plan: Plan) -> Plan:
     plan.arg_bindings = [i for i in plan.arg_bindings if i in last]
     plan.state_meta = [m for m in plan.state_meta if m[0] in last]
     plan.has_arg_holders = any(h.__class__ is ArgRef for h in plan.holders)
+    plan.grad_checks = [(h, none) for h, none in enumerate(plan.grad_none) if none is not None]
+    plan.guard = generate_guard(plan.grad_checks, plan.state_meta)
+    plan.template = [None] * len(plan.slots)
+    for i, array in plan.fixed:
+        plan.template[i] = array
+    plan.bind = generate_bind(plan.slots, plan.arg_bindings, plan.arg_is_p10)
     for seg in plan.segments:
         seg.bindings = [i for i in seg.bindings if i in last]
+        seg.bind = generate_bind(plan.slots, seg.bindings, plan.arg_is_p10)
     live, peak = 0, 0
     const_bytes = sum(s.nbytes for i, s in enumerate(plan.slots) if s.kind == CONST and i in last)
     position = 0
@@ -138,7 +145,7 @@ def lower(plan: Plan) -> Plan:
             seg.frees.append(sorted(set(dead)))
             position += 1
         position += 1  # the boundary
-        seg.run = _generate(seg)
+        seg.run = generate(seg)
     plan.peak_bytes = peak + const_bytes
     return plan
 
@@ -272,6 +279,7 @@ def _returning(kernel: Callable[..., Any]) -> Callable[..., Any]:
         kernel(dst, other)
         return dst
 
+    in_place.in_place_kernel = kernel  # type: ignore[attr-defined]  # NOTE: for the code
     return in_place
 
 

@@ -1,33 +1,24 @@
 """Recording one eager call into a :class:`~tpx._plan.Plan`.
 
-While a call records, every registered P10 backend's kernel tables (``kernels``, ``inplace``)
-and its ``from_numpy``/``to_numpy``/``setitem`` are wrapped (restored in ``finally``; nothing
-is wrapped otherwise, so the eager paths pay nothing), and a TPX observer names the graph node
-each kernel call came from. Every kernel call of the recording thread becomes a step over
-numbered buffers. What a plan cannot replay stops the recording (the call itself finishes
-eagerly) with a reason and the user's source line: a data-dependent read (``.item()``,
-``bool(t)``, ``.tolist()``), random numbers, tensors made from Python data, hooks,
-``create_graph``.
+A :class:`Recorder` turns the events of one eager call (kernel calls, host transfers, eager
+islands, the observer's node names; :mod:`tpx._record_wrap` delivers them) into steps over
+numbered buffers. Every kernel call of the recording thread becomes a step. What a plan cannot
+replay stops the recording (the call itself finishes eagerly) with a reason and the user's
+source line: a data-dependent read (``.item()``, ``bool(t)``, ``.tolist()``), random numbers,
+tensors made from Python data, hooks, ``create_graph``.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 import p10
-from p10._backend import _registry
 from p10._tensor import VIEW_OPS
-from tpx import _mode
-from tpx._graph import AccumulateGrad
 from tpx._plan import (
     ARG,
     CAPTURE,
@@ -42,60 +33,19 @@ from tpx._plan import (
     key_with_slots,
     slot_for,
 )
-
-_P10_DIR = os.path.dirname(os.path.abspath(p10.__file__)) + os.sep
-_TPX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep + "tpx" + os.sep
-_CREATION = (
-    _P10_DIR + "_creation.py",
-    _P10_DIR + "random.py",
-    _TPX_DIR + "_creation.py",
+from tpx._record_source import (
+    Stop,
+    creation_kind,
+    host_copy,
+    inside_asarray,
+    same_value,
+    user_line,
 )
-_RANDOM = _P10_DIR + "random.py"
+
+__all__ = ["Recorder", "Stop", "active", "user_line"]
 
 active: Recorder | None = None
 """The recording in progress (one at a time), or None."""
-
-
-class Stop(Exception):
-    """Raised inside the recorder only: the plan cannot express what the call did."""
-
-
-def user_line(skip: int = 1) -> str:
-    """``file:line`` of the first frame outside p10 and tpx (the user's source line)."""
-    f = sys._getframe(skip)
-    while f is not None:
-        name = f.f_code.co_filename
-        if not (name.startswith(_P10_DIR) or name.startswith(_TPX_DIR)):
-            return f"{name}:{f.f_lineno}"
-        f = f.f_back
-    return "<unknown>"
-
-
-def _creation_kind() -> str | None:
-    """'random' when a P10 random function makes the array being created, 'data' when user
-    code called a creation function (``tp.tensor``, ``tp.ones``...), None when TPX/P10 code
-    made it (the ones of a backward root, a mask of a layer: fixed by the signature)."""
-    f = sys._getframe(2)
-    inner = None
-    while f is not None:
-        name = f.f_code.co_filename
-        if name == _RANDOM:
-            return "random"
-        if not (name.startswith(_P10_DIR) or name.startswith(_TPX_DIR)):
-            return "data" if inner in _CREATION else None
-        inner = name
-        f = f.f_back
-    return None
-
-
-def _inside_asarray() -> bool:
-    """Whether P10's ``asarray`` (a copy or cast of a tensor) is reading the value."""
-    f = sys._getframe(2)
-    while f is not None:
-        if f.f_code.co_filename == _P10_DIR + "_creation.py" and f.f_code.co_name == "asarray":
-            return True
-        f = f.f_back
-    return False
 
 
 class Recorder:
@@ -129,6 +79,7 @@ class Recorder:
         self._finalizers: list[Any] = []
         self._keep: list[Any] = []
         self.arg_of: dict[int, int] = {}
+        self.arg_is_p10 = tuple(isinstance(t, p10.Tensor) for t in flat)
         for i, t in enumerate(flat):
             self.arg_of[id(t)] = i
             raw = t if isinstance(t, p10.Tensor) else t._value
@@ -264,7 +215,7 @@ class Recorder:
     def to_numpy(self, backend: Any, array: Any, result: np.ndarray) -> None:
         if self.pending is not None:
             raise Stop("a data-dependent read", self.pending[2])
-        if not _inside_asarray():
+        if not inside_asarray():
             raise Stop("a data-dependent read (.item(), bool(t), .tolist(), .numpy())")
         # NOTE: p10.asarray(t, copy=True) reads the value to the host and makes it again: a
         # copy, if the very next event creates an equal array (see from_numpy)
@@ -274,13 +225,13 @@ class Recorder:
         pending, self.pending = self.pending, None
         if pending is not None:
             src, seen, where = pending
-            if not _same_value(seen, host):
+            if not same_value(seen, host):
                 raise Stop("a data-dependent read (.item(), bool(t), .tolist(), .numpy())", where)
-            fn = _host_copy(originals, np.asarray(host).dtype)
+            fn = host_copy(originals, np.asarray(host).dtype)
             i = self._new_slot(array, backend, KERNEL, None, False)
             self._step(Step("copy", "copy", fn, (src,), {}, i))
             return
-        kind = _creation_kind()
+        kind = creation_kind()
         if kind == "random":
             raise Stop("random numbers drawn inside the function")
         if kind == "data":
@@ -355,6 +306,7 @@ class Recorder:
             eager_peak_bytes=self.peak if self.weak_ok else None,
             aliased=self.aliased,
             state_meta=self._state_meta(),
+            arg_is_p10=self.arg_is_p10,
         )
         return plan
 
@@ -387,8 +339,11 @@ class Recorder:
             if x is r and not isinstance(x, (bool, int, type(None))):
                 return ("island", k)
         if isinstance(x, p10.Tensor) or hasattr(x, "_value"):
-            requires_grad = getattr(x, "_requires_grad", False)
-            if requires_grad and x.grad_fn is not None and not self.backward_ran:
+            if (
+                getattr(x, "_requires_grad", False)
+                and x.grad_fn is not None
+                and not self.backward_ran
+            ):
                 raise Stop(
                     "the function returns a tensor that requires grad and runs no "
                     "backward (call .backward() inside it, or return .detach())"
@@ -411,24 +366,6 @@ class Recorder:
             f.detach()
         self._finalizers.clear()
         self._keep.clear()
-
-
-def _same_value(seen: np.ndarray, host: Any) -> bool:
-    host = np.asarray(host)
-    if host.shape != seen.shape:
-        return False
-    with np.errstate(all="ignore"):
-        same = seen.astype(host.dtype)
-    return bool(np.array_equal(same, host, equal_nan=host.dtype.kind in "fc"))
-
-
-def _host_copy(originals: tuple, dtype: np.dtype) -> Any:
-    from_numpy, to_numpy = originals
-
-    def copy(a: Any) -> Any:
-        return from_numpy(np.array(to_numpy(a), dtype=dtype))
-
-    return copy
 
 
 def _has_array(v: Any, backend: Any) -> bool:
@@ -457,191 +394,3 @@ def _params_of(a: Any) -> list[Any]:
     if isinstance(groups, list):
         return [p for g in groups for p in g.get("params", ())]
     return []
-
-
-# -- the observer: node names and the checks a backward needs ------------------------------------
-class _Observer:
-    def __init__(self, rec: Recorder) -> None:
-        self.rec = rec
-
-    def on_node_recorded(self, node: Any, output: Any) -> None:
-        self.rec.label(("forward", node.seq, node.name))
-
-    def on_backward_start(self, roots: Any, grad_roots: Any, order: list) -> None:
-        rec = self.rec
-        if rec.thread != threading.get_ident() or rec.stopped is not None:
-            return
-        rec.label(("backward-root", None, None))
-        try:
-            if _mode.state.grad_enabled:
-                raise Stop("backward with create_graph=True")
-            for node in order:
-                if _has_hooks(node):
-                    raise Stop(f"a hook on {node.name} (hooks run Python at backward)")
-            rec.backward_ran = True
-            for node in order:
-                if node.__class__ is AccumulateGrad:
-                    rec.add_holder(node.variable)
-        except Stop as e:
-            rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else user_line())
-
-    def on_node_executed(self, node: Any, grad_output: Any, grad_inputs: Any, s: float) -> None:
-        self.rec.label(("backward", node.seq, node.name))
-
-    def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
-        self.rec.label(("accumulate", target.seq, target.name))
-
-
-def _has_hooks(node: Any) -> bool:
-    if node._pre_hooks or node._hooks or node.tensor_hooks or node.retain is not None:
-        return True
-    if node.__class__ is AccumulateGrad:
-        extra = node.variable._rare_attrs
-        return bool(extra and extra.get("hooks"))
-    return False
-
-
-# -- wrapping the backends ---------------------------------------------------------------------
-def _guarded(rec: Recorder, event: Any) -> None:
-    """Run one recorder event; a Stop records the reason and ends the recording."""
-    try:
-        event()
-    except Stop as e:
-        rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else user_line())
-
-
-def _wrap_kernel(rec: Recorder, backend: Any, op: Any, fn: Any, kind: str) -> Any:
-    originals = (backend.from_numpy,)
-
-    def kernel(*args: Any, **params: Any) -> Any:
-        if rec.depth or rec.thread != threading.get_ident():
-            return fn(*args, **params)
-        rec.depth += 1
-        try:
-            out = fn(*args, **params)
-        finally:
-            rec.depth -= 1
-        if rec.stopped is not None:
-            return out
-        if kind == "kernel" and out.__class__ is not backend.array_type:
-            out = originals[0](np.asarray(out))  # as p10's wrap() converts a NumPy scalar
-            step_fn = _converting(fn, originals[0])
-        else:
-            step_fn = fn
-        if rec.in_island:
-            rec.island_made[id(out)] = out
-            return out
-        _guarded(rec, lambda: rec.kernel(kind, op, step_fn, backend, args, params, out))
-        return out
-
-    return kernel
-
-
-def _converting(fn: Any, from_numpy: Any) -> Any:
-    def kernel(*args: Any, **params: Any) -> Any:
-        return from_numpy(np.asarray(fn(*args, **params)))
-
-    return kernel
-
-
-def _wrap_host(rec: Recorder, backend: Any, saved: dict) -> None:
-    from_numpy, to_numpy, setitem = saved["from_numpy"], saved["to_numpy"], saved["setitem"]
-
-    def mine() -> bool:
-        return not rec.depth and rec.thread == threading.get_ident() and rec.stopped is None
-
-    def wrapped_from(host: Any) -> Any:
-        out = from_numpy(host)
-        if mine():
-            if rec.in_island:
-                rec.island_made[id(out)] = out
-            else:
-                _guarded(rec, lambda: rec.from_numpy(backend, host, out, (from_numpy, to_numpy)))
-        return out
-
-    def wrapped_to(array: Any) -> Any:
-        out = to_numpy(array)
-        if mine() and not rec.in_island:
-            _guarded(rec, lambda: rec.to_numpy(backend, array, out))
-        return out
-
-    backend.from_numpy, backend.to_numpy = wrapped_from, wrapped_to
-    if setitem is not None:
-
-        def wrapped_setitem(dst: Any, key: Any, value: Any) -> None:
-            setitem(dst, key, value)
-            if mine() and not rec.in_island:
-                _guarded(rec, lambda: rec.setitem(setitem, backend, dst, key, value))
-
-        backend.setitem = wrapped_setitem
-
-
-_SAVED = ("kernels", "inplace", "from_numpy", "to_numpy", "setitem")
-
-
-@contextmanager
-def recording(rec: Recorder) -> Iterator[Recorder]:
-    """Wrap every registered backend and observe TPX while the block runs; restore both."""
-    global active
-    backends = list(_registry.values())
-    saved = [{name: getattr(b, name) for name in _SAVED} for b in backends]
-    handle = None
-    try:
-        for b, s in zip(backends, saved):
-            b.kernels = {
-                op: _wrap_kernel(rec, b, op, fn, "kernel") for op, fn in s["kernels"].items()
-            }
-            b.inplace = {
-                op: _wrap_kernel(rec, b, op, fn, "inplace") for op, fn in s["inplace"].items()
-            }
-            _wrap_host(rec, b, s)
-        foreign = _mute_observers(rec)
-        handle = _mode.add_observer(_Observer(rec))
-        active = rec
-        yield rec
-    finally:
-        active = None
-        if handle is not None:
-            handle.remove()
-        if foreign:
-            _unmute_observers(foreign)
-        for b, s in zip(backends, saved):
-            for name, value in s.items():
-                setattr(b, name, value)
-        if len(_registry) != len(backends) and rec.stopped is None:
-            rec.stopped = ("a backend was first used inside the function", user_line())
-
-
-class _Muted:
-    """A registered observer seen through a recording: its handlers run as always, but the
-    kernels they call are not part of the recorded function (a capture copying values)."""
-
-    def __init__(self, inner: Any, rec: Recorder) -> None:
-        self.inner, self.rec = inner, rec
-
-    def __getattr__(self, name: str) -> Any:
-        fn = _mode._adapt(name, getattr(self.inner, name))  # NOTE: before *args hides arity
-        rec = self.rec
-
-        def handler(*args: Any) -> Any:
-            rec.depth += 1
-            try:
-                return fn(*args)
-            finally:
-                rec.depth -= 1
-
-        return handler
-
-
-def _mute_observers(rec: Recorder) -> list[Any]:
-    """Replace each registered observer by a :class:`_Muted` view of it; returns them."""
-    foreign = list(_mode.observers)
-    if foreign:
-        _mode.observers[:] = [_Muted(o, rec) for o in foreign]
-        _mode._index_handlers()
-    return foreign
-
-
-def _unmute_observers(foreign: list[Any]) -> None:
-    _mode.observers[:] = [o.inner if isinstance(o, _Muted) else o for o in _mode.observers]
-    _mode._index_handlers()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import tpx as tp
-import tpx._plan as tpx_plan
+import tpx._plan_codegen as tpx_codegen
 from tpx_inspect.checks import run_all_checks
 from tpx_inspect.checks.compiled import replay_check
 
@@ -33,7 +33,7 @@ def plant_wrong_lowering(monkeypatch) -> None:
             for k, step in enumerate(seg.steps):
                 if step.op == "mul":
                     seg.steps[k] = replace(step, kernel=np.add)
-                    seg.run = tpx_plan._generate(seg)
+                    seg.run = tpx_codegen.generate(seg)
                     return plan
         return plan
 
@@ -142,3 +142,74 @@ def test_a_script_without_compile_has_no_replay_row(tmp_path) -> None:
     with replaying() as check:
         (tp.ones(2, requires_grad=True) * 2).sum().backward()
     assert check.result() is None
+
+
+# -- optimizer state: compared as well as the parameters ------------------------------------
+
+
+def plant_step_count_bug(monkeypatch) -> None:
+    """A planted bug in the replay of an optimizer island: it counts one step too many. The
+    parameters of that call are still right (the bias corrections were computed before)."""
+    import tpx._compile as compile_module
+
+    lower = compile_module.lower
+
+    def counting_twice(fn):
+        def step(opt, *args, **kwargs):
+            out = fn(opt, *args, **kwargs)
+            for entry in opt.state.values():
+                entry["step"] = entry.get("step", 0) + 1
+            return out
+
+        return step
+
+    def wrong(plan):
+        plan = lower(plan)
+        for seg in plan.segments:
+            if seg.island is not None and seg.island[0].__name__ == "step":
+                fn, args, kwargs = seg.island
+                seg.island = (counting_twice(fn), args, kwargs)
+        return plan
+
+    monkeypatch.setattr(compile_module, "lower", wrong)
+
+
+def test_check_script_compares_optimizer_state(tmp_path, monkeypatch) -> None:
+    plant_step_count_bug(monkeypatch)
+    code, results = check_script(tmp_path)
+    replay = results["replay"]
+    assert code == 1 and replay["status"] == "fail"
+    messages = [f["message"] for f in replay["findings"]]
+    assert messages and all("Adam state 0 step" in m for m in messages)  # not a parameter
+
+
+def test_call_state_holds_sgd_momentum_and_adam_moments() -> None:
+    import tpx.optim as optim
+
+    seen: dict[str, list[str]] = {}
+    for name, make in (
+        ("sgd", lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)),
+        ("adam", lambda ps: optim.Adam(ps, lr=0.1)),
+    ):
+        w = tp.ones(3, requires_grad=True)
+        opt = make([w])
+
+        @tp.compile
+        def step(x, w=w, opt=opt):
+            opt.zero_grad()
+            (w * x).sum().backward()
+            opt.step()
+
+        def handler(call, name=name):
+            out = call.record() if call.plan is None else call.replay()
+            seen[name] = [n for n, _ in call.state()]
+            return out
+
+        with tp.CompiledFunction.intercept(handler):
+            for _ in range(3):
+                step(tp.full((3,), 2.0))
+    assert "island 0 SGD state 0 momentum_buffer" in seen["sgd"]
+    assert "island 0 SGD param_groups 0 lr" in seen["sgd"]
+    adam = seen["adam"]
+    for entry in ("exp_avg", "exp_avg_sq", "step"):
+        assert f"island 0 Adam state 0 {entry}" in adam

@@ -3,6 +3,7 @@ plus the guards and graph breaks that make a function run eagerly (with one warn
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -383,3 +384,45 @@ def test_an_interceptor_records_under_an_observer_and_replays() -> None:
     assert compiled.stats.records == 1 and compiled.stats.replays == 2
     _assert_same(expected, got[2])
     assert "tanh" in [k.op for k in compiled.plans()[0].steps]
+
+
+def test_generated_code_writes_a_kernel_read_once_inline_with_the_same_bits() -> None:
+    # NOTE: matmul's backward transposes its operands (permute, read once by the next matmul):
+    # the generated code nests the calls; an operand dying at the inlined step is freed only
+    # after the step that reads it, and a dying large buffer is still reused in place
+    rng = np.random.default_rng(4)
+    w0 = rng.normal(size=(128, 160)).astype(np.float32)
+    v0 = rng.normal(size=(160, 96)).astype(np.float32)
+
+    def make() -> Any:
+        w, v = tp.asarray(w0, requires_grad=True), tp.asarray(v0, requires_grad=True)
+
+        def step(x: tp.Tensor) -> Any:
+            w.grad = v.grad = None
+            h = (x @ w).relu()
+            loss = ((h @ v).tanh() * 0.25).sum(axis=-1, keepdims=True).exp().sum()
+            loss.backward()
+            with tp.no_grad():
+                w.sub_(w.grad * 0.01)
+            return loss.detach(), w.grad, v.grad, w.detach()
+
+        return step
+
+    eager, compiled = make(), tp.compile(make())
+    for _ in range(4):  # NOTE: .grad None at the first call, set later: recorded twice
+        x = tp.asarray(rng.normal(size=(64, 128)).astype(np.float32))
+        _assert_same(eager(x), compiled(x))
+    assert compiled.stats.replays == 2
+    source = compiled.plans()[-1].segments[0].run.source
+    assert re.search(r"k\d+\([^()\n]*k\d+\(", source), source  # a nested kernel call
+    assert "**" not in source  # parameters passed as keywords
+
+
+def test_python_floats_key_plans_by_their_bits() -> None:
+    # NOTE: -0.0 == 0.0 and NaN != NaN: a key by value would replay -0.0's plan for 0.0
+    # (a zero of the wrong sign) and record NaN's plan again at every call
+    f = tp.compile(lambda x, s: x * s)
+    x = tp.asarray([1.0, -2.0])
+    for s in (-0.0, 0.0, -0.0, float("nan"), float("nan")):
+        _assert_same(x * s, f(x, s))
+    assert f.stats.records == 3 and f.stats.replays == 2

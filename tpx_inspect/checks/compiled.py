@@ -73,7 +73,8 @@ def _flat(result: Any) -> list[np.ndarray]:
         "with eager calls; a difference names the plan's kernel that made the value, its node "
         "and source line. `tpx-inspect check SCRIPT` also runs it on every compiled function "
         "the script calls: its first two replays, each in a forked copy of the process, against "
-        "the eager call from the same state (outputs, parameters, `.grad`)."
+        "the eager call from the same state (outputs, parameters, `.grad`, optimizer and "
+        "scheduler state)."
     ),
 )
 def replay_check(
@@ -126,7 +127,11 @@ def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     )
 
 
-def _compare(eager: list, replayed: list, call: int, compiled: Any) -> list[Finding]:
+def _compare(
+    eager: list, replayed: list, call: int, compiled: Any, names: Sequence[str] = ()
+) -> list[Finding]:
+    """Findings for the values that differ; ``names`` names the values after the returned
+    ones (the state of :meth:`tpx.CompiledCall.state`)."""
     if len(eager) != len(replayed):
         return [Finding("replay", f"replay {call} returned {len(replayed)} values, eager "
                                   f"{len(eager)}")]  # fmt: skip
@@ -135,10 +140,13 @@ def _compare(eager: list, replayed: list, call: int, compiled: Any) -> list[Find
         if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
             diff = _max_diff(a, b)
             op, name, source = _producer(compiled, k)
+            what = f"value {k}"
+            if k >= len(eager) - len(names):
+                what = names[k - len(eager) + len(names)]
             findings.append(
                 Finding(
                     "replay",
-                    f"replay {call}: value {k} ({a.shape} {a.dtype}) differs from eager "
+                    f"replay {call}: {what} ({a.shape} {a.dtype}) differs from eager "
                     f"(max abs difference {diff})",
                     op=op,
                     name=name,
@@ -181,7 +189,8 @@ class ScriptReplays:
     signature of a ``tpx.compile`` function records its plan (the capture sees the eager call);
     the next ``per_function`` calls replay the plan in a forked copy of the process, from the
     very same state, while this process runs the call eagerly (what the capture and the rest of
-    the script see); outputs, parameters and their ``.grad`` after the call are compared bit
+    the script see); outputs, parameters and their ``.grad``, and the state dicts of the
+    optimizers and schedulers the plan's islands step, after the call are compared bit
     for bit. Later calls run eagerly."""
 
     def __init__(self, per_function: int = 2) -> None:
@@ -217,9 +226,10 @@ class ScriptReplays:
         if isinstance(replayed, str):
             self.findings.append(Finding("replay", f"{name}: the replay failed: {replayed}"))
             return out
-        eager = _values(out, call.state())
+        state = call.state()
+        eager = _values(out, state)
         self.compared += 1
-        found = _compare(eager, replayed, n, call.compiled)
+        found = _compare(eager, replayed, n, call.compiled, [s for s, _ in state])
         self.findings += [_with_name(f, name) for f in found]
         return out
 
@@ -288,12 +298,21 @@ def _with_name(f: Finding, name: str) -> Finding:
 
 
 def _values(out: Any, state: list[tuple[str, Any]]) -> list[np.ndarray]:
-    """The call's returned tensors, then every state tensor and gradient, as NumPy arrays (an
-    absent gradient as an empty float array with a marker shape)."""
+    """The call's returned tensors, then every state value (parameters, their gradients,
+    the optimizers' and schedulers' state dicts) as NumPy arrays: an absent gradient as an
+    empty array with a marker shape, a number or flag as a 0-d array of its type."""
     values = [np.array(t.numpy()) for t in _tensors(out)]
-    for _, t in state:
-        values.append(np.zeros((0, 7), np.int8) if t is None else np.array(t.numpy()))
-    return values
+    return values + [_state_array(v) for _, v in state]
+
+
+def _state_array(v: Any) -> np.ndarray:
+    if v is None:
+        return np.zeros((0, 7), np.int8)
+    if isinstance(v, tpx.Tensor):
+        return np.array(v.numpy())
+    if isinstance(v, (np.ndarray, np.generic, bool, int, float, complex)):
+        return np.array(v)
+    return np.frombuffer(repr(v).encode(), np.uint8)  # NOTE: compared by its text
 
 
 def _tensors(x: Any) -> list[Any]:
