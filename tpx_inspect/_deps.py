@@ -36,7 +36,6 @@ OPTIONAL: dict[str, tuple[str, str]] = {
     "array_api_strict": ("array-api-strict", "backends"),
     "dask": ("dask", "backends"),
     "distributed": ("distributed", "backends"),
-    "cloudpickle": ("cloudpickle", "backends"),
     "psutil": ("psutil", "backends"),
     "sklearn": ("scikit-learn", "data"),
 }
