@@ -9,7 +9,7 @@ threads was measured 10-100x slower under contention.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -25,13 +25,10 @@ def discover() -> dict[str, Path]:
 
 
 def load(path: Path) -> ModuleType:
-    """Import a benchmark module from its file."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    spec.loader.exec_module(module)
-    return module
+    """Import a benchmark module by its name: run as a script, run.py has benchmarks/ as
+    ``sys.path[0]``, so a module run here and the same module imported by another benchmark
+    (``import bench_tpx``) are one module, executed once."""
+    return importlib.import_module(path.stem)
 
 
 def select(names: list[str], found: dict[str, Path]) -> list[Path]:

@@ -19,6 +19,7 @@ import pytest
 import p10
 import tpx as tp
 import tpx.nn as nn
+from tests.helpers.load import load_example
 from tests.helpers.rule_cases import CASES
 from tpx import _engine, _mode
 from tpx_inspect.checks import CATEGORIES, Report, run_all_checks, run_script_checks
@@ -206,12 +207,7 @@ def _x(values=(0.3, -0.8, 1.4), dtype="float64") -> tp.Tensor:
 
 
 def _bug_gradcheck():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_cr", os.path.join(ROOT, "examples",
-                                                                     "custom_rule.py"))  # fmt: skip
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_example("custom_rule")
     wrong = example.silu_function(wrong=True)
     return run_all_checks(lambda x: wrong.apply(x).sum(), [_x()]), None
 

@@ -3,7 +3,6 @@ pytest helpers, and the wrong tp.Function of examples/custom_rule.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -16,6 +15,7 @@ from rich.console import Console
 import p10
 import tpx as tp
 from p10 import Op
+from tests.helpers.load import load_example
 from tpx_inspect.checks import (
     CATEGORIES,
     FUNCTION_CHECKS,
@@ -221,10 +221,7 @@ def _example():
     path = os.path.join(ROOT, "examples", "custom_rule.py")
     if not os.path.exists(path):
         pytest.skip("examples/custom_rule.py not present")
-    spec = importlib.util.spec_from_file_location("_custom_rule_example", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("custom_rule")
 
 
 @pytest.mark.parametrize("wrong", [False, True])

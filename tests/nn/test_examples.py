@@ -3,48 +3,38 @@ promises: accuracy on the digits, loss below the unigram entropy, the wrong rule
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 import tpx as tp
+from tests.helpers.load import load_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def load(name: str) -> ModuleType:
-    """Import ``examples/<name>.py`` as a module (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_train_mlp_quick(capsys):
-    result = load("train_mlp").main(["--quick"])
+    result = load_example("train_mlp").main(["--quick"])
     assert result["test_accuracy"] > 0.8
     assert "test accuracy" in capsys.readouterr().out
 
 
 def test_train_cnn_quick(capsys):
-    result = load("train_cnn").main(["--quick"])
+    result = load_example("train_cnn").main(["--quick"])
     assert result["test_accuracy"] > 0.5
     assert "wall time" in capsys.readouterr().out
 
 
 @pytest.mark.slow
 def test_tiny_transformer_quick(capsys):
-    result = load("tiny_transformer").main(["--quick"])
+    result = load_example("tiny_transformer").main(["--quick"])
     assert result["train_loss"] < result["unigram_entropy"]
     assert "unigram entropy" in capsys.readouterr().out
 
 
 def test_custom_rule_correct_and_wrong(capsys):
-    example = load("custom_rule")
+    example = load_example("custom_rule")
     good = example.main([])
     bad = example.main(["--wrong"])
     assert good["relative_error"] < 1e-7
@@ -54,7 +44,7 @@ def test_custom_rule_correct_and_wrong(capsys):
 
 
 def test_transformer_nodes_carry_module_scopes():
-    example = load("tiny_transformer")
+    example = load_example("tiny_transformer")
     model = example.build_model(vocab=11, context=8, dim=8, heads=2, layers=2)
     seen: set[str] = set()
 
@@ -69,18 +59,18 @@ def test_transformer_nodes_carry_module_scopes():
 
 @pytest.mark.slow
 def test_train_mlp_full_reaches_95_percent():
-    assert load("train_mlp").main([])["test_accuracy"] >= 0.95
+    assert load_example("train_mlp").main([])["test_accuracy"] >= 0.95
 
 
 @pytest.mark.slow
 def test_tiny_transformer_loss_falls_well_below_unigram_entropy():
-    result = load("tiny_transformer").main(["--steps", "150"])
+    result = load_example("tiny_transformer").main(["--steps", "150"])
     assert result["train_loss"] < 0.75 * result["unigram_entropy"]
 
 
 @pytest.mark.slow
 def test_train_cnn_full_reaches_95_percent():
-    assert load("train_cnn").main([])["test_accuracy"] >= 0.95
+    assert load_example("train_cnn").main([])["test_accuracy"] >= 0.95
 
 
 def test_examples_run_as_scripts():
@@ -102,7 +92,7 @@ def test_examples_with_compile_train_to_the_same_loss_as_eager():
     import warnings
 
     for name, kwargs in (("train_mlp", {"epochs": 1}), ("tiny_transformer", {"steps": 6})):
-        example = load(name)
+        example = load_example(name)
         eager = example.train(**kwargs)
         with warnings.catch_warnings():
             warnings.simplefilter("error", tp.CompileWarning)

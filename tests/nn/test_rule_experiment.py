@@ -3,22 +3,15 @@ memory experiment shows the peak of saved memory that a rule's saves cost."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
 import tpx as tp
 from p10 import Op
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rule_experiment.py"
+from tests.helpers.load import load_example
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("rule_experiment", EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_example("rule_experiment")
 
 
 def _grad(x0, approximate):

@@ -3,21 +3,15 @@ over 400 lines but the op-spec table (issue 12)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from tests.helpers.load import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _import_cycles():
-    spec = importlib.util.spec_from_file_location(
-        "import_cycles", ROOT / "tools" / "import_cycles.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("import_cycles", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("import_cycles")
 
 
 def test_p10_has_no_import_cycle() -> None:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("import_cycles", ROOT / "tools" / "import_cycles.py")
-import_cycles = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("import_cycles", import_cycles)
-_spec.loader.exec_module(import_cycles)
+from tests.helpers.load import load_tool
+
+import_cycles = load_tool("import_cycles")
 
 
 def _package(root: Path, files: dict[str, str]) -> None:

@@ -3,24 +3,19 @@ tpx and loaded when first used (``tpx.__getattr__``), whichever is imported firs
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.load import load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "import_cycles", ROOT / "tools" / "import_cycles.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("import_cycles", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("import_cycles")
 
 
 def test_tpx_has_no_module_level_import_cycle() -> None:

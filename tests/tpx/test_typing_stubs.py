@@ -4,25 +4,18 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 
 import p10
 import tpx
 from p10._methods import TensorMethods
+from tests.helpers.load import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "typing_stubs", ROOT / "tools" / "typing_stubs.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("typing_stubs", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("typing_stubs")
 
 
 def _static_names(path: Path, class_name: str | None = None) -> set[str]:

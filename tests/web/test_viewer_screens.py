@@ -7,12 +7,13 @@ minutes to capture, too long for the test suite.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.load import load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,11 +28,7 @@ def _example_trace(folder: Path) -> None:
     import tpx.nn.functional as F
     import tpx_inspect
 
-    spec = importlib.util.spec_from_file_location(
-        "tiny_transformer", ROOT / "examples" / "tiny_transformer.py"
-    )
-    ex = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
+    ex = load_example("tiny_transformer")
     ids, vocab = ex.load_text()
     model = ex.build_model(len(vocab), 32, seed=0)
     x, y = ex.sample_batch(ids, 4, 32, np.random.default_rng(0))
