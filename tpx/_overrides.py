@@ -121,7 +121,7 @@ def override_rule(
     rule = _make_rule(op, vjp, save, save_output)
     previous = getattr(state, "rule_overrides", None)
     kernels = p10.kernel_overrides()
-    _refresh({**(previous or {}), op: (rule, describe(rule.vjp))}, kernels)
+    _refresh({**(previous or {}), op: (rule, describe(rule.real_vjp))}, kernels)
     try:
         yield rule
     finally:

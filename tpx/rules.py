@@ -32,6 +32,7 @@ Conventions, as PyTorch unless marked:
 
 from __future__ import annotations
 
+import copyreg
 import math
 import string
 from typing import Any
@@ -914,6 +915,60 @@ RULES: dict[Any, Rule] = {
 }
 """The gradient rule of every differentiable op."""
 conjugate_rules(RULES)  # complex inputs: PyTorch's convention (see tpx._complex_rules)
+
+
+# -- pickled by reference -------------------------------------------------------------------------
+# A rule sent to another process (a Dask worker of the cluster check) must arrive as the table's
+# own object, not a copy by value: the checks treat TPX's rules by identity. The bare rules are
+# module-level functions already; the complex-convention wrappers get a module-level name here,
+# and a Rule of the table pickles as a lookup of its op.
+class complex_vjps:
+    """``RULES[op].vjp`` by op name, for each rule whose vjp wraps its ``real_vjp`` (the name
+    pickle finds it by: ``tpx.rules.complex_vjps.MUL``). A class, not an instance, so that it
+    pickles by reference itself (pickle protocols < 4 reach the attribute through it).
+
+    >>> complex_vjps.MUL is RULES[Op.MUL].vjp
+    True
+    """
+
+
+_BUILTIN: dict[Any, Rule] = {}
+_OP_OF: dict[int, Any] = {}  # id of a rule of _BUILTIN (which keeps it alive) -> its op
+
+
+def builtin_rule(op: Op) -> Rule:
+    """TPX's own rule of ``op``, as the table held it when tpx was imported: what a pickled rule
+    of the table loads as, identical in every process.
+
+    >>> import pickle
+    >>> r = RULES[Op.MUL]
+    >>> pickle.loads(pickle.dumps(r)) is r is builtin_rule(Op.MUL)
+    True
+    >>> pickle.loads(pickle.dumps(r.vjp)) is r.vjp, r.vjp.__qualname__
+    (True, 'complex_vjps.MUL')
+    """
+    return _BUILTIN[op]
+
+
+def _reduce_rule(rule: Rule) -> tuple:
+    op = _OP_OF.get(id(rule))
+    if op is not None:
+        return builtin_rule, (op,)
+    # NOTE: any other rule (a user's, an override) pickles by value, its vjp by reference
+    return Rule, (rule.vjp, rule.save, rule.save_output, rule.cross, rule.save_from)
+
+
+def _name_for_pickle(rules: dict[Any, Rule]) -> None:
+    for op, rule in rules.items():
+        if rule.vjp is not rule.real_vjp:
+            setattr(complex_vjps, op.name, rule.vjp)
+            rule.vjp.__module__, rule.vjp.__qualname__ = __name__, f"complex_vjps.{op.name}"
+    _BUILTIN.update(rules)
+    _OP_OF.update({id(rule): op for op, rule in rules.items()})
+    copyreg.pickle(Rule, _reduce_rule)
+
+
+_name_for_pickle(RULES)
 
 NON_DIFFERENTIABLE: frozenset[Any] = frozenset(
     {

@@ -80,7 +80,7 @@ def _replay_graph(g: Graph, rules: dict, propagate: bool) -> tuple[StepAB, int]:
             saved, outs, seconds = result
             grads_out = _largest(v.grads_out, outs, [e.src for e in node.inputs])
             if rule is not None:
-                saved_b, seconds_b, mark = saved, seconds, {"rule": describe(rule.vjp)}
+                saved_b, seconds_b, mark = saved, seconds, {"rule": describe(rule.real_vjp)}
                 replayed += 1
                 delta += saved_b - node.saved_bytes
         source = None if node.source is None else str(node.source)
