@@ -118,6 +118,25 @@ def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None, append: 
     return x
 
 
+def cumulative_operand(
+    x: Any, axis: int | None, dtype: Any, name: str, error: type[Exception] = AxisError
+) -> tuple[Any, int]:
+    """The tensor a cumulative function ``name`` runs on (cast to ``dtype`` when given) and its
+    axis; ``axis`` may be left out for a 1-D tensor only (``error`` otherwise).
+
+    >>> x, ax = cumulative_operand([1, 2], None, "float32", "cumulative_sum")
+    >>> x.dtype, ax
+    (dtype('float32'), 0)
+    """
+    (x,) = operands(x)
+    if axis is None:
+        if x.ndim != 1:
+            raise error(f"{name}: axis is required for a {x.ndim}-D tensor {x.shape}")
+        axis = 0
+    ax = normalize_axis(axis, x.ndim, name)
+    return (x if dtype is None else astype(x, dtype, copy=False)), ax
+
+
 def cumulative_sum(
     x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
 ) -> Any:
@@ -127,14 +146,7 @@ def cumulative_sum(
     >>> p10.cumulative_sum(p10.asarray([1, 2, 3]), include_initial=True).tolist()
     [0, 1, 3, 6]
     """
-    (x,) = operands(x)
-    if axis is None:
-        if x.ndim != 1:
-            raise AxisError(f"cumulative_sum: axis is required for a {x.ndim}-D tensor {x.shape}")
-        axis = 0
-    ax = normalize_axis(axis, x.ndim, "cumulative_sum")
-    if dtype is not None:
-        x = astype(x, dtype, copy=False)
+    x, ax = cumulative_operand(x, axis, dtype, "cumulative_sum")
     out = cumsum(x, axis=ax)
     if dtype is not None and out.dtype != x.dtype:
         # NOTE: CUMSUM accumulates small integers in 64 bits; an asked dtype wraps as it would

@@ -32,6 +32,7 @@ from p10._functions import (
     where,
 )
 from p10._index_ops import take, take_along_axis
+from p10._manipulation import cumulative_operand
 from p10._ops import Op
 from p10._reductions import normalize_axis, prod, sum
 from p10._shape import expand_dims, reshape
@@ -126,14 +127,8 @@ def cumulative_prod(
     >>> p10.cumulative_prod(p10.asarray([1, 2, 3]), include_initial=True).tolist()
     [1, 1, 2, 6]
     """
-    (x,) = operands(x)
-    if axis is None:
-        if x.ndim != 1:
-            raise ShapeError(f"cumulative_prod: axis is required for a {x.ndim}-D tensor {x.shape}")
-        axis = 0
-    ax = normalize_axis(axis, x.ndim, "cumulative_prod")
-    if dtype is not None:
-        x = astype(x, dtype, copy=False)
+    # NOTE: a ShapeError where cumulative_sum raises an AxisError, as each did in issue 18
+    x, ax = cumulative_operand(x, axis, dtype, "cumulative_prod", ShapeError)
     n = x.shape[ax]
     size = n + 1 if include_initial else n
     backend = x.backend

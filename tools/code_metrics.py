@@ -97,9 +97,13 @@ def cycle_counts(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, tu
     }  # fmt: skip
 
 
-def op_walk(root: Path) -> list[tuple[str, str]]:
-    """``(file, place)`` of each code block of docs/adding-an-op.md, in page order."""
-    return [(f, where) for f, where, _ in BLOCK.findall(_read(root / "docs" / "adding-an-op.md"))]
+def op_walk(root: Path) -> list[tuple[str, str]] | None:
+    """``(file, place)`` of each code block of docs/adding-an-op.md, in page order (None when
+    the tree has no such page)."""
+    page = root / "docs" / "adding-an-op.md"
+    if not page.is_file():
+        return None
+    return [(f, where) for f, where, _ in BLOCK.findall(_read(page))]
 
 
 def named_everywhere(root: Path, names: list[str], skip: Iterable[str] = ()) -> dict[str, int]:
@@ -162,14 +166,20 @@ def field_registry_lines(root: Path) -> list[str]:
 
 def report(root: Path, loops: list[str], registries: bool = True) -> list[str]:
     """Every figure, as the lines :func:`main` prints."""
-    lines = []
+    lines, total, path = [], 0, {}
     for loop in loops:
         file, _, name = loop.partition(":")
         n, steps = function_lines(root / file, name)
+        total += n
+        path.update({(file, s): k for s, k in steps.items()})
         lines.append(f"backward loop {file}:{name}: {n} lines; with the {len(steps)} functions "
                      f"of its module it calls (directly or not): {n + sum(steps.values())} "
                      "lines")  # fmt: skip
         lines += [f"  {s}: {k}" for s, k in steps.items()]
+    if len(loops) > 1:
+        both = total + sum(path.values())
+        lines.append(f"backward loops together: {len(loops)} loops, {total} lines; with the "
+                     f"functions they call, each once: {both} lines")  # fmt: skip
     long = long_files(root)
     lines.append(f"files over {LIMIT} lines in {', '.join(PACKAGES)} "
                  f"(besides {', '.join(LONGER_ALLOWED)}): {len(long)}")  # fmt: skip
@@ -177,14 +187,18 @@ def report(root: Path, loops: list[str], registries: bool = True) -> list[str]:
     lines.append("import cycles (module level / with function-level imports), "
                  "listed by `python tools/import_cycles.py --function-level`:")  # fmt: skip
     lines += [f"  {p}: {a} / {b}" for p, (a, b) in cycle_counts(root).items()]
-    walk = op_walk(root)
-    files = sorted({f for f, _ in walk})
-    lines.append(f"adding an op (docs/adding-an-op.md's walk, tests/tpx/test_adding_an_op.py): "
-                 f"{len(files)} files, {len(walk)} places")  # fmt: skip
-    lines += [f"  {f} {where}" for f, where in walk]
+    lines += _walk_lines(op_walk(root))
     if registries:
         lines += check_registry_lines(root) + field_registry_lines(root)
     return lines
+
+
+def _walk_lines(walk: list[tuple[str, str]] | None) -> list[str]:
+    what = "adding an op (docs/adding-an-op.md's walk, tests/tpx/test_adding_an_op.py)"
+    if walk is None:
+        return [f"{what}: not measured, the tree has no docs/adding-an-op.md"]
+    files = sorted({f for f, _ in walk})
+    return [f"{what}: {len(files)} files, {len(walk)} places"] + [f"  {f} {w}" for f, w in walk]
 
 
 def main(argv: list[str] | None = None) -> int:

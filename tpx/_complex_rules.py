@@ -85,38 +85,41 @@ def _wirtinger(vjp: Any) -> Any:
     return rule
 
 
-def _abs_of_complex(vjp: Any) -> Any:
+def _abs_of_complex(ctx: RuleContext, g: Any) -> Grads:
+    # NOTE: z / |z| spelled out (not sign(z), whose rule is zero) so that second
+    # derivatives see it; 0 at z = 0, as PyTorch
+    z = ctx.inputs[0]
+    zero, _, unit = _polar(z)
+    return (p10.astype(g, z.dtype) * p10.where(zero, 0.0, unit),)
+
+
+def _sign_of_complex(ctx: RuleContext, g: Any) -> Grads:
+    # NOTE: sign(z) = z / |z| moves along the circle: grad = (g - s Re(conj(s) g)) / |z|,
+    # 0 at z = 0 (as PyTorch's sgn); written with P10 calls so second derivatives see it
+    z = ctx.inputs[0]
+    zero, safe, s = _polar(z)
+    g = p10.astype(g, z.dtype)
+    along = s * p10.astype(p10.real(p10.conj(s) * g), z.dtype)
+    return (p10.where(zero, 0.0, (g - along) / safe),)
+
+
+def _polar(z: Any) -> tuple[Any, Any, Any]:
+    """Where ``z`` is 0, ``|z|`` with those zeros made 1 (a safe divisor, ``z``'s dtype), and
+    ``z / |z|`` (0 where ``z`` is)."""
+    a = p10.abs(z)
+    zero = a == 0
+    safe = p10.astype(p10.where(zero, 1.0, a), z.dtype)
+    return zero, safe, z / safe
+
+
+def _complex_input(vjp: Any, complex_vjp: Any) -> Any:
+    """The rule ``vjp`` for a real input, ``complex_vjp`` (its own convention) for a complex one."""
+
     @functools.wraps(vjp)
     def rule(ctx: RuleContext, g: Any) -> Grads:
         if ctx.input_dtypes[0].kind != "c":
             return vjp(ctx, g)
-        # NOTE: z / |z| spelled out (not sign(z), whose rule is zero) so that second
-        # derivatives see it; 0 at z = 0, as PyTorch
-        z = ctx.inputs[0]
-        a = p10.abs(z)
-        zero = a == 0
-        unit = z / p10.astype(p10.where(zero, 1.0, a), z.dtype)
-        return (p10.astype(g, z.dtype) * p10.where(zero, 0.0, unit),)
-
-    rule.real_vjp = vjp  # type: ignore[attr-defined]
-    return rule
-
-
-def _sign_of_complex(vjp: Any) -> Any:
-    @functools.wraps(vjp)
-    def rule(ctx: RuleContext, g: Any) -> Grads:
-        if ctx.input_dtypes[0].kind != "c":
-            return vjp(ctx, g)
-        # NOTE: sign(z) = z / |z| moves along the circle: grad = (g - s Re(conj(s) g)) / |z|,
-        # 0 at z = 0 (as PyTorch's sgn); written with P10 calls so second derivatives see it
-        z = ctx.inputs[0]
-        a = p10.abs(z)
-        zero = a == 0
-        safe = p10.where(zero, 1.0, a)
-        s = z / p10.astype(safe, z.dtype)
-        g = p10.astype(g, z.dtype)
-        along = s * p10.astype(p10.real(p10.conj(s) * g), z.dtype)
-        return (p10.where(zero, 0.0, (g - along) / p10.astype(safe, z.dtype)),)
+        return complex_vjp(ctx, g)
 
     rule.real_vjp = vjp  # type: ignore[attr-defined]
     return rule
@@ -129,7 +132,7 @@ def conjugate_rules(rules: dict[Any, Rule]) -> None:
     """Wrap every holomorphic rule of ``rules`` (in place) with PyTorch's complex convention."""
     for op, r in rules.items():
         if op in _NON_HOLOMORPHIC:
-            rules[op] = dataclasses.replace(r, vjp=_NON_HOLOMORPHIC[op](r.vjp))
+            rules[op] = dataclasses.replace(r, vjp=_complex_input(r.vjp, _NON_HOLOMORPHIC[op]))
         elif isinstance(op, Op) and op not in _OWN:
             rules[op] = dataclasses.replace(r, vjp=_wirtinger(r.vjp))
 
