@@ -10,6 +10,7 @@ import pytest
 
 import tpx as tp
 import tpx_inspect
+from tests.helpers.load import load_example
 from tests.inspect._inspect_graphs import chain_capture, small_capture
 from tpx_inspect import Policy
 
@@ -223,17 +224,13 @@ def test_run_script_exit_zero_is_not_an_error(tmp_path):
 
 
 def _train(capture: bool) -> list[np.ndarray]:
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-    try:
-        from train_mlp import batches, build_model
+    import tpx.nn.functional as F
+    import tpx.optim as optim
 
-        import tpx.nn.functional as F
-        import tpx.optim as optim
-    finally:
-        sys.path.pop(0)
-    model = build_model(hidden=16, seed=3)
+    example = load_example("train_mlp")
+    model = example.build_model(hidden=16, seed=3)
     opt = optim.Adam(model.parameters(), lr=1e-2)
-    data = batches(batch_size=16, seed=3)
+    data = example.batches(batch_size=16, seed=3)
     cap = tpx_inspect.capture("all", values="all", params=model.named_parameters())
     with cap if capture else _Null():
         for _ in range(4):
