@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a block is stale")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:  # this checkout's p10/tpx, not an installed copy
+        sys.path.insert(0, str(ROOT))
     stale = []
     for rel, (indent, make) in TARGETS.items():
         path = ROOT / rel

@@ -3,6 +3,7 @@ the tools and tests they come from, and on a planted tree they report what was p
 
 from __future__ import annotations
 
+import doctest
 import re
 from pathlib import Path
 
@@ -68,3 +69,9 @@ def test_a_hand_kept_list_of_registered_names_is_found(tmp_path: Path) -> None:
     assert metrics.named_everywhere(tmp_path, ["local", "order"], {"tests/test_x.py"}) == {
         "tpx_inspect/cli.py": 1
     }
+
+
+def test_the_tools_doctests_pass() -> None:
+    # NOTE: tools/ is not among pytest's doctest paths (testpaths), so its examples run here
+    result = doctest.testmod(metrics)
+    assert result.attempted > 0 and result.failed == 0
