@@ -67,7 +67,16 @@ def _def(name: str, fn: Callable[..., Any], indent: str) -> str:
 
 def _top_names(source: str) -> set[str]:
     """Names a module's own statements define (outside the generated block)."""
-    tree = ast.parse(_strip_block(source))
+    return bound_names(ast.parse(_strip_block(source)))
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Names bound by the statements under ``tree``, as a type checker reads them: defs,
+    classes, assignments and imports, also under ``if TYPE_CHECKING:``.
+
+    >>> sorted(bound_names(ast.parse("import a.b; c = 1")))
+    ['a', 'c']
+    """
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.ClassDef):

@@ -73,5 +73,6 @@ def test_a_hand_kept_list_of_registered_names_is_found(tmp_path: Path) -> None:
 
 def test_the_tools_doctests_pass() -> None:
     # NOTE: tools/ is not among pytest's doctest paths (testpaths), so its examples run here
-    result = doctest.testmod(metrics)
-    assert result.attempted > 0 and result.failed == 0
+    for name in ("code_metrics", "typing_stubs"):
+        result = doctest.testmod(load_tool(name))
+        assert result.attempted > 0 and result.failed == 0, name

@@ -26,15 +26,7 @@ def _static_names(path: Path, class_name: str | None = None) -> set[str]:
         tree = next(
             n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name
         )
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
+    return _tool().bound_names(tree)
 
 
 def test_generated_names_are_current() -> None:
