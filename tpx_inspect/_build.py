@@ -46,7 +46,9 @@ class _Tables:
         self.memo: dict[int, int] = {}
         self._made: tuple[np.ndarray, np.ndarray] | None = None
 
-    def add(self, x: Any) -> int:
+    def add(self, x: Any, own: bool = False) -> int:
+        """The row of ``x``; ``own``: an ndarray ``x`` is the capture's private copy (see
+        ``_pending.freeze_value``), kept without copying it again."""
         if x is None:
             return -1
         key = id(x)
@@ -57,12 +59,13 @@ class _Tables:
         if self.builder.prefetched:
             x = self.builder.prefetched.get(key, x)
         vid = -1
-        if x.__class__ is _Frozen:
-            if x._row is None:
-                self.arrays.append(x.value)
-            else:
-                self.arrays.append(None)
-                self.done[row] = (x._row, x.head)
+        if own and x.__class__ is np.ndarray:
+            self.arrays.append(x)
+            if self.full and self.builder.keep(x):
+                vid = self.builder.store.adopt(x)
+        elif x.__class__ is _Frozen:
+            self.arrays.append(None)
+            self.done[row] = (x._row, x.head)
             if self.full and x.kept:
                 vid = self.builder.store.adopt(x.value)
         else:
@@ -176,10 +179,11 @@ class GraphBuilder:
         for i, n in enumerate(raw):
             p = pend[i]
             leaf = n.__class__ is AccumulateGrad
-            x = n.variable if leaf else (None if p is None else p.out or p.raw)
+            own = p is not None and p.out is not None
+            x = n.variable if leaf else (None if p is None else p.value)
             out = -1 if x is None else hit(id(x))
             if out is None:
-                out = add(x)
+                out = add(x, own)
             e = ex.get(i)
             fwd = p.seconds if p is not None else 0.0
             if e is None:
@@ -201,7 +205,7 @@ class GraphBuilder:
                     gout.append(add(x) if r is None else r)
                     x = pc[j] if pc is not None else None
                     r = -1 if x is None else hit(id(x))
-                    consts.append(add(x) if r is None else r)
+                    consts.append(add(x, own) if r is None else r)
         if not full and not t.finite():
             return None
         accs = self._accumulations(b, index, t) if full else []

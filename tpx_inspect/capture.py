@@ -15,7 +15,6 @@ import os
 import threading
 import time
 import traceback
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -26,7 +25,7 @@ from tpx import observe
 from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._lazy import lazy_record
-from tpx_inspect._pending import PendingNode
+from tpx_inspect._pending import NodeMap, PendingNode
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
 from tpx_inspect.format import save
@@ -110,7 +109,7 @@ class Capture:
         self._checkpoints = _CheckpointClock()
         root = os.getcwd() if source_root is None else source_root
         self._builder = GraphBuilder(os.path.abspath(root), self._keep_value, _labels(params))
-        self._pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._pending = NodeMap()
         # NOTE: one stack of running backward passes per thread, and one lock for what all
         # threads share (the pending nodes, the step counter, the stored graphs)
         self._stacks: dict[int, list[_Backward | None]] = {}
@@ -222,8 +221,7 @@ class Capture:
         pending = PendingNode(seconds, output.p10, consts, node.saved, step)
         if wanted:
             pending.freeze(self._keep_value)
-        with self._lock:
-            self._pending[node] = pending
+        self._pending[node] = pending  # NOTE: one dict store: atomic, no lock needed
 
     def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
         if self._thread is not None and get_ident() != self._thread:
@@ -290,8 +288,13 @@ class Capture:
             p = self._pending.get(node)
             if p is None:
                 continue
-            if p.out is not None:  # summarized at forward: NaN and Inf counts
-                if p.out.row[5] or p.out.row[6]:
+            out = p.out
+            if out.__class__ is np.ndarray:  # a small float value copied at forward
+                with np.errstate(over="ignore", invalid="ignore"):
+                    if not _finite_floats(out):
+                        return False
+            elif out is not None:  # summarized at forward: NaN and Inf counts
+                if out.row[5] or out.row[6]:
                     return False
             elif not is_finite(p.raw):
                 return False
