@@ -45,6 +45,10 @@ class _Tables:
         self.done: dict[int, tuple[list, tuple]] = {}
         self.memo: dict[int, int] = {}
         self._made: tuple[np.ndarray, np.ndarray] | None = None
+        # NOTE: read once: add() runs about three times per node
+        self._prefetched = builder.prefetched
+        self._keep = builder.keep if full else None
+        self._store = builder.store
 
     def add(self, x: Any, own: bool = False) -> int:
         """The row of ``x``; ``own``: an ndarray ``x`` is the capture's private copy (see
@@ -56,24 +60,20 @@ class _Tables:
         if row is not None:
             return row
         row = self.memo[key] = len(self.vids)
-        if self.builder.prefetched:
-            x = self.builder.prefetched.get(key, x)
-        vid = -1
+        if self._prefetched:
+            x = self._prefetched.get(key, x)
+        keep = self._keep
         if own and x.__class__ is np.ndarray:
             self.arrays.append(x)
-            if self.full and self.builder.keep(x):
-                vid = self.builder.store.adopt(x)
+            self.vids.append(self._store.adopt(x) if keep is not None and keep(x) else -1)
         elif x.__class__ is _Frozen:
             self.arrays.append(None)
             self.done[row] = (x._row, x.head)
-            if self.full and x.kept:
-                vid = self.builder.store.adopt(x.value)
+            self.vids.append(self._store.adopt(x.value) if keep is not None and x.kept else -1)
         else:
             a = to_numpy(x)
             self.arrays.append(a)
-            if self.full and self.builder.keep(a):
-                vid = self.builder.store.reserve(a)
-        self.vids.append(vid)
+            self.vids.append(self._store.reserve(a) if keep is not None and keep(a) else -1)
         return row
 
     def finite(self) -> bool:
@@ -89,6 +89,9 @@ class _Tables:
         table = np.zeros((len(self.vids), len(SUMMARY_COLUMNS)), np.float64)
         table[:, 8] = self.vids
         self.builder.store.flush()
+        if not self.builder.stats:  # NOTE: the values only (see Capture's values="raw")
+            table[:, :8] = math.nan
+            return table, np.zeros((0, PREVIEW))
         previews = np.full((len(self.vids), PREVIEW), math.nan) if self.full else None
         fill_rows(self.arrays, table, previews)
         for i, (row, head) in self.done.items():
@@ -102,8 +105,11 @@ class _Tables:
 class GraphBuilder:
     """Builds :class:`Graph` records for one capture; owns its structures and value store."""
 
-    def __init__(self, root: str, keep: Callable[[Any], bool], labels: dict) -> None:
+    def __init__(
+        self, root: str, keep: Callable[[Any], bool], labels: dict, stats: bool = True
+    ) -> None:
         self.root = root
+        self.stats = stats  # False: no statistics or previews, every graph in full
         self.keep = keep
         self.labels = labels
         self.store = BatchStore()
@@ -154,7 +160,7 @@ class GraphBuilder:
             known = self.structures[key] = (len(self.structures), nodes)
         sid, nodes = known
         ex = _executed(backward, index)
-        full = is_new
+        full = is_new or not self.stats
         tables = self._tables(raw, pend, ex, backward, index, full)
         if tables is None:  # a known structure with a NaN/Inf: keep it in full
             full = True
@@ -179,8 +185,13 @@ class GraphBuilder:
         for i, n in enumerate(raw):
             p = pend[i]
             leaf = n.__class__ is AccumulateGrad
-            own = p is not None and p.out is not None
-            x = n.variable if leaf else (None if p is None else p.value)
+            if leaf or p is None:
+                x, own = (n.variable if leaf else None), False
+            else:  # NOTE: PendingNode.value written out (a property call per node)
+                x = p.out
+                own = x is not None
+                if not own:
+                    x = p.raw
             out = -1 if x is None else hit(id(x))
             if out is None:
                 out = add(x, own)

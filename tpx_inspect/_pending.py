@@ -76,14 +76,15 @@ class PendingNode:
         """The output as frozen (see :meth:`freeze`), else the live P10 tensor."""
         return self.raw if self.out is None else self.out
 
-    def freeze(self, keep: Callable[[Any], bool]) -> None:
-        """Summarize (and copy small values) now, before anything can write into them."""
+    def freeze(self, keep: Callable[[Any], bool], stats: bool = True) -> None:
+        """Summarize (and copy small values) now, before anything can write into them;
+        without ``stats``, copy every value (see :func:`freeze_value`)."""
         if observe.native(self.raw).__class__ is not np.ndarray and is_lazy(self.raw):
             # summarized with the whole backward, in one compute (see _lazy)
             self.raw = snapshot(self.raw)
             self.consts = tuple(snapshot(c) for c in self.consts)
             return
-        self.out = freeze_value(self.raw, keep)
+        self.out = freeze_value(self.raw, keep, stats)
         self.raw = None
         for c in self.consts:
             if c is not None:
@@ -93,16 +94,17 @@ class PendingNode:
         # NOTE: a Python number is immutable: summarized when the graph is built
         self.consts = tuple(
             [
-                c if c is None or c.__class__ in _NUMBERS else freeze_value(c, keep)
+                c if c is None or c.__class__ in _NUMBERS else freeze_value(c, keep, stats)
                 for c in self.consts
             ]
         )
 
 
-def freeze_value(x: Any, keep: Callable[[Any], bool]) -> np.ndarray | _Frozen:
+def freeze_value(x: Any, keep: Callable[[Any], bool], stats: bool = True) -> np.ndarray | _Frozen:
     """A value as it is now: a private copy of a small float value (an ndarray, summarized
     later with the other small values of its graph, see ``_batch_stats``), else a
-    :class:`_Frozen` summary.
+    :class:`_Frozen` summary; without ``stats`` (a capture that keeps every value and no
+    statistics), a private copy of any value.
 
     >>> a = np.ones(3); f = freeze_value(a, lambda v: True); a[0] = 5.0
     >>> f.tolist(), type(freeze_value(np.arange(3), lambda v: True)).__name__
@@ -111,7 +113,7 @@ def freeze_value(x: Any, keep: Callable[[Any], bool]) -> np.ndarray | _Frozen:
     a = observe.native(x)
     if a.__class__ is not np.ndarray:
         a = to_numpy(x)
-    if a.dtype.kind == "f" and a.size <= BATCHED:
+    if not stats or (a.dtype.kind == "f" and a.size <= BATCHED):
         return np.array(a, copy=True)
     return _Frozen(a, keep)
 
