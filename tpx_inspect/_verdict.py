@@ -23,8 +23,14 @@ def step_finite(b: Any, pending: Any, builder: Any) -> bool:
     root's value; ``pending`` maps nodes to their ``PendingNode``."""
     if lazy_record(list(b.roots), pending, b):
         return _lazy_finite(b, pending, builder)
+    seen: set[int] = set()
     with np.errstate(over="ignore", invalid="ignore"):  # see finite_floats
         for _node, g, _, _, _ in b.executed:
+            # NOTE: a gradient passed on unchanged (add's rule) reaches several nodes: each
+            # object is tested once (all are held by b.executed: their ids are distinct)
+            if id(g) in seen:
+                continue
+            seen.add(id(g))
             a = observe.native(g)  # NOTE: a NumPy-backed P10 gradient checked inline
             if a.__class__ is np.ndarray:
                 if a.dtype.kind == "f" and not finite_floats(a):
