@@ -10,7 +10,6 @@ import enum
 import math
 import os
 import weakref
-from collections.abc import Callable
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -47,7 +46,7 @@ class _Tables:
         self._made: tuple[np.ndarray, np.ndarray] | None = None
         # NOTE: read once: add() runs about three times per node
         self._prefetched = builder.prefetched
-        self._keep = builder.keep if full else None
+        self._limit = builder.limit
         self._store = builder.store
 
     def add(self, x: Any, own: bool = False) -> int:
@@ -62,18 +61,20 @@ class _Tables:
         row = self.memo[key] = len(self.vids)
         if self._prefetched:
             x = self._prefetched.get(key, x)
-        keep = self._keep
+        limit = self._limit
         if own and x.__class__ is np.ndarray:
             self.arrays.append(x)
-            self.vids.append(self._store.adopt(x) if keep is not None and keep(x) else -1)
+            kept = self.full and (limit < 0 or x.size <= limit)  # NOTE: GraphBuilder.keep
+            self.vids.append(self._store.adopt(x) if kept else -1)
         elif x.__class__ is _Frozen:
             self.arrays.append(None)
             self.done[row] = (x._row, x.head)
-            self.vids.append(self._store.adopt(x.value) if keep is not None and x.kept else -1)
+            self.vids.append(self._store.adopt(x.value) if self.full and x.kept else -1)
         else:
             a = to_numpy(x)
             self.arrays.append(a)
-            self.vids.append(self._store.reserve(a) if keep is not None and keep(a) else -1)
+            kept = self.full and (limit < 0 or a.size <= limit)
+            self.vids.append(self._store.reserve(a) if kept else -1)
         return row
 
     def finite(self) -> bool:
@@ -105,12 +106,10 @@ class _Tables:
 class GraphBuilder:
     """Builds :class:`Graph` records for one capture; owns its structures and value store."""
 
-    def __init__(
-        self, root: str, keep: Callable[[Any], bool], labels: dict, stats: bool = True
-    ) -> None:
+    def __init__(self, root: str, limit: int, labels: dict, stats: bool = True) -> None:
         self.root = root
+        self.limit = limit  # values of up to this many elements are kept (-1: all)
         self.stats = stats  # False: no statistics or previews, every graph in full
-        self.keep = keep
         self.labels = labels
         self.store = BatchStore()
         self.structures: dict[tuple, tuple[int, NodeTable]] = {}
@@ -118,6 +117,11 @@ class GraphBuilder:
         self._metas: dict[int, tuple] = {}
         self._names: dict[Any, str] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
+
+    def keep(self, a: Any) -> bool:
+        """Whether the full value ``a`` is kept (the size from the shape: a lazy tensor is
+        not computed to be measured)."""
+        return self.limit < 0 or math.prod(a.shape) <= self.limit
 
     def prefetch(self, order: list, pending: Any, backward: Any) -> dict[int, _Frozen]:
         """Summarize the lazy values of one record together (one compute), once."""
@@ -178,7 +182,12 @@ class GraphBuilder:
     ) -> GraphTables | None:
         t = _Tables(self, full)
         add, hit = t.add, t.memo.get
-        rows, times, gout, consts = [], [], [], []
+        # NOTE: rows and times as flat lists (4 and 2 items per node): one NumPy conversion of
+        # a flat list costs half that of a list of tuples
+        rows: list[int] = []
+        times: list[float] = []
+        gout: list[int] = []
+        consts: list[int] = []
         # NOTE: `-1 if x is None else hit(id(x))`, then add() only for a value not seen yet:
         # most values of a backward are seen twice or more (a gradient is a rule's output, a
         # contribution, a total and the next node's input gradient)
@@ -198,14 +207,14 @@ class GraphBuilder:
             e = ex.get(i)
             fwd = p.seconds if p is not None else 0.0
             if e is None:
-                rows.append((out, -1, -1, -1))
-                times.append((fwd, math.nan))
+                rows += (out, -1, -1, -1)
+                times += (fwd, math.nan)
             else:
                 released = e[4] if e[3] and p is not None and p.saved else -1
                 x = e[0]
                 g = -1 if x is None else hit(id(x))
-                rows.append((out, add(x) if g is None else g, e[4], released))
-                times.append((fwd, e[2]))
+                rows += (out, add(x) if g is None else g, e[4], released)
+                times += (fwd, e[2])
             if full and not leaf:
                 gins = e[1] if e is not None else ()
                 k = len(gins)
@@ -227,14 +236,15 @@ class GraphBuilder:
             np.array(consts, np.int64), np.array(accs, np.int64).reshape(-1, 4),
         )  # fmt: skip
 
-    def _accumulations(self, b: Any, index: dict, t: _Tables) -> list[tuple]:
+    def _accumulations(self, b: Any, index: dict, t: _Tables) -> list[int]:
+        """The accumulation rows, flat (4 items per row)."""
         if b is None:
             return []
-        out = []
+        out: list[int] = []
         for node, g in b.root_grads.items():
             if node in index:
                 row = t.add(g)
-                out.append((index[node], -1, row, row))
+                out += (index[node], -1, row, row)
         add, get, hit = t.add, index.get, t.memo.get
         for target, contribution, total, source in b.accs:
             i = get(target)
@@ -242,7 +252,7 @@ class GraphBuilder:
                 c = hit(id(contribution)) if contribution is not None else -1
                 c = add(contribution) if c is None else c
                 s = hit(id(total)) if total is not None else -1
-                out.append((i, get(source, -1), c, add(total) if s is None else s))
+                out += (i, get(source, -1), c, add(total) if s is None else s)
         return out
 
     # -- static records -------------------------------------------------------------------------

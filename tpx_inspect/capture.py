@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import math
 import os
 import threading
 import traceback
@@ -120,7 +119,7 @@ class Capture:
         self._checkpoints = CheckpointClock()
         root = os.getcwd() if source_root is None else source_root
         self._builder = GraphBuilder(
-            os.path.abspath(root), self._keep_value, _labels(params), stats=values != "raw"
+            os.path.abspath(root), self.value_limit, _labels(params), stats=values != "raw"
         )
         self._pending = NodeMap()
         # NOTE: one stack of running backward passes per thread, and one lock for what all
@@ -253,7 +252,7 @@ class Capture:
         seconds = seconds if self.timing else 0.0
         pending = PendingNode(seconds, output.p10, consts, node.saved, step)
         if wanted:
-            pending.freeze(self._keep_value, self._builder.stats)
+            pending.freeze(self._builder.keep, self._builder.stats)
         self._pending[node] = pending  # NOTE: one dict store: atomic, no lock needed
         if self._live is not None:
             self._live.forward(node, output)
@@ -306,10 +305,6 @@ class Capture:
                 self._write_checkpoint(self.checkpoint)
 
     # -- internals ----------------------------------------------------------------------------
-    def _keep_value(self, a: Any) -> bool:
-        # NOTE: the size from the shape: a lazy tensor is not computed to be measured
-        return self.value_limit < 0 or math.prod(a.shape) <= self.value_limit
-
     def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None) -> Graph:
         live = self._live
         if live is not None:  # NOTE: the checks read every step's values: none as stats only
