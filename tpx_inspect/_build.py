@@ -113,9 +113,12 @@ class GraphBuilder:
         self.labels = labels
         self.store = BatchStore()
         self.structures: dict[tuple, tuple[int, NodeTable]] = {}
-        self._sources: dict[Any, list] = {}
+        self._sources: dict[tuple[int, int], list] = {}
+        # NOTE: code objects by id, kept alive here so that an id is never reused: keys and
+        # caches use the id (hashing a code object hashes its contents, ~1.5 us)
+        self._codes: dict[int, Any] = {}
         self._metas: dict[int, tuple] = {}
-        self._names: dict[Any, str] = {}
+        self._names: dict[Any, tuple[str, str]] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
 
     def keep(self, a: Any) -> bool:
@@ -156,7 +159,7 @@ class GraphBuilder:
         index = {n: i for i, n in enumerate(raw)}
         pend = _pending_of(raw, pending)
         root_ids = tuple(sorted({index[r] for r in roots}))
-        key = (root_ids, tuple(_node_key(n, index, self.labels) for n in raw))
+        key = (root_ids, tuple(_node_key(n, index, self.labels, self._codes) for n in raw))
         known = self.structures.get(key)
         is_new = known is None
         if known is None:
@@ -282,11 +285,12 @@ class GraphBuilder:
         shape, dtype = self._meta_json(n.out_meta, pair=True)
         inputs = [[None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, ins)]
         saved = [[s[0], list(s[1]), s[2], s[3]] for s in p.saved] if p is not None else []
-        name = self._names.get(n.op)
-        if name is None:
-            name = self._names[n.op] = n.name
+        op = n.op
+        names = self._names.get(op)  # NOTE: an Enum's .value is a descriptor call: cached
+        if names is None:
+            names = self._names[op] = (op.value, n.name)
         return (
-            "loss" if is_root else "op", n.op.value, name, "",
+            "loss" if is_root else "op", names[0], names[1], "",
             params_to_json(n.params) if n.params else {}, n.scope, self._source(n), inputs,
             shape, dtype, saved,
         )  # fmt: skip
@@ -308,12 +312,13 @@ class GraphBuilder:
         code = n.code
         if code is None:
             return None
-        src = self._sources.get((code, n.lineno))
+        key = (_code_id(code, self._codes), n.lineno)
+        src = self._sources.get(key)
         if src is None:
             path = os.path.abspath(code.co_filename)
             if path.startswith(self.root + os.sep):
                 path = os.path.relpath(path, self.root)
-            src = self._sources[(code, n.lineno)] = [path, n.lineno, code.co_name]
+            src = self._sources[key] = [path, n.lineno, code.co_name]
         return src
 
 
@@ -354,13 +359,22 @@ def _leaf_label(var: Any, labels: dict) -> str:
     return getattr(var, "name", None) or ""
 
 
-def _node_key(n: Any, index: dict, labels: dict) -> tuple:
+def _code_id(code: Any, codes: dict[int, Any]) -> int:
+    """``id(code)``, with ``code`` kept alive in ``codes`` (its id then names it alone)."""
+    if codes.get(id(code)) is not code:
+        codes[id(code)] = code
+    return id(code)
+
+
+def _node_key(n: Any, index: dict, labels: dict, codes: dict[int, Any]) -> tuple:
     if n.__class__ is AccumulateGrad:
         var = n.variable
         return (None, _leaf_label(var, labels), var.shape, var.dtype)
-    edges = tuple(None if e is None else index[e] for e in n.edges)
+    edges = tuple([None if e is None else index[e] for e in n.edges])
     params = repr(n.params) if n.params else ""
-    key = (n.op, n.scope, n.code, n.lineno, params, edges, n.in_meta, n.out_meta)
+    code = n.code
+    code = None if code is None else _code_id(code, codes)
+    key = (n.op, n.scope, code, n.lineno, params, edges, n.in_meta, n.out_meta)
     overrides = n.overrides
     return key if overrides is None else (*key, tuple(sorted(overrides.items())))
 
