@@ -6,7 +6,6 @@ a training loop with identical structure share one tuple of :class:`Node` record
 
 from __future__ import annotations
 
-import enum
 import math
 import os
 import weakref
@@ -15,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from p10 import IndexSlot
 from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore, fill_rows
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
+from tpx_inspect._params_json import params_to_json
 from tpx_inspect._pending import _dtype_name, _Frozen
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -377,38 +376,3 @@ def _node_key(n: Any, index: dict, labels: dict, codes: dict[int, Any]) -> tuple
     key = (n.op, n.scope, code, n.lineno, params, edges, n.in_meta, n.out_meta)
     overrides = n.overrides
     return key if overrides is None else (*key, tuple(sorted(overrides.items())))
-
-
-def params_to_json(params: dict[str, Any]) -> dict[str, Any]:
-    """Op params as JSON values: tuples become lists, dtypes names, slices/Ellipsis/index
-    slots the forms of P10's index-key JSON, non-finite floats strings.
-
-    >>> import numpy as np
-    >>> params_to_json({"axis": (0, 1), "dtype": np.dtype("float32"), "key": (slice(1, None), ...)})
-    {'axis': [0, 1], 'dtype': 'float32', 'key': [{'slice': [1, None, None]}, '...']}
-    """
-    return {str(k): _jsonable(v) for k, v in params.items()}
-
-
-def _jsonable(v: Any) -> Any:
-    if v is None or isinstance(v, bool | int | str):
-        return v
-    if isinstance(v, float):
-        return v if math.isfinite(v) else str(v)
-    if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
-        return np.dtype(v).name
-    if isinstance(v, np.generic):
-        return _jsonable(v.item())
-    if isinstance(v, tuple | list):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, slice):
-        return {"slice": [_jsonable(v.start), _jsonable(v.stop), _jsonable(v.step)]}
-    if v is Ellipsis:
-        return "..."
-    if isinstance(v, IndexSlot):
-        return {"tensor": v.position}
-    if isinstance(v, enum.Enum):
-        return _jsonable(v.value)
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    return repr(v)
