@@ -152,24 +152,75 @@ def _chain_run(n: int) -> None:
 def bench_chain_capture(n: int = 100_000) -> dict[str, float]:
     """Per-op cost of an n-op (4, 4) chain (forward + backward) without and with capture
     (default policy, ``values="small"``), CPU seconds, the faster of two interleaved runs
-    each; peak traced memory per node of a captured run (tracemalloc, in a separate run: it
-    slows Python down)."""
+    each, and the cyclic GC's share of each (timed by ``gc.callbacks``); peak traced memory
+    per node of a captured run (tracemalloc, in a separate run: it slows Python down)."""
     import tracemalloc
 
     _chain_run(1000)  # warm up
-    plain = captured = float("inf")
+    plain = captured = (float("inf"), 0.0)
     for _ in range(2):  # NOTE: interleaved, the fastest of each (the machine may be shared)
-        plain = min(plain, _timed(lambda: _chain_run(n))[2])
+        plain = min(plain, _gc_timed(lambda: _chain_run(n)))
         with tpx_inspect.capture(values="small"):
-            captured = min(captured, _timed(lambda: _chain_run(n))[2])
+            captured = min(captured, _gc_timed(lambda: _chain_run(n)))
     tracemalloc.start()
     with tpx_inspect.capture(values="small"):
         base = tracemalloc.get_traced_memory()[0]
         _chain_run(n // 10)
         peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
-    return {"plain_us": plain / n * 1e6, "captured_us": captured / n * 1e6,
-            "ratio": captured / plain, "peak_bytes_per_node": peak / (n // 10)}  # fmt: skip
+    return {"plain_us": plain[0] / n * 1e6, "captured_us": captured[0] / n * 1e6,
+            "plain_gc_us": plain[1] / n * 1e6, "captured_gc_us": captured[1] / n * 1e6,
+            "ratio": captured[0] / plain[0], "peak_bytes_per_node": peak / (n // 10)}  # fmt: skip
+
+
+def _gc_timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """CPU seconds of ``fn()`` and of the cyclic GC's collections during it."""
+    import gc
+
+    spent, began = [0.0], [0.0]
+
+    def clock(phase: str, info: dict) -> None:
+        if phase == "start":
+            began[0] = time.process_time()
+        else:
+            spent[0] += time.process_time() - began[0]
+
+    gc.callbacks.append(clock)
+    try:
+        cpu = _timed(fn)[2]
+    finally:
+        gc.callbacks.remove(clock)
+    return cpu, spent[0]
+
+
+def bench_live_record(n: int = 10_000) -> dict[str, float]:
+    """CPU seconds of recording the bench_checks.py graph of n nodes live for the checks
+    (``checks.capture_call``: ``values="raw"``, no statistics), against the same recording
+    keeping statistics and previews of every value (``values="all"``, what it did before);
+    the fastest of three interleaved runs each."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_checks import build
+
+    from tpx_inspect.checks import capture_call
+    from tpx_inspect.checks.record import Recording
+
+    f, inputs = build(n)
+    capture_call(f, inputs)  # warm up
+    best = {"raw": float("inf"), "all": float("inf")}
+    init = Recording.__init__
+
+    def with_stats(self: Recording, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.values, self._builder.stats = "all", True
+
+    for _ in range(3):
+        best["raw"] = min(best["raw"], _timed(lambda: capture_call(f, inputs))[2])
+        Recording.__init__ = with_stats  # type: ignore[method-assign]
+        try:
+            best["all"] = min(best["all"], _timed(lambda: capture_call(f, inputs))[2])
+        finally:
+            Recording.__init__ = init  # type: ignore[method-assign]
+    return {"raw_s": best["raw"], "all_s": best["all"], "nodes": float(n)}
 
 
 def bench_checks(sizes: tuple[int, ...], cluster_nodes: tuple[int, ...] = ()) -> None:
@@ -254,7 +305,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(
         f"capture, {100_000 // scale}-op (4, 4) chain, default policy, values=small (CPU): "
         f"{ch['plain_us']:.1f} -> {ch['captured_us']:.1f} us/op ({ch['ratio']:.2f}x, goal "
-        f"<= 2x); peak capture memory {ch['peak_bytes_per_node'] / 1024:.2f} KiB/node"
+        f"<= 2x); of which cyclic GC {ch['plain_gc_us']:.1f} -> {ch['captured_gc_us']:.1f} "
+        f"us/op; peak capture memory {ch['peak_bytes_per_node'] / 1024:.2f} KiB/node"
+    )
+    live = bench_live_record(10_000 // scale)
+    print(
+        f"live recording for the checks, {int(live['nodes'])}-node bench_checks graph (CPU): "
+        f"values=raw {live['raw_s']:.2f} s vs with statistics (values=all) {live['all_s']:.2f} "
+        f"s ({live['all_s'] / live['raw_s']:.2f}x)"
     )
     cap = bench_capture(repeats=3)
     print(

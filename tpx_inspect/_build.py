@@ -6,20 +6,18 @@ a training loop with identical structure share one tuple of :class:`Node` record
 
 from __future__ import annotations
 
-import enum
 import math
 import os
 import weakref
-from collections.abc import Callable
 from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
 
-from p10 import IndexSlot
 from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore, fill_rows
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
+from tpx_inspect._params_json import params_to_json
 from tpx_inspect._pending import _dtype_name, _Frozen
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -45,8 +43,14 @@ class _Tables:
         self.done: dict[int, tuple[list, tuple]] = {}
         self.memo: dict[int, int] = {}
         self._made: tuple[np.ndarray, np.ndarray] | None = None
+        # NOTE: read once: add() runs about three times per node
+        self._prefetched = builder.prefetched
+        self._limit = builder.limit
+        self._store = builder.store
 
-    def add(self, x: Any) -> int:
+    def add(self, x: Any, own: bool = False) -> int:
+        """The row of ``x``; ``own``: an ndarray ``x`` is the capture's private copy (see
+        ``_pending.freeze_value``), kept without copying it again."""
         if x is None:
             return -1
         key = id(x)
@@ -54,23 +58,22 @@ class _Tables:
         if row is not None:
             return row
         row = self.memo[key] = len(self.vids)
-        if self.builder.prefetched:
-            x = self.builder.prefetched.get(key, x)
-        vid = -1
-        if x.__class__ is _Frozen:
-            if x._row is None:
-                self.arrays.append(x.value)
-            else:
-                self.arrays.append(None)
-                self.done[row] = (x._row, x.head)
-            if self.full and x.kept:
-                vid = self.builder.store.adopt(x.value)
+        if self._prefetched:
+            x = self._prefetched.get(key, x)
+        limit = self._limit
+        if own and x.__class__ is np.ndarray:
+            self.arrays.append(x)
+            kept = self.full and (limit < 0 or x.size <= limit)  # NOTE: GraphBuilder.keep
+            self.vids.append(self._store.adopt(x) if kept else -1)
+        elif x.__class__ is _Frozen:
+            self.arrays.append(None)
+            self.done[row] = (x._row, x.head)
+            self.vids.append(self._store.adopt(x.value) if self.full and x.kept else -1)
         else:
             a = to_numpy(x)
             self.arrays.append(a)
-            if self.full and self.builder.keep(a):
-                vid = self.builder.store.reserve(a)
-        self.vids.append(vid)
+            kept = self.full and (limit < 0 or a.size <= limit)
+            self.vids.append(self._store.reserve(a) if kept else -1)
         return row
 
     def finite(self) -> bool:
@@ -86,6 +89,9 @@ class _Tables:
         table = np.zeros((len(self.vids), len(SUMMARY_COLUMNS)), np.float64)
         table[:, 8] = self.vids
         self.builder.store.flush()
+        if not self.builder.stats:  # NOTE: the values only (see Capture's values="raw")
+            table[:, :8] = math.nan
+            return table, np.zeros((0, PREVIEW))
         previews = np.full((len(self.vids), PREVIEW), math.nan) if self.full else None
         fill_rows(self.arrays, table, previews)
         for i, (row, head) in self.done.items():
@@ -99,16 +105,25 @@ class _Tables:
 class GraphBuilder:
     """Builds :class:`Graph` records for one capture; owns its structures and value store."""
 
-    def __init__(self, root: str, keep: Callable[[Any], bool], labels: dict) -> None:
+    def __init__(self, root: str, limit: int, labels: dict, stats: bool = True) -> None:
         self.root = root
-        self.keep = keep
+        self.limit = limit  # values of up to this many elements are kept (-1: all)
+        self.stats = stats  # False: no statistics or previews, every graph in full
         self.labels = labels
         self.store = BatchStore()
         self.structures: dict[tuple, tuple[int, NodeTable]] = {}
-        self._sources: dict[Any, list] = {}
+        self._sources: dict[tuple[int, int], list] = {}
+        # NOTE: code objects by id, kept alive here so that an id is never reused: keys and
+        # caches use the id (hashing a code object hashes its contents, ~1.5 us)
+        self._codes: dict[int, Any] = {}
         self._metas: dict[int, tuple] = {}
-        self._names: dict[Any, str] = {}
+        self._names: dict[Any, tuple[str, str]] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
+
+    def keep(self, a: Any) -> bool:
+        """Whether the full value ``a`` is kept (the size from the shape: a lazy tensor is
+        not computed to be measured)."""
+        return self.limit < 0 or math.prod(a.shape) <= self.limit
 
     def prefetch(self, order: list, pending: Any, backward: Any) -> dict[int, _Frozen]:
         """Summarize the lazy values of one record together (one compute), once."""
@@ -143,7 +158,7 @@ class GraphBuilder:
         index = {n: i for i, n in enumerate(raw)}
         pend = _pending_of(raw, pending)
         root_ids = tuple(sorted({index[r] for r in roots}))
-        key = (root_ids, tuple(_node_key(n, index, self.labels) for n in raw))
+        key = (root_ids, tuple(_node_key(n, index, self.labels, self._codes) for n in raw))
         known = self.structures.get(key)
         is_new = known is None
         if known is None:
@@ -151,7 +166,7 @@ class GraphBuilder:
             known = self.structures[key] = (len(self.structures), nodes)
         sid, nodes = known
         ex = _executed(backward, index)
-        full = is_new
+        full = is_new or not self.stats
         tables = self._tables(raw, pend, ex, backward, index, full)
         if tables is None:  # a known structure with a NaN/Inf: keep it in full
             full = True
@@ -169,28 +184,39 @@ class GraphBuilder:
     ) -> GraphTables | None:
         t = _Tables(self, full)
         add, hit = t.add, t.memo.get
-        rows, times, gout, consts = [], [], [], []
+        # NOTE: rows and times as flat lists (4 and 2 items per node): one NumPy conversion of
+        # a flat list costs half that of a list of tuples
+        rows: list[int] = []
+        times: list[float] = []
+        gout: list[int] = []
+        consts: list[int] = []
         # NOTE: `-1 if x is None else hit(id(x))`, then add() only for a value not seen yet:
         # most values of a backward are seen twice or more (a gradient is a rule's output, a
         # contribution, a total and the next node's input gradient)
         for i, n in enumerate(raw):
             p = pend[i]
             leaf = n.__class__ is AccumulateGrad
-            x = n.variable if leaf else (None if p is None else p.out or p.raw)
+            if leaf or p is None:
+                x, own = (n.variable if leaf else None), False
+            else:  # NOTE: PendingNode.value written out (a property call per node)
+                x = p.out
+                own = x is not None
+                if not own:
+                    x = p.raw
             out = -1 if x is None else hit(id(x))
             if out is None:
-                out = add(x)
+                out = add(x, own)
             e = ex.get(i)
             fwd = p.seconds if p is not None else 0.0
             if e is None:
-                rows.append((out, -1, -1, -1))
-                times.append((fwd, math.nan))
+                rows += (out, -1, -1, -1)
+                times += (fwd, math.nan)
             else:
                 released = e[4] if e[3] and p is not None and p.saved else -1
                 x = e[0]
                 g = -1 if x is None else hit(id(x))
-                rows.append((out, add(x) if g is None else g, e[4], released))
-                times.append((fwd, e[2]))
+                rows += (out, add(x) if g is None else g, e[4], released)
+                times += (fwd, e[2])
             if full and not leaf:
                 gins = e[1] if e is not None else ()
                 k = len(gins)
@@ -201,7 +227,7 @@ class GraphBuilder:
                     gout.append(add(x) if r is None else r)
                     x = pc[j] if pc is not None else None
                     r = -1 if x is None else hit(id(x))
-                    consts.append(add(x) if r is None else r)
+                    consts.append(add(x, own) if r is None else r)
         if not full and not t.finite():
             return None
         accs = self._accumulations(b, index, t) if full else []
@@ -212,14 +238,15 @@ class GraphBuilder:
             np.array(consts, np.int64), np.array(accs, np.int64).reshape(-1, 4),
         )  # fmt: skip
 
-    def _accumulations(self, b: Any, index: dict, t: _Tables) -> list[tuple]:
+    def _accumulations(self, b: Any, index: dict, t: _Tables) -> list[int]:
+        """The accumulation rows, flat (4 items per row)."""
         if b is None:
             return []
-        out = []
+        out: list[int] = []
         for node, g in b.root_grads.items():
             if node in index:
                 row = t.add(g)
-                out.append((index[node], -1, row, row))
+                out += (index[node], -1, row, row)
         add, get, hit = t.add, index.get, t.memo.get
         for target, contribution, total, source in b.accs:
             i = get(target)
@@ -227,7 +254,7 @@ class GraphBuilder:
                 c = hit(id(contribution)) if contribution is not None else -1
                 c = add(contribution) if c is None else c
                 s = hit(id(total)) if total is not None else -1
-                out.append((i, get(source, -1), c, add(total) if s is None else s))
+                out += (i, get(source, -1), c, add(total) if s is None else s)
         return out
 
     # -- static records -------------------------------------------------------------------------
@@ -257,11 +284,12 @@ class GraphBuilder:
         shape, dtype = self._meta_json(n.out_meta, pair=True)
         inputs = [[None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, ins)]
         saved = [[s[0], list(s[1]), s[2], s[3]] for s in p.saved] if p is not None else []
-        name = self._names.get(n.op)
-        if name is None:
-            name = self._names[n.op] = n.name
+        op = n.op
+        names = self._names.get(op)  # NOTE: an Enum's .value is a descriptor call: cached
+        if names is None:
+            names = self._names[op] = (op.value, n.name)
         return (
-            "loss" if is_root else "op", n.op.value, name, "",
+            "loss" if is_root else "op", names[0], names[1], "",
             params_to_json(n.params) if n.params else {}, n.scope, self._source(n), inputs,
             shape, dtype, saved,
         )  # fmt: skip
@@ -283,12 +311,13 @@ class GraphBuilder:
         code = n.code
         if code is None:
             return None
-        src = self._sources.get((code, n.lineno))
+        key = (_code_id(code, self._codes), n.lineno)
+        src = self._sources.get(key)
         if src is None:
             path = os.path.abspath(code.co_filename)
             if path.startswith(self.root + os.sep):
                 path = os.path.relpath(path, self.root)
-            src = self._sources[(code, n.lineno)] = [path, n.lineno, code.co_name]
+            src = self._sources[key] = [path, n.lineno, code.co_name]
         return src
 
 
@@ -329,47 +358,21 @@ def _leaf_label(var: Any, labels: dict) -> str:
     return getattr(var, "name", None) or ""
 
 
-def _node_key(n: Any, index: dict, labels: dict) -> tuple:
+def _code_id(code: Any, codes: dict[int, Any]) -> int:
+    """``id(code)``, with ``code`` kept alive in ``codes`` (its id then names it alone)."""
+    if codes.get(id(code)) is not code:
+        codes[id(code)] = code
+    return id(code)
+
+
+def _node_key(n: Any, index: dict, labels: dict, codes: dict[int, Any]) -> tuple:
     if n.__class__ is AccumulateGrad:
         var = n.variable
         return (None, _leaf_label(var, labels), var.shape, var.dtype)
-    edges = tuple(None if e is None else index[e] for e in n.edges)
+    edges = tuple([None if e is None else index[e] for e in n.edges])
     params = repr(n.params) if n.params else ""
-    key = (n.op, n.scope, n.code, n.lineno, params, edges, n.in_meta, n.out_meta)
+    code = n.code
+    code = None if code is None else _code_id(code, codes)
+    key = (n.op, n.scope, code, n.lineno, params, edges, n.in_meta, n.out_meta)
     overrides = n.overrides
     return key if overrides is None else (*key, tuple(sorted(overrides.items())))
-
-
-def params_to_json(params: dict[str, Any]) -> dict[str, Any]:
-    """Op params as JSON values: tuples become lists, dtypes names, slices/Ellipsis/index
-    slots the forms of P10's index-key JSON, non-finite floats strings.
-
-    >>> import numpy as np
-    >>> params_to_json({"axis": (0, 1), "dtype": np.dtype("float32"), "key": (slice(1, None), ...)})
-    {'axis': [0, 1], 'dtype': 'float32', 'key': [{'slice': [1, None, None]}, '...']}
-    """
-    return {str(k): _jsonable(v) for k, v in params.items()}
-
-
-def _jsonable(v: Any) -> Any:
-    if v is None or isinstance(v, bool | int | str):
-        return v
-    if isinstance(v, float):
-        return v if math.isfinite(v) else str(v)
-    if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
-        return np.dtype(v).name
-    if isinstance(v, np.generic):
-        return _jsonable(v.item())
-    if isinstance(v, tuple | list):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, slice):
-        return {"slice": [_jsonable(v.start), _jsonable(v.stop), _jsonable(v.step)]}
-    if v is Ellipsis:
-        return "..."
-    if isinstance(v, IndexSlot):
-        return {"tensor": v.position}
-    if isinstance(v, enum.Enum):
-        return _jsonable(v.value)
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    return repr(v)

@@ -54,7 +54,7 @@ def lazy_record(roots: list, pending: Any, b: Any) -> bool:
             return is_lazy(n.variable)
         p = pending.get(n)
         if p is not None:
-            return is_lazy(p.out or p.raw)
+            return is_lazy(p.value)
     return False
 
 
@@ -66,7 +66,7 @@ def record_values(order: list, pending: Any, b: Any) -> list[Any]:
         if n.__class__ is AccumulateGrad:
             out.append(n.variable)
         elif p is not None:
-            out.extend([p.out or p.raw, *p.consts])
+            out.extend([p.value, *p.consts])
     if b is not None:
         for _node, g, gins, _, _ in b.executed:
             out.extend([g, *gins])

@@ -8,6 +8,7 @@ larger one. Everything else is read when the graph is built (``_build``).
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +46,11 @@ def saved_meta(saved: tuple | None) -> tuple:
 
 
 class PendingNode:
-    """What the forward of one node reported, until its backward ends."""
+    """What the forward of one node reported, until its backward ends.
+
+    Once frozen (a kept step), ``out`` and the tensor ``consts`` are what :func:`freeze_value`
+    made: plain NumPy copies or :class:`_Frozen` summaries, objects the cyclic GC does not
+    track, so a captured node adds few objects for the collector to scan."""
 
     __slots__ = ("_meta", "_saved", "consts", "out", "raw", "seconds", "step")
 
@@ -56,7 +61,7 @@ class PendingNode:
         self._saved = saved  # the node's saved tuple as recorded (backward may free it later)
         self._meta: tuple | None = None
         self.step = step
-        self.out: _Frozen | None = None
+        self.out: np.ndarray | _Frozen | None = None
 
     @property
     def saved(self) -> tuple:
@@ -66,14 +71,20 @@ class PendingNode:
             self._saved = None
         return self._meta
 
-    def freeze(self, keep: Callable[[Any], bool]) -> None:
-        """Summarize (and copy small values) now, before anything can write into them."""
+    @property
+    def value(self) -> Any:
+        """The output as frozen (see :meth:`freeze`), else the live P10 tensor."""
+        return self.raw if self.out is None else self.out
+
+    def freeze(self, keep: Callable[[Any], bool], stats: bool = True) -> None:
+        """Summarize (and copy small values) now, before anything can write into them;
+        without ``stats``, copy every value (see :func:`freeze_value`)."""
         if observe.native(self.raw).__class__ is not np.ndarray and is_lazy(self.raw):
             # summarized with the whole backward, in one compute (see _lazy)
             self.raw = snapshot(self.raw)
             self.consts = tuple(snapshot(c) for c in self.consts)
             return
-        self.out = _Frozen(self.raw, keep)
+        self.out = freeze_value(self.raw, keep, stats)
         self.raw = None
         for c in self.consts:
             if c is not None:
@@ -82,35 +93,46 @@ class PendingNode:
             return
         # NOTE: a Python number is immutable: summarized when the graph is built
         self.consts = tuple(
-            [c if c is None or c.__class__ in _NUMBERS else _Frozen(c, keep) for c in self.consts]
+            [
+                c if c is None or c.__class__ in _NUMBERS else freeze_value(c, keep, stats)
+                for c in self.consts
+            ]
         )
 
 
+def freeze_value(x: Any, keep: Callable[[Any], bool], stats: bool = True) -> np.ndarray | _Frozen:
+    """A value as it is now: a private copy of a small float value (an ndarray, summarized
+    later with the other small values of its graph, see ``_batch_stats``), else a
+    :class:`_Frozen` summary; without ``stats`` (a capture that keeps every value and no
+    statistics), a private copy of any value.
+
+    >>> a = np.ones(3); f = freeze_value(a, lambda v: True); a[0] = 5.0
+    >>> f.tolist(), type(freeze_value(np.arange(3), lambda v: True)).__name__
+    ([1.0, 1.0, 1.0], '_Frozen')
+    """
+    a = observe.native(x)
+    if a.__class__ is not np.ndarray:
+        a = to_numpy(x)
+    if not stats or (a.dtype.kind == "f" and a.size <= BATCHED):
+        return np.array(a, copy=True)
+    return _Frozen(a, keep)
+
+
 class _Frozen:
-    """A value as it was at forward time: a copy of a small float value (summarized later,
-    with the other small values of its graph, see ``_batch_stats``), or the summary row of a
-    larger one computed now, with a copy of the value when the policy keeps it."""
+    """The summary row of a value, computed at forward time (a value not summarized in
+    batches: larger than ``BATCHED`` elements, or not float), with a copy of the value when
+    the policy keeps it."""
 
     __slots__ = ("_row", "head", "kept", "value")
 
-    def __init__(self, x: Any, keep: Callable[[Any], bool]) -> None:
-        a = observe.native(x)
-        if a.__class__ is not np.ndarray:
-            a = to_numpy(x)
+    def __init__(self, a: np.ndarray, keep: Callable[[Any], bool]) -> None:
         self.kept = keep(a)
-        if a.dtype.kind == "f" and a.size <= BATCHED:
-            self._row: list | None = None
-            self.head: tuple = ()
-            self.value = np.array(a, copy=True)
-        else:
-            self._row, self.head = stats_row(a)
-            self.value = np.array(a, copy=True) if self.kept else None
+        self._row, self.head = stats_row(a)
+        self.value = np.array(a, copy=True) if self.kept else None
 
     @property
     def row(self) -> list:
-        """The summary row (computed on first use for a deferred value)."""
-        if self._row is None:
-            self._row, self.head = stats_row(self.value)
+        """The summary row."""
         return self._row
 
     @classmethod
@@ -119,6 +141,46 @@ class _Frozen:
         f = object.__new__(cls)
         f._row, f.head, f.value, f.kept = row, head, value, value is not None
         return f
+
+
+class NodeMap:
+    """``{node: PendingNode}`` holding the nodes weakly: an entry goes when its node is freed.
+
+    A dict keyed by weak references, as ``weakref.WeakKeyDictionary`` keeps, without its
+    Python-level ``__setitem__``, which cost more than the rest of a forward event.
+
+    >>> import tpx as tp
+    >>> from tpx import observe
+    >>> m = NodeMap(); y = tp.ones(2, requires_grad=True) * 2; node = observe.grad_node(y)
+    >>> m[node] = "p"; (node in m, m.get(node), len(m))
+    (True, 'p', 1)
+    >>> del y, node; len(m)
+    0
+    """
+
+    __slots__ = ("_drop", "data")
+
+    def __init__(self) -> None:
+        data: dict[weakref.ref, Any] = {}
+        self.data = data
+        self._drop = lambda r: data.pop(r, None)  # the callback of each key
+
+    def __setitem__(self, node: Any, value: Any) -> None:
+        self.data[weakref.ref(node, self._drop)] = value
+
+    def get(self, node: Any, default: Any = None) -> Any:
+        return self.data.get(weakref.ref(node), default)
+
+    def __contains__(self, node: Any) -> bool:
+        return weakref.ref(node) in self.data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def items(self) -> list[tuple[Any, Any]]:
+        """The entries whose node is alive (a list: a snapshot)."""
+        pairs = [(r(), v) for r, v in self.data.copy().items()]
+        return [(n, v) for n, v in pairs if n is not None]
 
 
 _DTYPES: dict[int, tuple[Any, str]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-VALUE_POLICIES = ("none", "small", "all")
+VALUE_POLICIES = ("none", "small", "all", "raw")
 THREAD_POLICIES = ("current", "all")
 
 

@@ -9,29 +9,27 @@ identical with and without it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
-import math
 import os
 import threading
-import time
 import traceback
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
-
-import numpy as np
 
 import tpx
 from tpx import observe
 from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
-from tpx_inspect._lazy import lazy_record
-from tpx_inspect._pending import PendingNode
+from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
+from tpx_inspect._live import LiveState
+from tpx_inspect._pending import NodeMap, PendingNode
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
+from tpx_inspect._verdict import step_finite
 from tpx_inspect.format import save
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
-from tpx_inspect.summary import is_finite, summarize
+from tpx_inspect.summary import summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
@@ -43,10 +41,13 @@ FORMAT_VERSION = 1
 class _Backward:
     """What one running backward reported, kept until it ends."""
 
-    __slots__ = ("accs", "executed", "order", "root_grads", "roots", "step", "wanted")
+    __slots__ = ("accs", "executed", "is_grad", "order", "root_grads", "roots", "step", "wanted")
 
-    def __init__(self, step: int, roots: Any, root_grads: dict, order: list, wanted: bool) -> None:
+    def __init__(
+        self, step: int, roots: Any, root_grads: dict, order: list, wanted: bool, is_grad: bool
+    ) -> None:
         self.step = step
+        self.is_grad = is_grad  # NOTE: tpx.grad: gradients returned, .grad untouched
         self.roots = tuple(roots)
         self.root_grads = root_grads
         self.order = order
@@ -59,7 +60,8 @@ class Capture:
     """Records every graph whose backward runs inside; a context manager and a decorator.
 
     Options: ``policy`` (a :class:`Policy` or its string form), ``values`` (``none`` /
-    ``small`` / ``all``: which full values to keep), ``value_limit`` (elements, for
+    ``small`` / ``all``: which full values to keep; ``raw``: every full value and no
+    statistics or previews, what the live checks read), ``value_limit`` (elements, for
     ``small``), ``params`` (``{name: tensor}`` or ``named_parameters()``-style pairs to label
     parameters; they win over ``Tensor.name``, which ``tpx.nn`` modules set to
     ``model.0.weight`` and which labels a leaf otherwise), ``timing`` (False records zero
@@ -70,7 +72,11 @@ class Capture:
     every thread, each backward pass kept apart from the others), ``checkpoint`` (a JSON path:
     after every kept step the trace so far is written there, each file replaced whole, so
     that a run killed at any point keeps its last completed step; see :meth:`save`; a failed
-    write is kept in ``checkpoint_error`` and ends the checkpoints, never the script).
+    write is kept in ``checkpoint_error`` and ends the checkpoints, never the script),
+    ``live`` (also keep what only a live run knows, for the checks: each graph's
+    :class:`~tpx_inspect.check_view.LiveInfo`, every step in full, and a graph of the nodes
+    recorded since the last backward in :attr:`graphs`; see :func:`tpx_inspect.checks.record`),
+    ``where`` (with ``live``: the location given to records without a frame of user code).
 
     >>> import tpx as tp
     >>> w = tp.ones((2, 2), requires_grad=True)
@@ -93,6 +99,8 @@ class Capture:
         name: str = "capture",
         threads: str = "current",
         checkpoint: str | None = None,
+        live: bool = False,
+        where: str | None = None,
     ) -> None:
         if values not in VALUE_POLICIES:
             raise ValueError(f"values must be one of {VALUE_POLICIES}, got {values!r}")
@@ -102,15 +110,18 @@ class Capture:
         self.policy = Policy.parse(policy)
         self.values = values
         self.value_limit = value_limit if values == "small" else (0 if values == "none" else -1)
+        self._live = LiveState(where) if live else None
         self.timing = timing
         self.path = path
         self.name = name
         self.checkpoint = checkpoint
         self.checkpoint_error: str | None = None
-        self._checkpoints = _CheckpointClock()
+        self._checkpoints = CheckpointClock()
         root = os.getcwd() if source_root is None else source_root
-        self._builder = GraphBuilder(os.path.abspath(root), self._keep_value, _labels(params))
-        self._pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._builder = GraphBuilder(
+            os.path.abspath(root), self.value_limit, _labels(params), stats=values != "raw"
+        )
+        self._pending = NodeMap()
         # NOTE: one stack of running backward passes per thread, and one lock for what all
         # threads share (the pending nodes, the step counter, the stored graphs)
         self._stacks: dict[int, list[_Backward | None]] = {}
@@ -176,6 +187,26 @@ class Capture:
                 self._store(self._build("partial", -1, roots, tpx.reachable(roots), None))
 
     @property
+    def graphs(self) -> tuple[Graph, ...]:
+        """The graph of every backward kept; with ``live``, then one of the nodes recorded
+        since the last backward (if any): what the checks read."""
+        roots = self._live.rest_roots() if self._live is not None else []
+        if not roots:
+            return tuple(self._graphs)
+        rest = self._build("roots", -1, roots, tpx.reachable(roots), None)
+        return (*self._graphs, dataclasses.replace(rest, id=len(self._graphs)))
+
+    def graph(self) -> Graph:
+        """The one graph recorded (see :attr:`graphs`); an error names how many there are."""
+        graphs = self.graphs
+        if len(graphs) != 1:
+            raise ValueError(
+                f"the recording holds {len(graphs)} graphs (one per backward): read "
+                "`.graphs`, or check them with run_graph_checks one at a time"
+            )
+        return graphs[0]
+
+    @property
     def trace(self) -> Trace:
         """The trace recorded so far (one run)."""
         status = "error" if self._error else ("ok" if self._finished else "running")
@@ -196,7 +227,7 @@ class Capture:
         ):
             for k in range(2):
                 with contextlib.suppress(OSError):
-                    os.unlink(_checkpoint_sidecar(self.checkpoint, k))
+                    os.unlink(checkpoint_sidecar(self.checkpoint, k))
         return paths
 
     # -- observer events ----------------------------------------------------------------------
@@ -221,11 +252,12 @@ class Capture:
         seconds = seconds if self.timing else 0.0
         pending = PendingNode(seconds, output.p10, consts, node.saved, step)
         if wanted:
-            pending.freeze(self._keep_value)
-        with self._lock:
-            self._pending[node] = pending
+            pending.freeze(self._builder.keep, self._builder.stats)
+        self._pending[node] = pending  # NOTE: one dict store: atomic, no lock needed
+        if self._live is not None:
+            self._live.forward(node, output)
 
-    def on_backward_start(self, roots: Any, grads: dict, order: list) -> None:
+    def on_backward_start(self, roots: Any, grads: dict, order: list, info: Any = None) -> None:
         if self._thread is not None and get_ident() != self._thread:
             return
         with self._lock:
@@ -235,7 +267,8 @@ class Capture:
         if not wanted and not self.policy.nonfinite:
             self._stack().append(None)
             return
-        self._stack().append(_Backward(step, roots, grads, order, wanted))
+        is_grad = info is not None and info.is_grad
+        self._stack().append(_Backward(step, roots, grads, order, wanted, is_grad))
 
     def on_node_executed(
         self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float
@@ -246,6 +279,8 @@ class Capture:
             freed = getattr(node, "saved", 0) is None
             seconds = seconds if self.timing else 0.0
             b.executed.append((node, grad_output, grad_inputs, seconds, freed))
+        if self._live is not None:
+            self._live.executed(node)
 
     def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
         stack = self._stacks.get(get_ident())
@@ -256,11 +291,13 @@ class Capture:
     def on_backward_end(self, roots: Any) -> None:
         if self._thread is not None and get_ident() != self._thread:
             return
+        if self._live is not None:
+            self._live.since_backward = []
         stack = self._stack()
         b = stack.pop() if stack else None
         if b is None:
             return
-        if not b.wanted and self._all_finite(b):
+        if not b.wanted and step_finite(b, self._pending, self._builder):
             return
         with self._lock:  # graph ids are positions: build and store as one step
             self._store(self._build("backward", b.step, list(b.roots), b.order, b))
@@ -268,52 +305,16 @@ class Capture:
                 self._write_checkpoint(self.checkpoint)
 
     # -- internals ----------------------------------------------------------------------------
-    def _keep_value(self, a: Any) -> bool:
-        # NOTE: the size from the shape: a lazy tensor is not computed to be measured
-        return self.value_limit < 0 or math.prod(a.shape) <= self.value_limit
-
-    def _all_finite(self, b: _Backward) -> bool:
-        # NOTE: a NaN/Inf in a rule's output reaches the incoming gradient of its target, so
-        # the incoming gradients and the roots' values cover the graph; intermediate forward
-        # values are not checked (masked -inf, as in attention, is not a failure)
-        if lazy_record(list(b.roots), self._pending, b):
-            return self._all_finite_lazy(b)
-        with np.errstate(over="ignore", invalid="ignore"):  # see _finite_floats
-            for _node, g, _, _, _ in b.executed:
-                a = observe.native(g)  # NOTE: a NumPy-backed P10 gradient checked inline
-                if a.__class__ is np.ndarray:
-                    if a.dtype.kind == "f" and not _finite_floats(a):
-                        return False
-                elif not is_finite(g):
-                    return False
-        for node in b.roots:
-            p = self._pending.get(node)
-            if p is None:
-                continue
-            if p.out is not None:  # summarized at forward: NaN and Inf counts
-                if p.out.row[5] or p.out.row[6]:
-                    return False
-            elif not is_finite(p.raw):
-                return False
-        return True
-
-    def _all_finite_lazy(self, b: _Backward) -> bool:
-        """``_all_finite`` from the summaries of the whole record, made in one compute (which
-        building the record then reuses)."""
-        rows = self._builder.prefetch(b.order, self._pending, b)
-        checked = [g for _node, g, _, _, _ in b.executed]
-        checked += [p.raw for p in map(self._pending.get, b.roots) if p is not None]
-        finite = all(not (f.row[5] or f.row[6]) for f in map(rows.get, map(id, checked)) if f)
-        if finite:
-            self._builder.prefetched = {}  # the step is not kept
-        return finite
-
     def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None) -> Graph:
+        live = self._live
+        if live is not None:  # NOTE: the checks read every step's values: none as stats only
+            self._builder.structures.clear()
         with paused_gc(promote=True):  # NOTE: the records are kept: no young scan of them
-            return self._builder.build(
+            graph = self._builder.build(
                 run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,
                 pending=self._pending, backward=b, timing=self.timing,
             )  # fmt: skip
+        return graph if live is None else live.attach(graph, order, b, self._builder.root)
 
     def _write_checkpoint(self, path: str) -> None:
         clock = self._checkpoints
@@ -321,7 +322,7 @@ class Capture:
             return
         # NOTE: the two sidecar names alternate, so the sidecar written is never the one that
         # the JSON on disk (the previous checkpoint) reads until the JSON itself is replaced
-        side = _checkpoint_sidecar(path, clock.count)
+        side = checkpoint_sidecar(path, clock.count)
         try:
             save(self.trace, path, sidecar=os.path.basename(side), compress=False)
         except Exception as exc:  # disk full, folder gone, ...: the script goes on
@@ -331,46 +332,6 @@ class Capture:
     def _store(self, graph: Graph) -> Graph:
         self._graphs.append(graph)
         return graph
-
-
-def _finite_floats(a: np.ndarray) -> bool:
-    """Whether a float array holds no NaN/Inf. A finite ``a . a`` (a sum of squares, none
-    negative) proves it in one BLAS pass, about twice as fast as ``isfinite(a).all()``; a
-    non-finite one (a NaN, an Inf, or squares past the float's range) is checked exactly.
-
-    >>> with np.errstate(over="ignore"):  # the squares of 3e38 overflow float32
-    ...     _finite_floats(np.ones(3)), _finite_floats(np.array([1.0, np.nan])), _finite_floats(
-    ...         np.array([3e38, 1.0], np.float32))
-    (True, False, True)
-    """
-    flat = a.reshape(-1)
-    return math.isfinite(np.dot(flat, flat)) or bool(np.isfinite(a).all())
-
-
-def _checkpoint_sidecar(path: str, k: int) -> str:
-    stem = path[: -len(".json")] if path.endswith(".json") else path
-    return f"{stem}.checkpoint-{k % 2}.npz"
-
-
-class _CheckpointClock:
-    """When a checkpoint is due: after every kept step while checkpoints have taken at most
-    a second plus a quarter of the run's time, so that a run keeping thousands of steps
-    (each checkpoint rewrites the whole trace) slows down by a quarter at most; past that
-    budget a step's checkpoint is skipped until the time spent is back within it."""
-
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-        self.spent = 0.0
-        self.count = 0
-        self._began = 0.0
-
-    def due(self) -> bool:
-        self._began = time.perf_counter()
-        return self.spent <= 1.0 + 0.25 * (self._began - self.start)
-
-    def done(self) -> None:
-        self.spent += time.perf_counter() - self._began
-        self.count += 1
 
 
 def capture(policy: Policy | str = DEFAULT_POLICY, **options: Any) -> Capture:

@@ -1,0 +1,79 @@
+"""The per-step NaN/Inf verdict of the ``nonfinite`` policy: is a step that the policy would
+not keep free of NaN/Inf (then nothing of it is built)?
+
+A NaN/Inf in a rule's output reaches the incoming gradient of its target, so the incoming
+gradients and the roots' values cover the graph; intermediate forward values are not checked
+(masked -inf, as in attention, is not a failure).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from tpx import observe
+from tpx_inspect._lazy import lazy_record
+from tpx_inspect.summary import is_finite
+
+
+def step_finite(b: Any, pending: Any, builder: Any) -> bool:
+    """Whether backward ``b`` (a ``capture._Backward``) saw no NaN/Inf in a gradient or a
+    root's value; ``pending`` maps nodes to their ``PendingNode``."""
+    if lazy_record(list(b.roots), pending, b):
+        return _lazy_finite(b, pending, builder)
+    seen: set[int] = set()
+    with np.errstate(over="ignore", invalid="ignore"):  # see finite_floats
+        for _node, g, _, _, _ in b.executed:
+            # NOTE: a gradient passed on unchanged (add's rule) reaches several nodes: each
+            # object is tested once (all are held by b.executed: their ids are distinct)
+            if id(g) in seen:
+                continue
+            seen.add(id(g))
+            a = observe.native(g)  # NOTE: a NumPy-backed P10 gradient checked inline
+            if a.__class__ is np.ndarray:
+                if a.dtype.kind == "f" and not finite_floats(a):
+                    return False
+            elif not is_finite(g):
+                return False
+        for node in b.roots:
+            p = pending.get(node)
+            if p is not None and not _value_finite(p):
+                return False
+    return True
+
+
+def _value_finite(p: Any) -> bool:
+    out = p.out
+    if out.__class__ is np.ndarray:  # a copy made at forward
+        return finite_floats(out) if out.dtype.kind == "f" else is_finite(out)
+    if out is not None:  # summarized at forward: NaN and Inf counts
+        return not (out.row[5] or out.row[6])
+    return is_finite(p.raw)
+
+
+def _lazy_finite(b: Any, pending: Any, builder: Any) -> bool:
+    """The verdict from the summaries of the whole record, made in one compute (which
+    building the record then reuses)."""
+    rows = builder.prefetch(b.order, pending, b)
+    checked = [g for _node, g, _, _, _ in b.executed]
+    checked += [p.raw for p in map(pending.get, b.roots) if p is not None]
+    finite = all(not (f.row[5] or f.row[6]) for f in map(rows.get, map(id, checked)) if f)
+    if finite:
+        builder.prefetched = {}  # the step is not kept
+    return finite
+
+
+def finite_floats(a: np.ndarray) -> bool:
+    """Whether a float array holds no NaN/Inf. A finite ``a . a`` (a sum of squares, none
+    negative) proves it in one BLAS pass, about twice as fast as ``isfinite(a).all()``; a
+    non-finite one (a NaN, an Inf, or squares past the float's range) is checked exactly.
+
+    >>> with np.errstate(over="ignore"):  # the squares of 3e38 overflow float32
+    ...     finite_floats(np.ones(3)), finite_floats(np.array([1.0, np.nan])), finite_floats(
+    ...         np.array([3e38, 1.0], np.float32))
+    (True, False, True)
+    """
+    flat = a.reshape(-1)
+    return math.isfinite(np.dot(flat, flat)) or bool(np.isfinite(a).all())
