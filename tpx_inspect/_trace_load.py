@@ -273,16 +273,23 @@ def _load_nodes(cols: dict[str, list[Any]], sources: list[list], ignored: set[st
     for f in cols:
         if not isinstance(cols[f], list) or len(cols[f]) != n:
             raise TraceFormatError(f"node column {f!r} is not a list of {n} entries")
-    try:
-        cols = {**cols, "source": [None if k is None else sources[k] for k in cols["source"]]}
-    except (IndexError, TypeError):
+    lookup = {None: None, **dict(enumerate(sources))}
+    try:  # NOTE: the schema let through only null and ints >= 0 (no True, which equals 1)
+        cols = {**cols, "source": list(map(lookup.__getitem__, cols["source"]))}
+    except (KeyError, TypeError):
         raise TraceFormatError("a node's source is not an index into 'sources'") from None
-    for i, ins in enumerate(cols["inputs"]):
-        for e in ins:
-            src = e[0]
-            if src is not None and not (type(src) is int and 0 <= src < i):
-                raise TraceFormatError(f"node {i}: input {src!r} breaks topological order")
+    _check_order(cols["inputs"])
     return NodeTable(cols)
+
+
+def _check_order(inputs: list[list[list]]) -> None:
+    """Every input id is smaller than its user's id (the schema checked the types: null or an
+    integer >= 0)."""
+    for i, edges in enumerate(inputs):
+        for e in edges:
+            src = e[0]
+            if src is not None and src >= i:
+                raise TraceFormatError(f"node {i}: input {src!r} breaks topological order")
 
 
 def _load_graph(
@@ -313,5 +320,5 @@ def _load_graph(
 
 
 def _check_tables(gid: int, t: GraphTables, nodes: NodeTable, detail: str) -> None:
-    edges = sum(nodes.input_counts())
+    edges = sum(map(len, nodes.columns["inputs"]))
     _arrays.check_graph_tables(gid, t, len(nodes), edges, detail)
