@@ -110,12 +110,19 @@ def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool = True) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", method, compresslevel=1) as z:
         for key in sorted(arrays):
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
             info = zipfile.ZipInfo(key + ".npy", _ZIP_DATE)
             info.compress_type = method
-            z.writestr(info, member.getvalue(), compresslevel=1)
+            z.writestr(info, _npy_bytes(arrays[key]), compresslevel=1)
     return buf.getvalue()
+
+
+def _npy_bytes(a: np.ndarray) -> bytes:
+    """The ``.npy`` file of ``a``, as ``np.save`` writes it, in one copy (no file object)."""
+    a = np.ascontiguousarray(a)
+    assert not a.dtype.hasobject, a.dtype  # NOTE: trace arrays hold numbers and short strings
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(a))
+    return b"".join((head.getvalue(), a.reshape(-1).view(np.uint8)))
 
 
 def _inline(a: np.ndarray) -> dict[str, Any]:
@@ -191,10 +198,14 @@ class _KeptValues:
 def _structure_json(sid: int, g: Graph) -> dict[str, Any]:
     nodes = g.nodes
     table = nodes if isinstance(nodes, NodeTable) else NodeTable.from_nodes(nodes)
+    column = table.columns["source"]
+    # NOTE: nodes of one code location share one source object: each distinct object is
+    # looked at once, in order of first use (C-speed passes, no Python loop over the nodes)
+    objects = dict(zip(map(id, column), column))
     sources: dict[tuple, int] = {}
-    refs = []
-    for src in table.columns["source"]:
-        refs.append(None if src is None else sources.setdefault(tuple(src), len(sources)))
+    index = {k: None if s is None else sources.setdefault(tuple(s), len(sources))
+             for k, s in objects.items()}  # fmt: skip
+    refs = list(map(index.__getitem__, map(id, column)))
     return {
         "id": sid,
         "roots": list(g.roots),
