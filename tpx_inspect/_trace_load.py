@@ -81,10 +81,7 @@ def from_json(
     doc: dict[str, Any], path: str = "<trace>", *, limits: LoadLimits | None = None
 ) -> Trace:
     """The trace of a JSON document (its sidecar read next to ``path``, or inline arrays)."""
-    minor = _check_header(doc, path)
-    problem = _schema_rule().check(doc)
-    if problem is not None:
-        raise TraceFormatError(f"{path}: {problem}")
+    minor = check_document(doc, path)
     limits = limits if limits is not None else LoadLimits.from_env()
     if isinstance(doc.get("arrays"), dict):
         arrays = _read_inline(doc["arrays"], path)
@@ -126,8 +123,23 @@ def _schema_rule() -> Rule:
         return compile_schema(json.load(f))
 
 
+def check_document(doc: Any, path: str) -> int:
+    """Check a parsed trace document: its format, its version (the minor one is returned) and
+    the schema; raises :class:`TraceFormatError` naming ``path`` and the bad field."""
+    minor = _check_header(doc, path)
+    problem = _schema_rule().check(doc)
+    if problem is not None:
+        raise TraceFormatError(f"{path}: {problem}")
+    return minor
+
+
 def _read_json(path: str, limits: LoadLimits) -> dict[str, Any]:
-    blob = read_regular(path, limits.max_json_bytes)
+    return parse_json(read_regular(path, limits.max_json_bytes), path)
+
+
+def parse_json(blob: bytes, path: str) -> Any:
+    """The document of the trace JSON ``blob`` (strict JSON); :class:`TraceFormatError` saying
+    where it is corrupt or cut off."""
     fast = _json.fast_loads(blob)
     if fast is not _json.REFUSED:  # NOTE: orjson refuses what the checks below refuse
         return fast

@@ -3,7 +3,9 @@
 The JSON is versioned and described by ``tpx_inspect/schema/trace.schema.json``. Compact
 positional arrays are used where a trace has one entry per node (edges, summaries) so that a
 100,000-node graph saves and loads in about half a second each (with orjson installed; see
-``_json``). Loading lives in ``_trace_load``. Output is deterministic: the
+``_json``). Loading lives in ``_trace_load``; :func:`read_header` reads what a trace says
+about itself (version, runs, graphs, node counts) without its node columns or sidecar
+(``_trace_header``). Output is deterministic: the
 same trace gives the same bytes (the sidecar's zip entries carry a fixed timestamp).
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect import _json
+from tpx_inspect._trace_header import GraphHeader, RunHeader, TraceHeader, read_header
 from tpx_inspect._trace_load import (
     FORMAT,
     SUPPORTED_VERSIONS,
@@ -41,8 +44,8 @@ from tpx_inspect.records import (
 from tpx_inspect.summary import PREVIEW
 
 __all__ = [
-    "FORMAT", "SUPPORTED_VERSIONS", "VERSION", "from_json", "load", "save", "schema_path",
-    "sidecar_path", "to_json",
+    "FORMAT", "SUPPORTED_VERSIONS", "VERSION", "GraphHeader", "RunHeader", "TraceHeader",
+    "from_json", "load", "read_header", "save", "schema_path", "sidecar_path", "to_json",
 ]  # fmt: skip
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
