@@ -177,7 +177,8 @@ class _Source:
         extra = s.get("additionalProperties")
         self.fail_if(ind, f"type({v}) is not dict")
         if not props and not isinstance(extra, dict):
-            return self.fail_if(ind, f"not free_ok({v})")
+            # NOTE: an empty object (most params) is fine: no call for it
+            return self.fail_if(ind, f"{v} and not free_ok({v})")
         if required:
             self.fail_if(ind, " or ".join(f"{k!r} not in {v}" for k in required))
         for k, p in props.items():
