@@ -3,8 +3,9 @@
 The loader checks a whole trace document against ``trace.schema.json`` before it builds
 anything, so a 100,000-node document has to be checked in a fraction of a second. Each schema
 node compiles into a :class:`Rule`: ``ok(value)``, a quick yes/no (lists of plain scalars are
-checked with C-speed set, ``min`` and ``max`` operations), and ``why(value)``, run only on a
-value that is not ok, which walks down to the first bad field and says what is wrong.
+checked with C-speed set, ``min`` and ``max`` operations, ``_schema_lists``; lists of lists or
+objects by a row checker generated from the schema, ``_schema_rows``), and ``why(value)``, run
+only on a value that is not ok, which walks down to the first bad field and says what is wrong.
 Supported keywords: ``type``, ``const``, ``enum``, ``properties``, ``required``,
 ``additionalProperties``, ``items``, ``prefixItems``, ``minItems``, ``maxItems``, ``minimum``,
 ``maximum``, ``maxLength``, ``pattern``, ``oneOf``/``anyOf`` and local ``$ref``.
