@@ -172,7 +172,7 @@ def _concat(parts: list[np.ndarray], key: str) -> np.ndarray:
     if not parts:
         kind = np.float64 if key in ("summaries", "previews", "times") else np.int64
         return np.zeros(_EMPTY[key], kind)
-    return np.concatenate(parts)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)  # NOTE: one graph: no copy
 
 
 class _KeptValues:
@@ -222,7 +222,7 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
     rows = {}
     for k in TABLES:
         a = getattr(t, k)
-        if k == "summaries" and len(a):
+        if k == "summaries" and len(a) and not (a[:, 8] == -1).all():  # NOTE: -1: no value
             a = a.copy()
             ids = a[:, 8].astype(np.int64)
             kept = remap[np.maximum(ids, 0)] if len(remap) else -1  # values="none": no ids
