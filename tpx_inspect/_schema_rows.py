@@ -51,9 +51,8 @@ def row_checker(
     head = [f"def every(rows, *, {names}):", *source.inits, "    for v0 in rows:"]
     text = "\n".join([*head, *source.lines, "    return True", ""])
     env = {**source.env, **{k: getattr(builtins, k) for k in _BUILTINS}}
-    exec(
-        compile(text, "<tpx_inspect row checker>", "exec"), env
-    )  # NOTE: our own source, from the schema
+    # NOTE: the source is ours: written from the package's own schema file, never from input
+    exec(compile(text, "<tpx_inspect row checker>", "exec"), env)
     every = env["every"]
     every.source = text  # NOTE: kept for debugging: print(rule.every.source)
     return every
