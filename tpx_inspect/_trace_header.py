@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect._safe_read import LoadLimits, read_regular
-from tpx_inspect._trace_load import check_document, parse_json
+from tpx_inspect._trace_load import check_document, parse_json, sidecar_bytes
 from tpx_inspect.nodes import ErrorInfo
 
 __all__ = ["GraphHeader", "RunHeader", "TraceHeader", "read_header"]
@@ -74,11 +74,15 @@ class TraceHeader:
         return sum(g.nodes for g in self.graphs)
 
 
-def read_header(path: str, *, limits: LoadLimits | None = None) -> TraceHeader:
+def read_header(
+    path: str, *, limits: LoadLimits | None = None, check_sidecar: bool = False
+) -> TraceHeader:
     """The header of the trace file ``path``: its version, metadata and runs, without reading
     the node columns or the sidecar. Raises :class:`TraceFormatError` as
     :func:`~tpx_inspect.format.load` does for what it reads (not a trace, a corrupt or cut-off
-    JSON, an unknown version, a field against the schema).
+    JSON, an unknown version, a field against the schema). With ``check_sidecar`` the sidecar
+    is read too and checked against the size and SHA-256 the trace records (missing, cut or
+    from another capture), not unpacked.
 
     >>> import tempfile, tpx as tp, tpx_inspect
     >>> x = tp.ones(3, requires_grad=True)
@@ -94,6 +98,8 @@ def read_header(path: str, *, limits: LoadLimits | None = None) -> TraceHeader:
     cut = _without_bulk(blob)
     doc = parse_json(blob if cut is None else cut, path)
     minor = check_document(doc, path)
+    if check_sidecar and not isinstance(doc.get("arrays"), dict):
+        sidecar_bytes(path, doc, limits)
     runs = tuple(_run_header(r) for r in doc["runs"])
     return TraceHeader(doc["version"], minor, doc.get("meta") or {}, runs, modified)
 

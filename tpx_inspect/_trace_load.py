@@ -182,6 +182,13 @@ def _check_header(doc: Any, path: str) -> int:
 
 
 def _read_sidecar(path: str, doc: dict, limits: LoadLimits) -> dict[str, np.ndarray]:
+    return read_npz(*sidecar_bytes(path, doc, limits), limits)
+
+
+def sidecar_bytes(path: str, doc: dict, limits: LoadLimits) -> tuple[bytes, str]:
+    """The bytes of the sidecar of the trace ``path`` (document ``doc``) and its path, checked
+    against the size and SHA-256 the document records; :class:`TraceFormatError` if missing,
+    too big or not the one the trace was saved with."""
     info = doc.get("sidecar")
     if not isinstance(info, dict):
         raise TraceFormatError(f"{path}: sidecar: null, but the trace has no inline 'arrays'")
@@ -199,7 +206,7 @@ def _read_sidecar(path: str, doc: dict, limits: LoadLimits) -> dict[str, np.ndar
             f"{side}: the sidecar does not match its trace ({len(blob)} bytes, expected "
             f"{info['bytes']}; truncated, corrupt or from another capture)"
         )
-    return read_npz(blob, side, limits)
+    return blob, side
 
 
 def _read_inline(arrays: dict, path: str) -> dict[str, np.ndarray]:

@@ -131,3 +131,19 @@ def test_a_header_field_against_the_schema_is_refused(two_runs, tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(TraceFormatError, match=r"runs\[1\]\.status"):
         read_header(str(path))
+
+
+def test_check_sidecar_refuses_a_missing_or_foreign_sidecar_as_load_does(two_runs, tmp_path):
+    path = tmp_path / "t.json"
+    shutil.copy(two_runs, path)
+    assert read_header(str(path)).runs  # the header alone does not look at the sidecar
+    for damage in ("missing", "foreign"):
+        if damage == "foreign":
+            (tmp_path / "two.npz").write_bytes(b"PK not the sidecar of this trace")
+        with pytest.raises(TraceFormatError, match="sidecar") as ours:
+            read_header(str(path), check_sidecar=True)
+        with pytest.raises(TraceFormatError) as theirs:
+            load(str(path))
+        assert str(ours.value) == str(theirs.value)
+    shutil.copy(two_runs[: -len(".json")] + ".npz", tmp_path / "two.npz")  # the name it records
+    assert _as_header(read_header(str(path), check_sidecar=True)) == _as_loaded(load(str(path)))

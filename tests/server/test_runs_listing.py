@@ -57,3 +57,13 @@ def test_a_rewritten_trace_is_listed_anew(runs_dir, tmp_path):
     listed = client.get("/api/runs").json()[0]
     assert (listed["graphs"], listed["steps"]) == (2, 2)
     assert client.get("/api/runs/nan").json() == listed
+
+
+def test_a_run_without_its_sidecar_is_listed_unreadable(runs_dir, tmp_path):
+    folder = tmp_path / "served" / "alone"
+    folder.mkdir(parents=True)
+    shutil.copy(runs_dir / "nan" / "trace.json", folder / "trace.json")  # not its .npz
+    client = TestClient(create_app([tmp_path / "served"]))
+    listed = client.get("/api/runs").json()[0]
+    assert listed["status"] == "unreadable" and "sidecar" in listed["error"]
+    assert client.get("/api/runs/alone").json() == listed

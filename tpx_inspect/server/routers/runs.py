@@ -40,7 +40,8 @@ def _info(entry: RunEntry) -> m.RunInfo:
 def list_runs(request: Request) -> list[m.RunInfo]:
     """The runs, rescanning the served folders for runs written since the last request. A run
     on disk that was not opened yet is described by its trace's header (``read_header``: no
-    node columns, no sidecar read); a trace damaged past its header shows once opened."""
+    node columns read, the sidecar only checked against its recorded size and SHA-256); a
+    trace damaged past that shows once opened."""
     store = store_of(request)
     store.rescan()
     return [_listed(store.get(rid)) for rid in store.ids()]
@@ -63,7 +64,8 @@ def _header_info(run_id: str, path: str, root: Path | None, stamp: object) -> m.
         error = f"{path}: refused: it resolves outside the served folder {root}"
     else:
         try:
-            return views.run_info(run_id, read_header(path).runs, False)  # type: ignore[arg-type]
+            head = read_header(path, check_sidecar=True)
+            return views.run_info(run_id, head.runs, False)  # type: ignore[arg-type]
         except TraceFormatError as exc:
             error = str(exc)
         except OSError as exc:
