@@ -3,8 +3,9 @@
 The loader checks a whole trace document against ``trace.schema.json`` before it builds
 anything, so a 100,000-node document has to be checked in a fraction of a second. Each schema
 node compiles into a :class:`Rule`: ``ok(value)``, a quick yes/no (lists of plain scalars are
-checked with C-speed set, ``min`` and ``max`` operations), and ``why(value)``, run only on a
-value that is not ok, which walks down to the first bad field and says what is wrong.
+checked with C-speed set, ``min`` and ``max`` operations, ``_schema_lists``; lists of lists or
+objects by a row checker generated from the schema, ``_schema_rows``), and ``why(value)``, run
+only on a value that is not ok, which walks down to the first bad field and says what is wrong.
 Supported keywords: ``type``, ``const``, ``enum``, ``properties``, ``required``,
 ``additionalProperties``, ``items``, ``prefixItems``, ``minItems``, ``maxItems``, ``minimum``,
 ``maximum``, ``maxLength``, ``pattern``, ``oneOf``/``anyOf`` and local ``$ref``.
@@ -26,10 +27,10 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import chain
-from operator import itemgetter
 from typing import Any
 
+from tpx_inspect._schema_lists import ANY_TYPE, TYPES, kinds_of, scalar_every
+from tpx_inspect._schema_rows import row_checker
 from tpx_inspect._schema_values import (
     MAX_DEPTH,
     MAX_STRING,
@@ -43,7 +44,6 @@ from tpx_inspect._schema_values import (
 __all__ = ["MAX_DEPTH", "MAX_STRING", "QUOTE", "Problem", "Rule", "compile_schema", "quote"]
 
 _CHUNK = 4096
-_ROWS = 1024
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,8 @@ def compile_schema(schema: dict[str, Any]) -> Rule:
     return _Compiler(schema.get("$defs", {})).compile(schema)
 
 
-_TYPES: dict[str, frozenset[type]] = {
-    "null": frozenset({type(None)}), "boolean": frozenset({bool}), "integer": frozenset({int}),
-    "number": frozenset({int, float}), "string": frozenset({str}), "array": frozenset({list}),
-    "object": frozenset({dict}),
-}  # fmt: skip
 _NAMES = {"null": "null", "boolean": "a boolean", "integer": "an integer", "number": "a number",
           "string": "a string", "array": "a list", "object": "an object"}  # fmt: skip
-_SCALARS = frozenset({type(None), bool, int, float, str})
-_ANY_TYPE = frozenset({*_SCALARS, list, dict})
 
 
 def _no(what: str) -> Callable[[Any], Problem]:
@@ -90,14 +83,26 @@ class _Compiler:
             return self._ref(s["$ref"].rsplit("/", 1)[-1])
         if "oneOf" in s or "anyOf" in s:
             return self._any(s.get("oneOf") or s.get("anyOf") or [])
-        kinds = _kinds(s)
-        types = frozenset().union(*(_TYPES[k] for k in kinds)) if kinds else _ANY_TYPE
+        kinds = kinds_of(s)
+        types = frozenset().union(*(TYPES[k] for k in kinds)) if kinds else ANY_TYPE
         array, obj = self._array(s, kinds), self._object(s, kinds)
         parts = [p for p in (self._value(s), array, obj) if p]
-        every = _every(s, kinds, types)
+        every = scalar_every(s, kinds, types)
         if kinds in ({"array"}, {"object"}):
-            every = (array or obj).every  # type: ignore[union-attr]
+            every = self._rows(s)
         return _combine(types, kinds, parts, every)
+
+    def _rows(self, s: dict[str, Any]) -> Callable[[list], bool]:
+        """``every`` of a list of lists or objects: a row checker generated from ``s`` on first
+        use (``_schema_rows``; most compiled parts never check a list of themselves)."""
+        cell: list[Callable[[list], bool]] = []
+
+        def every(v: list) -> bool:
+            if not cell:
+                cell.append(row_checker(s, self.defs, self.compile))
+            return cell[0](v)
+
+        return every
 
     def _resolve(self, s: dict[str, Any]) -> dict[str, Any]:
         """``s``, or the definition its ``$ref`` names (followed while it is one)."""
@@ -118,7 +123,7 @@ class _Compiler:
         rules = [self.compile(x) for x in schemas]
         if len(rules) == 2 and schemas[0] == {"type": "null"}:  # the common "null or X"
             other = rules[1]
-            every = _every(self._resolve(schemas[1]), nullable=True)
+            every = scalar_every(self._resolve(schemas[1]), nullable=True)
             if every is None and other.every is not None:
                 every = lambda v: other.every([x for x in v if x is not None])  # noqa: E731
             return Rule(lambda v: v is None or other.ok(v),
@@ -173,9 +178,6 @@ class _Compiler:
         items = s.get("items")
         each = self.compile(items) if isinstance(items, dict) else None if prefix else _FREE
         n = len(prefix)
-        counts = None
-        if not n and lo == 0 and hi == math.inf and isinstance(items, dict):
-            counts = _counts_every(self._resolve(items))
 
         def rest_ok(v: list) -> bool:
             rest = v[n:] if n else v
@@ -211,30 +213,7 @@ class _Compiler:
                         return p.at(i)
             return None
 
-        def every(v: list) -> bool:
-            # NOTE: a list of lists is checked column by column (tuples) or flattened (items):
-            # a few C-speed passes instead of one Python call per inner list, over slices of
-            # _ROWS lists: each pass then finds the objects of the last one in the CPU cache
-            # (passes over 200,000 lists took 3-4x longer)
-            if len(v) > _ROWS:
-                return all(every(v[i : i + _ROWS]) for i in range(0, len(v), _ROWS))
-            if not set(map(type, v)) <= {list}:
-                return False
-            if not v:
-                return True
-            if n or lo or hi != math.inf:  # NOTE: no pass over the lengths when unbounded
-                lengths = set(map(len, v))
-                if min(lengths) < lo or max(lengths) > hi:
-                    return False
-                if n and lengths != {n}:
-                    return all(map(ok, v))
-            if n:  # NOTE: itemgetter per column, not zip(*v): 100,000 arguments are slow
-                return all(_all_ok(r, list(map(itemgetter(i), v))) for i, r in enumerate(prefix))
-            if counts is not None:  # lists of counts (shapes): each distinct list once
-                return counts(v)
-            return each is None or _all_ok(each, list(chain.from_iterable(v)))
-
-        return Rule(ok, why, every)
+        return Rule(ok, why)
 
     def _object(self, s: dict[str, Any], kinds: set[str]) -> Rule | None:
         if kinds and "object" not in kinds:
@@ -268,32 +247,13 @@ class _Compiler:
                     return p.at(k)
             return None
 
-        def every(v: list) -> bool:
-            # NOTE: a list of objects (100,000 graphs) is checked field by field, as columns
-            if not set(map(type, v)) <= {dict}:
-                return False
-            if not props and other is _FREE:
-                return all(map(free_ok, v))
-            for k in set().union(*v):
-                column = [d[k] for d in v if k in d]
-                if k in required and len(column) != len(v):
-                    return False
-                if not _all_ok(rule(k), column):
-                    return False
-            return not v or all(k in v[0] for k in required)  # a key that no object has
-
-        return Rule(ok, why, every)
+        return Rule(ok, why)
 
 
 def _all_ok(rule: Rule, values: list) -> bool:
     if not values:
         return True
     return rule.every(values) if rule.every is not None else all(map(rule.ok, values))
-
-
-def _kinds(s: dict[str, Any]) -> set[str]:
-    t = s.get("type", [])
-    return {t} if isinstance(t, str) else set(t)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -330,111 +290,6 @@ def _combine(types: frozenset, kinds: set[str], parts: list[Rule], every: Any) -
             return type(v) in types and only(v)
 
     return Rule(ok, why, every)
-
-
-def _every(
-    s: dict[str, Any],
-    kinds: set[str] | None = None,
-    types: frozenset | None = None,
-    nullable: bool = False,
-) -> Callable[[list], bool] | None:
-    """A C-speed check of a whole list of plain scalars (strings, integers, enums), or None;
-    ``nullable``: ``None`` items are allowed too (the schema's "null or X")."""
-    if kinds is None:
-        kinds = _kinds(s)
-        types = frozenset().union(*(_TYPES[k] for k in kinds)) if kinds else _ANY_TYPE
-    if not kinds and "enum" in s:
-        kinds, types = {"string"}, _TYPES["string"]  # an enum of strings (checked below)
-    if not kinds or kinds & {"array", "object", "number", "boolean"}:
-        return None
-    assert types is not None
-    if nullable:
-        types = types | {type(None)}
-    if set(s) - {"type", "minimum", "maximum", "enum", "maxLength", "pattern", "description"}:
-        return None
-    regex = re.compile(s["pattern"]) if "pattern" in s else None
-    lo, hi = s.get("minimum", -math.inf), s.get("maximum", math.inf)
-    limit = s.get("maxLength", MAX_STRING)
-    allowed = frozenset(s["enum"]) if "enum" in s else None
-    if allowed is not None and not all(type(o) is str for o in allowed):
-        return None
-
-    bounded = lo != -math.inf or hi != math.inf
-
-    strings = types <= {str, type(None)}
-
-    def every(v: list) -> bool:
-        if strings:
-            return _strings_ok(v, types, allowed, regex, limit)
-        ts = set(map(type, v))
-        if not ts <= types:
-            return False
-        if bounded and int in ts and not _ints_within(v, ts, lo, hi):
-            return False
-        if str in ts:
-            strs = set(v) if ts == {str} else {x for x in v if type(x) is str}
-            if allowed is not None and not strs <= allowed:
-                return False
-            if regex is not None and not all(regex.search(x) for x in strs):
-                return False  # NOTE: each distinct string once: 100,000 dtypes are a few names
-            return max(map(len, strs)) <= limit
-        return True
-
-    return every
-
-
-_COUNT_LIST = re.compile(r"\[(?:(?:0|[1-9][0-9]*)(?:, (?:0|[1-9][0-9]*))*)?\]")
-
-
-def _counts_every(s: dict[str, Any]) -> Callable[[list], bool] | None:
-    """For items that are integers >= 0 (``count``): a check of a list of such lists (shapes)
-    by their distinct ``repr`` s. The repr of a list holding only ints is ``[1, 2]``; any
-    other item (a bool, a float, None, a string, a list) spells differently and fails the
-    pattern, so the pattern also checks the types; the bounds are then checked per distinct."""
-    if s.get("type") != "integer" or set(s) - {"type", "minimum", "maximum", "description"}:
-        return None
-    lo, hi = s.get("minimum", -math.inf), s.get("maximum", math.inf)
-    if lo < 0:
-        return None
-
-    def every(v: list) -> bool:
-        for text in set(map(repr, v)):
-            if _COUNT_LIST.fullmatch(text) is None:
-                return False
-            if text != "[]" and max(map(int, text[1:-1].split(", "))) > hi:
-                return False
-        return True
-
-    return every
-
-
-def _strings_ok(v: list, types: frozenset, allowed: Any, regex: Any, limit: int) -> bool:
-    """``every`` of a list of strings (or None): one pass, to the distinct values. Safe for
-    types: a string or None equals only a string or None, so each other type keeps one
-    representative in the set; an unhashable item (a list) makes the set fail."""
-    try:
-        distinct = set(v)
-    except TypeError:
-        return False
-    if not set(map(type, distinct)) <= types:
-        return False
-    strs = distinct - {None}
-    if allowed is not None and not strs <= allowed:
-        return False
-    if regex is not None and not all(regex.search(x) for x in strs):
-        return False  # NOTE: each distinct string once: 100,000 dtypes are a few names
-    return not strs or max(map(len, strs)) <= limit
-
-
-def _ints_within(v: list, ts: set, lo: float, hi: float) -> bool:
-    """Whether the integers of ``v`` (whose item types are ``ts``) lie in ``[lo, hi]``."""
-    if ts == {int}:
-        return lo <= min(v) and max(v) <= hi
-    if ts == {int, type(None)} and lo <= 0 <= hi:
-        # NOTE: filter(None) drops None and 0 (within the bounds): no list is made
-        return lo <= min(filter(None, v), default=0) and max(filter(None, v), default=0) <= hi
-    ints = [x for x in v if type(x) is int]
-    return not ints or (lo <= min(ints) and max(ints) <= hi)
 
 
 _FREE = Rule(free_ok, free_why)

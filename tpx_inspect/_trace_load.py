@@ -81,10 +81,7 @@ def from_json(
     doc: dict[str, Any], path: str = "<trace>", *, limits: LoadLimits | None = None
 ) -> Trace:
     """The trace of a JSON document (its sidecar read next to ``path``, or inline arrays)."""
-    minor = _check_header(doc, path)
-    problem = _schema_rule().check(doc)
-    if problem is not None:
-        raise TraceFormatError(f"{path}: {problem}")
+    minor = check_document(doc, path)
     limits = limits if limits is not None else LoadLimits.from_env()
     if isinstance(doc.get("arrays"), dict):
         arrays = _read_inline(doc["arrays"], path)
@@ -126,8 +123,23 @@ def _schema_rule() -> Rule:
         return compile_schema(json.load(f))
 
 
+def check_document(doc: Any, path: str) -> int:
+    """Check a parsed trace document: its format, its version (the minor one is returned) and
+    the schema; raises :class:`TraceFormatError` naming ``path`` and the bad field."""
+    minor = _check_header(doc, path)
+    problem = _schema_rule().check(doc)
+    if problem is not None:
+        raise TraceFormatError(f"{path}: {problem}")
+    return minor
+
+
 def _read_json(path: str, limits: LoadLimits) -> dict[str, Any]:
-    blob = read_regular(path, limits.max_json_bytes)
+    return parse_json(read_regular(path, limits.max_json_bytes), path)
+
+
+def parse_json(blob: bytes, path: str) -> Any:
+    """The document of the trace JSON ``blob`` (strict JSON); :class:`TraceFormatError` saying
+    where it is corrupt or cut off."""
     fast = _json.fast_loads(blob)
     if fast is not _json.REFUSED:  # NOTE: orjson refuses what the checks below refuse
         return fast
@@ -170,6 +182,13 @@ def _check_header(doc: Any, path: str) -> int:
 
 
 def _read_sidecar(path: str, doc: dict, limits: LoadLimits) -> dict[str, np.ndarray]:
+    return read_npz(*sidecar_bytes(path, doc, limits), limits)
+
+
+def sidecar_bytes(path: str, doc: dict, limits: LoadLimits) -> tuple[bytes, str]:
+    """The bytes of the sidecar of the trace ``path`` (document ``doc``) and its path, checked
+    against the size and SHA-256 the document records; :class:`TraceFormatError` if missing,
+    too big or not the one the trace was saved with."""
     info = doc.get("sidecar")
     if not isinstance(info, dict):
         raise TraceFormatError(f"{path}: sidecar: null, but the trace has no inline 'arrays'")
@@ -187,7 +206,7 @@ def _read_sidecar(path: str, doc: dict, limits: LoadLimits) -> dict[str, np.ndar
             f"{side}: the sidecar does not match its trace ({len(blob)} bytes, expected "
             f"{info['bytes']}; truncated, corrupt or from another capture)"
         )
-    return read_npz(blob, side, limits)
+    return blob, side
 
 
 def _read_inline(arrays: dict, path: str) -> dict[str, np.ndarray]:
@@ -273,16 +292,23 @@ def _load_nodes(cols: dict[str, list[Any]], sources: list[list], ignored: set[st
     for f in cols:
         if not isinstance(cols[f], list) or len(cols[f]) != n:
             raise TraceFormatError(f"node column {f!r} is not a list of {n} entries")
-    try:
-        cols = {**cols, "source": [None if k is None else sources[k] for k in cols["source"]]}
-    except (IndexError, TypeError):
+    lookup = {None: None, **dict(enumerate(sources))}
+    try:  # NOTE: the schema let through only null and ints >= 0 (no True, which equals 1)
+        cols = {**cols, "source": list(map(lookup.__getitem__, cols["source"]))}
+    except (KeyError, TypeError):
         raise TraceFormatError("a node's source is not an index into 'sources'") from None
-    for i, ins in enumerate(cols["inputs"]):
-        for e in ins:
-            src = e[0]
-            if src is not None and not (type(src) is int and 0 <= src < i):
-                raise TraceFormatError(f"node {i}: input {src!r} breaks topological order")
+    _check_order(cols["inputs"])
     return NodeTable(cols)
+
+
+def _check_order(inputs: list[list[list]]) -> None:
+    """Every input id is smaller than its user's id (the schema checked the types: null or an
+    integer >= 0)."""
+    for i, edges in enumerate(inputs):
+        for e in edges:
+            src = e[0]
+            if src is not None and src >= i:
+                raise TraceFormatError(f"node {i}: input {src!r} breaks topological order")
 
 
 def _load_graph(
@@ -313,5 +339,5 @@ def _load_graph(
 
 
 def _check_tables(gid: int, t: GraphTables, nodes: NodeTable, detail: str) -> None:
-    edges = sum(nodes.input_counts())
+    edges = sum(map(len, nodes.columns["inputs"]))
     _arrays.check_graph_tables(gid, t, len(nodes), edges, detail)

@@ -3,7 +3,9 @@
 The JSON is versioned and described by ``tpx_inspect/schema/trace.schema.json``. Compact
 positional arrays are used where a trace has one entry per node (edges, summaries) so that a
 100,000-node graph saves and loads in about half a second each (with orjson installed; see
-``_json``). Loading lives in ``_trace_load``. Output is deterministic: the
+``_json``). Loading lives in ``_trace_load``; :func:`read_header` reads what a trace says
+about itself (version, runs, graphs, node counts) without its node columns or sidecar
+(``_trace_header``). Output is deterministic: the
 same trace gives the same bytes (the sidecar's zip entries carry a fixed timestamp).
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect import _json
+from tpx_inspect._trace_header import GraphHeader, RunHeader, TraceHeader, read_header
 from tpx_inspect._trace_load import (
     FORMAT,
     SUPPORTED_VERSIONS,
@@ -41,8 +44,8 @@ from tpx_inspect.records import (
 from tpx_inspect.summary import PREVIEW
 
 __all__ = [
-    "FORMAT", "SUPPORTED_VERSIONS", "VERSION", "from_json", "load", "save", "schema_path",
-    "sidecar_path", "to_json",
+    "FORMAT", "SUPPORTED_VERSIONS", "VERSION", "GraphHeader", "RunHeader", "TraceHeader",
+    "from_json", "load", "read_header", "save", "schema_path", "sidecar_path", "to_json",
 ]  # fmt: skip
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -110,12 +113,19 @@ def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool = True) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", method, compresslevel=1) as z:
         for key in sorted(arrays):
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
             info = zipfile.ZipInfo(key + ".npy", _ZIP_DATE)
             info.compress_type = method
-            z.writestr(info, member.getvalue(), compresslevel=1)
+            z.writestr(info, _npy_bytes(arrays[key]), compresslevel=1)
     return buf.getvalue()
+
+
+def _npy_bytes(a: np.ndarray) -> bytes:
+    """The ``.npy`` file of ``a``, as ``np.save`` writes it, in one copy (no file object)."""
+    a = np.ascontiguousarray(a)
+    assert not a.dtype.hasobject, a.dtype  # NOTE: trace arrays hold numbers and short strings
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(a))
+    return b"".join((head.getvalue(), a.reshape(-1).view(np.uint8)))
 
 
 def _inline(a: np.ndarray) -> dict[str, Any]:
@@ -162,7 +172,7 @@ def _concat(parts: list[np.ndarray], key: str) -> np.ndarray:
     if not parts:
         kind = np.float64 if key in ("summaries", "previews", "times") else np.int64
         return np.zeros(_EMPTY[key], kind)
-    return np.concatenate(parts)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)  # NOTE: one graph: no copy
 
 
 class _KeptValues:
@@ -191,10 +201,14 @@ class _KeptValues:
 def _structure_json(sid: int, g: Graph) -> dict[str, Any]:
     nodes = g.nodes
     table = nodes if isinstance(nodes, NodeTable) else NodeTable.from_nodes(nodes)
+    column = table.columns["source"]
+    # NOTE: nodes of one code location share one source object: each distinct object is
+    # looked at once, in order of first use (C-speed passes, no Python loop over the nodes)
+    objects = dict(zip(map(id, column), column))
     sources: dict[tuple, int] = {}
-    refs = []
-    for src in table.columns["source"]:
-        refs.append(None if src is None else sources.setdefault(tuple(src), len(sources)))
+    index = {k: None if s is None else sources.setdefault(tuple(s), len(sources))
+             for k, s in objects.items()}  # fmt: skip
+    refs = list(map(index.__getitem__, map(id, column)))
     return {
         "id": sid,
         "roots": list(g.roots),
@@ -208,7 +222,7 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
     rows = {}
     for k in TABLES:
         a = getattr(t, k)
-        if k == "summaries" and len(a):
+        if k == "summaries" and len(a) and not (a[:, 8] == -1).all():  # NOTE: -1: no value
             a = a.copy()
             ids = a[:, 8].astype(np.int64)
             kept = remap[np.maximum(ids, 0)] if len(remap) else -1  # values="none": no ids

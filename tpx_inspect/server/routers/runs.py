@@ -6,16 +6,19 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from functools import lru_cache
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from tpx_inspect.errors import TraceFormatError
+from tpx_inspect.format import read_header
 from tpx_inspect.server import models as m
 from tpx_inspect.server import views
 from tpx_inspect.server.deps import Limit, Offset, RunId, run_for, store_of
-from tpx_inspect.server.store import RunEntry
+from tpx_inspect.server.store import RunEntry, _stamp, inside
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 
@@ -35,10 +38,44 @@ def _info(entry: RunEntry) -> m.RunInfo:
 
 @router.get("", response_model=list[m.RunInfo], summary="Every run the server knows")
 def list_runs(request: Request) -> list[m.RunInfo]:
-    """The runs, rescanning the served folders for runs written since the last request."""
+    """The runs, rescanning the served folders for runs written since the last request. A run
+    on disk that was not opened yet is described by its trace's header (``read_header``: no
+    node columns read, the sidecar only checked against its recorded size and SHA-256); a
+    trace damaged past that shows once opened."""
     store = store_of(request)
     store.rescan()
-    return [_info(store.get(rid)) for rid in store.ids()]
+    return [_listed(store.get(rid)) for rid in store.ids()]
+
+
+def _listed(entry: RunEntry) -> m.RunInfo:
+    if entry.path is None:
+        return _info(entry)
+    stamp = _stamp(entry.path)
+    if entry._cache[0] == stamp and stamp is not None:  # NOTE: loaded already: its verdict
+        return _info(entry)
+    return _header_info(entry.id, str(entry.path), entry.root, stamp)
+
+
+@lru_cache(maxsize=1024)
+def _header_info(run_id: str, path: str, root: Path | None, stamp: object) -> m.RunInfo:
+    """What ``_info`` answers for the run, from the header of its trace (the same messages
+    as ``store._load`` for a trace that cannot be read)."""
+    if root is not None and not inside(Path(path), root):
+        error = f"{path}: refused: it resolves outside the served folder {root}"
+    else:
+        try:
+            head = read_header(path, check_sidecar=True)
+            return views.run_info(run_id, head.runs, False)  # type: ignore[arg-type]
+        except TraceFormatError as exc:
+            error = str(exc)
+        except OSError as exc:
+            error = f"{path}: {exc.strerror or exc}"
+        except Exception as exc:  # NOTE: one run's bug must not break the others' listing
+            error = f"{path}: unreadable ({type(exc).__name__})"
+    return m.RunInfo(
+        id=run_id, name=run_id, status="unreadable", live=False, graphs=0, steps=0,
+        error=error.splitlines()[0],
+    )  # fmt: skip
 
 
 @router.get("/{run_id}", response_model=m.RunInfo, responses={404: {"model": m.ErrorBody}})
