@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -27,14 +28,15 @@ from pydantic import BaseModel, Field
 from tpx_inspect._json import dumps
 from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
-from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for
-from tpx_inspect.server.store import UnknownId, may_freeze
-from tpx_inspect.viewmodel import ViewModel, build, layout, wire
+from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for, run_for
+from tpx_inspect.server.store import UnknownId, graph_of, may_freeze
+from tpx_inspect.viewmodel import ViewModel, build, layout, persist, wire
 from tpx_inspect.viewmodel import values as vals
 from tpx_inspect.viewmodel._index import TreeIndex, index_of
 from tpx_inspect.viewmodel.layout import prepare
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["view model"])
+log = logging.getLogger("tpx_inspect.server")
 NOT_FOUND = {404: {"model": m.ErrorBody}}
 
 
@@ -78,7 +80,9 @@ class Models:
         self.size = size
         self.lock = threading.Lock()
 
-    def get(self, key: tuple, g: Graph) -> ViewModel:
+    def get(self, key: tuple, g: Graph, kept: tuple[Any, int] | None = None) -> ViewModel:
+        """The model of graph ``g``; ``kept`` = (trace path, graph index) of a graph read
+        from disk, whose model may be kept beside the trace (see ``viewmodel.persist``)."""
         with self.lock:
             hit = self.items.get(key)
             if hit is not None:
@@ -89,7 +93,7 @@ class Models:
             with self.lock:
                 hit = self.items.get(key)
             if hit is None:
-                hit = (_build(g), g)  # NOTE: the entry holds g, so id(g) in the key stays its
+                hit = (_build(g, kept), g)  # NOTE: the entry holds g, so id(g) in the key stays its
                 with self.lock:
                     self.items[key] = hit
                     self.building.pop(key, None)
@@ -98,15 +102,23 @@ class Models:
         return hit[0]
 
 
-def _build(g: Graph) -> ViewModel:
-    """Build a view model, its tree index and the layouts of its big repeats (see
+def _build(g: Graph, kept: tuple[Any, int] | None = None) -> ViewModel:
+    """Build a view model (or read the one kept beside the trace, when it is current), its
+    tree index and the layouts of its big repeats (see
     :func:`~tpx_inspect.viewmodel.layout.prepare`), then move them (and the trace) out of the
     cyclic collector's reach: they hold no cycles, and a full collection over a
-    100,000-node model's objects costs most of a second each time one runs."""
+    100,000-node model's objects costs most of a second each time one runs. A model built
+    for a big graph read from disk is kept beside its trace for the next server."""
+    keep = kept is not None and len(g.nodes) >= persist.MIN_NODES
     with _collector_quiet(len(g.nodes)):
-        vm = build(g)
+        vm = persist.read(kept[0], kept[1], g) if keep else None  # type: ignore[index]
+        fresh = vm is None
+        if fresh:
+            vm = build(g)
         index_of(vm)
         prepare(vm)
+    if keep and fresh:
+        persist.write(kept[0], {kept[1]: vm})  # type: ignore[index]
     return vm
 
 
@@ -128,8 +140,34 @@ def _collector_quiet(nodes: int) -> Iterator[None]:
 
 def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, ViewModel]:
     """The graph and its view model (built once per loaded graph, kept)."""
-    _, _, g = graph_for(request, run_id, graph_id)
-    return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g)
+    entry, _, g = graph_for(request, run_id, graph_id)
+    kept = None if entry.live or entry.path is None else (entry.path, graph_id)
+    return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g, kept)
+
+
+def _first_kept(request: Request, run_id: str, graph_id: int) -> dict[str, Any] | None:
+    """The first screen of a graph whose trace is not read yet, from the view model kept
+    beside the trace (None when there is none, or it is stale): the first frame then costs
+    a digest of the trace's JSON and one small read. The trace and the model are read in
+    the background meanwhile, for the requests that follow."""
+    entry = run_for(request, run_id)
+    if entry.live or entry.path is None or entry.loaded:
+        return None
+    doc = persist.first_screen(entry.path, graph_id)
+    if doc is not None:
+        app = request.app
+        threading.Thread(target=_warm, args=(app, run_id, graph_id), daemon=True).start()
+    return doc
+
+
+def _warm(app: Any, run_id: str, graph_id: int) -> None:
+    """Read a run's trace and the model of one graph (a background thread)."""
+    try:
+        entry = app.state.store.get(run_id)
+        g = graph_of(entry.trace(), graph_id)
+        app.state.vm_models.get((run_id, graph_id, id(g)), g, (entry.path, graph_id))
+    except Exception as exc:  # NOTE: the request that needs it will say what is wrong
+        log.info("run %s, graph %d not read ahead: %s", run_id, graph_id, exc)
 
 
 class States:
@@ -187,6 +225,14 @@ def _layout(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewMode
 
 def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     t0 = time.perf_counter()
+    first = body.expanded is None and not body.expand_all and body.depth is None
+    if first and body.viewport is None and not body.min_size:
+        doc = _first_kept(request, run_id, graph_id)
+        if doc is not None:
+            key = _states(request).put(run_id, graph_id, tuple(doc["expanded"]))
+            doc.update(run=run_id, graph=graph_id, key=key, unknown=[], cached=True,
+                       seconds=round(time.perf_counter() - t0, 4))  # fmt: skip
+            return dumps(doc)
     g, vm = view_model(request, run_id, graph_id)
     exp, unknown = _expanded(vm, body)
     lay, cached = _layout(request, run_id, graph_id, g, vm, exp)
