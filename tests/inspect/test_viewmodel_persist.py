@@ -51,7 +51,9 @@ def test_kept_model_reads_back_equal_to_a_fresh_build(kept):
     assert back.default_expanded == fresh.default_expanded
     exp = sorted(set(fresh.default_expanded) | {"root"})
     first = persist.first_screen(path, 0)
-    assert first == _json.loads(_json.dumps({"expanded": exp, **layout_json(layout(fresh, exp))}))
+    assert first == _json.loads(
+        _json.dumps({"expanded": exp, "expand_all": False, **layout_json(layout(fresh, exp))})
+    )
     assert persist.read(path, 1, g) is None and persist.first_screen(path, 1) is None
 
 

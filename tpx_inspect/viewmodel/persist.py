@@ -128,7 +128,9 @@ def _first_doc(vm: ViewModel) -> dict[str, Any]:
     from tpx_inspect.viewmodel.layout import layout
 
     expanded = tuple(sorted(set(vm.default_expanded) | {ROOT}))
-    return {"expanded": list(expanded), **wire.layout_json(layout(vm, expanded), None, 0.0)}
+    every = len(expanded) == len(vm.groups)
+    return {"expanded": list(expanded), "expand_all": every,
+            **wire.layout_json(layout(vm, expanded), None, 0.0)}  # fmt: skip
 
 
 def write(trace_path: str | os.PathLike[str], models: dict[int, ViewModel]) -> bool:

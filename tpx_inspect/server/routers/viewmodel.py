@@ -30,10 +30,11 @@ from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
 from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for, run_for
 from tpx_inspect.server.store import UnknownId, graph_of, may_freeze
-from tpx_inspect.viewmodel import ViewModel, build, layout, persist, wire
+from tpx_inspect.viewmodel import ViewModel, build, persist, wire
 from tpx_inspect.viewmodel import values as vals
 from tpx_inspect.viewmodel._index import TreeIndex, index_of
-from tpx_inspect.viewmodel.layout import prepare
+from tpx_inspect.viewmodel.layout import Arranged, prepare
+from tpx_inspect.viewmodel.region import locate, region_json
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["view model"])
 log = logging.getLogger("tpx_inspect.server")
@@ -201,8 +202,8 @@ def _states(request: Request) -> States:
 
 
 def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list[str]]:
-    if body.expand_all:
-        return tuple(vm.groups), []
+    if body.expand_all:  # NOTE: sorted as below: the same state, key and cache entry as by name
+        return tuple(sorted(vm.groups)), []
     asked = list(vm.default_expanded) if body.expanded is None else list(body.expanded)
     unknown = [g for g in asked if g not in vm.groups]
     chosen = {g for g in asked if g in vm.groups} | {"root"}
@@ -211,16 +212,18 @@ def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list
     return tuple(sorted(chosen)), unknown
 
 
-def _layout(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
-    key = ("layout", run_id, graph_id, id(g), exp)
+def _arranged(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
+    """The state ``exp`` routed and placed (cached per state): a region of it, or where an
+    item is, is then cheap; the whole layout is composed only when asked."""
+    key = ("arranged", run_id, graph_id, id(g), exp)
     cache = cache_of(request)
     hit = cache.get(key)
     if hit is not None:
         return hit[0], True  # type: ignore[index]
     with _collector_quiet(len(vm.owner)):
-        lay = layout(vm, exp)
-    cache.put(key, (lay, g))
-    return lay, False
+        arr = Arranged(vm, exp)
+    cache.put(key, (arr, g))
+    return arr, False
 
 
 def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
@@ -235,13 +238,19 @@ def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
             return dumps(doc)
     g, vm = view_model(request, run_id, graph_id)
     exp, unknown = _expanded(vm, body)
-    lay, cached = _layout(request, run_id, graph_id, g, vm, exp)
+    arr, cached = _arranged(request, run_id, graph_id, g, vm, exp)
     vp = body.viewport
-    doc = wire.layout_json(lay, None if vp is None else (vp.x, vp.y, vp.w, vp.h), body.min_size)
+    whole = vp is None and not body.min_size
+    if whole:
+        with _collector_quiet(len(vm.owner)):
+            doc = wire.layout_json(arr.layout())
+    else:  # NOTE: only what meets the viewport is composed (see viewmodel.region)
+        doc = region_json(arr, None if vp is None else (vp.x, vp.y, vp.w, vp.h), body.min_size)
+    every = len(exp) == len(vm.groups)  # NOTE: a region of it need not list 17k group ids
     doc.update(
         run=run_id, graph=graph_id, key=_states(request).put(run_id, graph_id, exp),
-        expanded=list(exp), unknown=unknown, cached=cached,
-        seconds=round(time.perf_counter() - t0, 4),
+        expanded=list(exp) if whole or not every else None, expand_all=every, unknown=unknown,
+        cached=cached, seconds=round(time.perf_counter() - t0, 4),
     )  # fmt: skip
     return dumps(doc)
 
@@ -294,6 +303,33 @@ async def get_layout(
         vp = Viewport(x=x, y=y, w=w, h=h)
     body = LayoutRequest(expanded=exp, viewport=vp, min_size=min_size)
     return _bytes(await run_in_threadpool(_answer, request, run_id, graph_id, body))
+
+
+@router.get("/locate", responses=NOT_FOUND)
+def get_locate(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    node: Annotated[int | None, Query(ge=0, le=10**9, description="a node id")] = None,
+    box: Annotated[str | None, Query(max_length=500, description="a box or frame id")] = None,
+    key: Annotated[
+        str | None, Query(max_length=40, description="a state; none: first screen")
+    ] = None,
+) -> Response:
+    """Where node ``node`` (or the item ``box``) is drawn in state ``key``: the id of the box
+    showing it (itself, or the outermost collapsed group holding it), the open frames around
+    it (outermost first), and its centre and size, without sending the layout."""
+    if (node is None) == (box is None):
+        raise HTTPException(422, "give one of node= or box=")
+    g, vm = view_model(request, run_id, graph_id)
+    exp = vm.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
+    exp, _ = _expanded(vm, LayoutRequest(expanded=list(exp)))
+    arr, _ = _arranged(request, run_id, graph_id, g, vm, exp)
+    try:
+        where = locate(arr, node=node, box=box)
+    except KeyError as exc:
+        raise UnknownId(f"graph {graph_id}: {exc.args[0]}") from None
+    return _json({"node": node, "key": _states(request).put(run_id, graph_id, exp), **where})
 
 
 def _shown(request, run_id, graph_id, key: str | None) -> tuple[TreeIndex, Any]:
