@@ -184,7 +184,7 @@ def _entries(side: Path, digest: str, only: str | None = None) -> dict[str, np.n
         with np.load(side, allow_pickle=False) as z:
             wanted = z.files if only is None else [k for k in ("meta", only) if k in z.files]
             entries = {k: z[k] for k in wanted}
-        meta = _json.loads(bytes(entries["meta"]).decode())
+        meta = _json.loads(bytes(entries["meta"]))
         if meta.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} file")
         if meta.get("version") != code_version():
@@ -211,7 +211,7 @@ def _entry(trace_path: str | os.PathLike[str], graph: int, part: str) -> Any:
     if blob is None:
         return None
     try:
-        doc = _json.loads(bytes(blob).decode())
+        doc = _json.loads(bytes(blob))
         if not isinstance(doc, dict):
             raise ValueError("not an object")
         return doc
