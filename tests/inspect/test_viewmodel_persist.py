@@ -119,6 +119,14 @@ def test_saving_a_big_trace_keeps_its_model_but_a_checkpoint_does_not(tmp_path, 
     tpx_inspect.save(trace, str(tmp_path / "b.json"), sidecar="b-1.npz")
     assert not persist.sidecar_path(tmp_path / "b.json").exists()
 
+    def broken(graph):
+        raise RuntimeError("a bug in the view model")
+
+    monkeypatch.setattr("tpx_inspect.viewmodel.tree.build", broken)
+    tpx_inspect.save(trace, str(tmp_path / "c.json"))  # the trace is saved all the same
+    assert tpx_inspect.load(str(tmp_path / "c.json")).graphs[0].nodes == g.nodes
+    assert not persist.sidecar_path(tmp_path / "c.json").exists()
+
 
 def test_a_fresh_server_shows_the_first_frame_without_reading_the_trace(tmp_path, monkeypatch):
     monkeypatch.setattr(persist, "MIN_NODES", 10)

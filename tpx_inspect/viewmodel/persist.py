@@ -168,7 +168,13 @@ def keep(trace_path: str | os.PathLike[str], trace: Any, most: int = 2) -> bool:
     from tpx_inspect.viewmodel.tree import build
 
     big = [k for k, g in enumerate(trace.graphs) if len(g.nodes) >= SAVE_NODES][:most]
-    return bool(big) and write(trace_path, {k: build(trace.graphs[k]) for k in big})
+    if not big:
+        return False
+    try:
+        return write(trace_path, {k: build(trace.graphs[k]) for k in big})
+    except Exception as exc:  # NOTE: a saved trace stands without it; the server rebuilds it
+        log.warning("view model of %s not kept: %s: %s", trace_path, type(exc).__name__, exc)
+        return False
 
 
 # -- reading ------------------------------------------------------------------------------------
