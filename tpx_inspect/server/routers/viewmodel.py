@@ -404,11 +404,26 @@ def get_search(
 ) -> Response:
     """Nodes matching ``q`` (server-side), and how many hits each visible box of state
     ``key`` (default: the first screen) holds."""
-    _, vm = view_model(request, run_id, graph_id)
-    hits = wire.search(vm, q)
-    ix, shown = _shown(request, run_id, graph_id, key)
-    boxes = Counter(ix.boxes(shown, np.asarray(hits, np.int64)))
+    kept = _kept(request, run_id, graph_id)
+    if kept is not None:  # NOTE: the trace is not read yet: the fields kept beside it
+        hits = kept.search(q)
+        exp = kept.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
+        boxes = Counter(kept.boxes(exp, hits))
+    else:
+        _, vm = view_model(request, run_id, graph_id)
+        hits = wire.search(vm, q)
+        ix, shown = _shown(request, run_id, graph_id, key)
+        boxes = Counter(ix.boxes(shown, np.asarray(hits, np.int64)))
     return _json({"q": q, "total": len(hits), "nodes": hits[:limit], "boxes": dict(boxes)})
+
+
+def _kept(request: Request, run_id: str, graph_id: int) -> persist.Kept | None:
+    """The tree and search fields kept beside a trace that is not read yet (None when read,
+    live, or nothing current is kept)."""
+    entry = run_for(request, run_id)
+    if entry.live or entry.path is None or entry.loaded:
+        return None
+    return persist.kept(entry.path, graph_id)
 
 
 Metric = Literal[tuple(vals.METRICS)]  # type: ignore[valid-type]
