@@ -348,6 +348,7 @@ class Kept:
 
 
 _KEPT: dict[tuple, Kept] = {}
+_KEPT_LOCK = threading.Lock()  # NOTE: callers arriving together wait for one read
 
 
 def kept(trace_path: str | os.PathLike[str], graph: int) -> Kept | None:
@@ -358,9 +359,12 @@ def kept(trace_path: str | os.PathLike[str], graph: int) -> Kept | None:
     except OSError:
         return None
     key = (os.fspath(trace_path), digest, int(graph))
-    hit = _KEPT.get(key)
-    if hit is not None:
-        return hit
+    with _KEPT_LOCK:
+        hit = _KEPT.get(key)
+        return hit if hit is not None else _read_kept(trace_path, graph, digest, key)
+
+
+def _read_kept(trace_path: str | os.PathLike[str], graph: int, digest: str, key: tuple):
     side = sidecar_path(trace_path)
     names = tuple(f"g{int(graph)}.{p}" for p in ("tree", "codes", "values"))
     entries = _entries(side, digest, names)

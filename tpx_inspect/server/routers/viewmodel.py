@@ -172,9 +172,11 @@ def _first_kept(request: Request, run_id: str, graph_id: int) -> dict[str, Any] 
 
 
 def _warm(app: Any, run_id: str, graph_id: int) -> None:
-    """Read a run's trace and the model of one graph (a background thread)."""
+    """Read the kept search fields, then a run's trace and the model of one graph (a
+    background thread)."""
     try:
         entry = app.state.store.get(run_id)
+        persist.kept(entry.path, graph_id)  # NOTE: first: a search may come before the trace
         g = graph_of(entry.trace(), graph_id)
         app.state.vm_models.get((run_id, graph_id, id(g)), g, (entry.path, graph_id))
     except Exception as exc:  # NOTE: the request that needs it will say what is wrong
