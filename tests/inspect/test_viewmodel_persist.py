@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import logging
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -149,6 +150,7 @@ def test_keep_writes_big_graphs_models_and_a_failing_build_only_logs(tmp_path, m
 
 def test_a_fresh_server_shows_the_first_frame_without_reading_the_trace(tmp_path, monkeypatch):
     monkeypatch.setattr(persist, "MIN_NODES", 10)
+    monkeypatch.setattr(sys.modules["tpx_inspect.viewmodel.layout"], "WARM_COPIES", 2)  # keep x6
     path = saved(tmp_path / "runs" / "blocks", blocks_graph(blocks=6))
     url = "/api/runs/blocks/graphs/0/layout"
     first = TestClient(create_app([tmp_path / "runs"])).post(url, json={}).json()  # writes it
@@ -165,10 +167,17 @@ def test_a_fresh_server_shows_the_first_frame_without_reading_the_trace(tmp_path
     for doc in (first, again):
         doc.pop("cached"), doc.pop("seconds")
     assert again == first
+    rep = next(b["id"] for b in again["boxes"] if b["kind"] == "repeat")
+    opened = client.post(url, json={"expanded": [rep, *again["expanded"]]}).json()
+    assert read == [] and opened["cached"] and len(opened["boxes"]) > len(again["boxes"])
     found = client.get(url.replace("/layout", "/search"), params={"q": "tanh"}).json()
     assert read == [] and found["total"] > 0  # searched in the fields kept beside the trace
     key = client.get(url, params={"key": again["key"]}).json()  # the key names a real state
     assert read and key["boxes"] == again["boxes"]
+    built = client.post(url, json={"expanded": [rep, *again["expanded"]]}).json()
+    for doc in (opened, built):
+        doc.pop("seconds"), doc.pop("cached")
+    assert built == opened, "the kept answer of an opened repeat is the model's"
     assert client.get(url.replace("/layout", "/search"), params={"q": "tanh"}).json() == found
 
 

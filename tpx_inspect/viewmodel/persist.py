@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT", "MIN_NODES", "SAVE_NODES", "VERSION", "Kept", "code_version", "first_screen",
-    "keep", "kept", "read", "write",
+    "keep", "kept", "opened", "read", "write",
 ]  # fmt: skip
 
 log = logging.getLogger("tpx_inspect.viewmodel")
@@ -134,6 +134,18 @@ def _first_doc(vm: ViewModel) -> dict[str, Any]:
             **wire.layout_json(layout(vm, expanded), None, 0.0)}  # fmt: skip
 
 
+def _opened_doc(vm: ViewModel) -> dict[str, Any]:
+    """The answers of the states that open one big repeat of the first screen (what
+    ``layout.prepare`` arranges ahead), by state."""
+    from tpx_inspect.viewmodel import wire
+    from tpx_inspect.viewmodel.layout import prepare, state
+
+    first = state(vm.default_expanded)
+    ready = vm.memo.get("ready") or prepare(vm)
+    return {"states": [[list(key), wire.layout_json(arr.layout(), None, 0.0)]
+                       for key, arr in ready.items() if key != first]}  # fmt: skip
+
+
 def _search_entries(k: int, vm: ViewModel) -> dict[str, np.ndarray]:
     from tpx_inspect.viewmodel import wire
 
@@ -154,7 +166,8 @@ def write(trace_path: str | os.PathLike[str], models: dict[int, ViewModel]) -> b
         digest = trace_digest(trace_path)
         entries = _entries(side, digest) or {}
         for k, vm in models.items():
-            for part, doc in (("tree", _tree_doc(vm)), ("first", _first_doc(vm))):
+            docs = (("tree", _tree_doc(vm)), ("first", _first_doc(vm)), ("opened", _opened_doc(vm)))
+            for part, doc in docs:
                 entries[f"g{int(k)}.{part}"] = np.frombuffer(_json.dumps(doc), np.uint8)
             entries.update(_search_entries(int(k), vm))
         meta = {"format": FORMAT, "version": code_version(), "trace": digest}
@@ -249,6 +262,20 @@ def first_screen(trace_path: str | os.PathLike[str], graph: int) -> dict[str, An
     if not (isinstance(first, dict) and isinstance(first.get("boxes"), list)):
         return None
     return first
+
+
+def opened(
+    trace_path: str | os.PathLike[str], graph: int, expanded: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """The kept answer of state ``expanded`` (sorted, the root included) when it is one that
+    opens a big repeat of the first screen, else None."""
+    doc = _entry(trace_path, graph, "opened")
+    rows = doc.get("states") if isinstance(doc, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        ok = isinstance(row, list) and len(row) == 2 and isinstance(row[1], dict)
+        if ok and tuple(row[0]) == tuple(expanded) and isinstance(row[1].get("boxes"), list):
+            return {"expanded": list(expanded), "expand_all": False, **row[1]}
+    return None
 
 
 def read(trace_path: str | os.PathLike[str], graph: int, g: Graph) -> ViewModel | None:

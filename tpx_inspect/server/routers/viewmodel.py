@@ -80,14 +80,18 @@ def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, Vie
     return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g, kept)
 
 
-def _first_kept(request: Request, run_id: str, graph_id: int) -> dict[str, Any] | None:
-    """The first screen of a graph whose trace is not read yet, from the view model kept
-    beside the trace (None when there is none, or it is stale): the first frame then costs
-    a digest of the trace's JSON and one small read. The trace and the model are read in
-    the background meanwhile, for the requests that follow."""
+def _first_kept(
+    request: Request, run_id: str, graph_id: int, expanded: list[str] | None
+) -> dict[str, Any] | None:
+    """The first screen (``expanded`` None), or a state opening one of its big repeats, of a
+    graph whose trace is not read yet, from the view model kept beside the trace (None when
+    there is none, or it is stale): the first frame then costs a digest of the trace's JSON
+    and one small read. The trace and the model are read in the background meanwhile."""
     entry = run_for(request, run_id)
     if entry.live or entry.path is None or entry.loaded:
         return None
+    if expanded is not None:  # NOTE: the first screen's request started the read-ahead
+        return persist.opened(entry.path, graph_id, tuple(sorted(set(expanded) | {"root"})))
     doc = persist.first_screen(entry.path, graph_id)
     if doc is not None:
         app = request.app
@@ -144,9 +148,9 @@ def _arranged(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewMo
 
 def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     t0 = time.perf_counter()
-    first = body.expanded is None and not body.expand_all and body.depth is None
-    if first and body.viewport is None and not body.min_size:
-        doc = _first_kept(request, run_id, graph_id)
+    named = not body.expand_all and body.depth is None
+    if named and body.viewport is None and not body.min_size:
+        doc = _first_kept(request, run_id, graph_id, body.expanded)
         if doc is not None:
             key = _states(request).put(run_id, graph_id, tuple(doc["expanded"]))
             doc.update(run=run_id, graph=graph_id, key=key, unknown=[], cached=True,
