@@ -134,16 +134,21 @@ def _first_doc(vm: ViewModel) -> dict[str, Any]:
             **wire.layout_json(layout(vm, expanded), None, 0.0)}  # fmt: skip
 
 
-def _opened_doc(vm: ViewModel) -> dict[str, Any]:
-    """The answers of the states that open one big repeat of the first screen (what
-    ``layout.prepare`` arranges ahead), by state."""
+def _opened_entries(k: int, vm: ViewModel) -> dict[str, np.ndarray]:
+    """The answers (JSON bytes, kept as they are sent) of the states that open one big
+    repeat of the first screen (what ``layout.prepare`` arranges ahead), and their states."""
     from tpx_inspect.viewmodel import wire
     from tpx_inspect.viewmodel.layout import prepare, state
 
     first = state(vm.default_expanded)
     ready = vm.memo.get("ready") or prepare(vm)
-    return {"states": [[list(key), wire.layout_json(arr.layout(), None, 0.0)]
-                       for key, arr in ready.items() if key != first]}  # fmt: skip
+    opened = [(key, arr) for key, arr in ready.items() if key != first]
+    index = {"states": [list(key) for key, _ in opened]}
+    out = {f"g{k}.opened": np.frombuffer(_json.dumps(index), np.uint8)}
+    for j, (_, arr) in enumerate(opened):
+        body = _json.dumps(wire.layout_json(arr.layout(), None, 0.0))
+        out[f"g{k}.opened.{j}"] = np.frombuffer(body, np.uint8)
+    return out
 
 
 def _search_entries(k: int, vm: ViewModel) -> dict[str, np.ndarray]:
@@ -166,10 +171,10 @@ def write(trace_path: str | os.PathLike[str], models: dict[int, ViewModel]) -> b
         digest = trace_digest(trace_path)
         entries = _entries(side, digest) or {}
         for k, vm in models.items():
-            docs = (("tree", _tree_doc(vm)), ("first", _first_doc(vm)), ("opened", _opened_doc(vm)))
-            for part, doc in docs:
+            for part, doc in (("tree", _tree_doc(vm)), ("first", _first_doc(vm))):
                 entries[f"g{int(k)}.{part}"] = np.frombuffer(_json.dumps(doc), np.uint8)
             entries.update(_search_entries(int(k), vm))
+            entries.update(_opened_entries(int(k), vm))
         meta = {"format": FORMAT, "version": code_version(), "trace": digest}
         entries["meta"] = np.frombuffer(_json.dumps(meta), np.uint8)
         buf = io.BytesIO()
@@ -266,16 +271,26 @@ def first_screen(trace_path: str | os.PathLike[str], graph: int) -> dict[str, An
 
 def opened(
     trace_path: str | os.PathLike[str], graph: int, expanded: tuple[str, ...]
-) -> dict[str, Any] | None:
-    """The kept answer of state ``expanded`` (sorted, the root included) when it is one that
-    opens a big repeat of the first screen, else None."""
-    doc = _entry(trace_path, graph, "opened")
-    rows = doc.get("states") if isinstance(doc, dict) else None
-    for row in rows if isinstance(rows, list) else []:
-        ok = isinstance(row, list) and len(row) == 2 and isinstance(row[1], dict)
-        if ok and tuple(row[0]) == tuple(expanded) and isinstance(row[1].get("boxes"), list):
-            return {"expanded": list(expanded), "expand_all": False, **row[1]}
-    return None
+) -> bytes | None:
+    """The kept answer (JSON bytes of ``wire.layout_json``) of state ``expanded`` (sorted, the
+    root included) when it is one that opens a big repeat of the first screen, else None."""
+    index = _entry(trace_path, graph, "opened")
+    states = index.get("states") if isinstance(index, dict) else None
+    if not isinstance(states, list):
+        return None
+    match = [j for j, key in enumerate(states) if isinstance(key, list) and tuple(key) == expanded]
+    if not match:
+        return None
+    try:
+        digest = trace_digest(trace_path)
+    except OSError:
+        return None
+    name = f"g{int(graph)}.opened.{match[0]}"
+    entries = _entries(sidecar_path(trace_path), digest, (name,))
+    blob = None if entries is None else entries.get(name)
+    if blob is None or blob.dtype != np.uint8 or bytes(blob[:1]) != b"{":
+        return None
+    return bytes(blob)
 
 
 def read(trace_path: str | os.PathLike[str], graph: int, g: Graph) -> ViewModel | None:

@@ -82,7 +82,7 @@ def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, Vie
 
 def _first_kept(
     request: Request, run_id: str, graph_id: int, expanded: list[str] | None
-) -> dict[str, Any] | None:
+) -> tuple[list[str], bool, bytes] | None:
     """The first screen (``expanded`` None), or a state opening one of its big repeats, of a
     graph whose trace is not read yet, from the view model kept beside the trace (None when
     there is none, or it is stale): the first frame then costs a digest of the trace's JSON
@@ -91,12 +91,16 @@ def _first_kept(
     if entry.live or entry.path is None or entry.loaded:
         return None
     if expanded is not None:  # NOTE: the first screen's request started the read-ahead
-        return persist.opened(entry.path, graph_id, tuple(sorted(set(expanded) | {"root"})))
+        exp = sorted(set(expanded) | {"root"})
+        blob = persist.opened(entry.path, graph_id, tuple(exp))
+        return None if blob is None else (exp, False, blob)
     doc = persist.first_screen(entry.path, graph_id)
     if doc is not None:
         app = request.app
         threading.Thread(target=_warm, args=(app, run_id, graph_id), daemon=True).start()
-    return doc
+        exp, every = doc.pop("expanded"), bool(doc.pop("expand_all", False))
+        return exp, every, dumps(doc)
+    return None
 
 
 def _warm(app: Any, run_id: str, graph_id: int) -> None:
@@ -150,12 +154,14 @@ def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     t0 = time.perf_counter()
     named = not body.expand_all and body.depth is None
     if named and body.viewport is None and not body.min_size:
-        doc = _first_kept(request, run_id, graph_id, body.expanded)
-        if doc is not None:
-            key = _states(request).put(run_id, graph_id, tuple(doc["expanded"]))
-            doc.update(run=run_id, graph=graph_id, key=key, unknown=[], cached=True,
-                       seconds=round(time.perf_counter() - t0, 4))  # fmt: skip
-            return dumps(doc)
+        kept = _first_kept(request, run_id, graph_id, body.expanded)
+        if kept is not None:
+            exp, every, blob = kept
+            key = _states(request).put(run_id, graph_id, tuple(exp))
+            head = {"run": run_id, "graph": graph_id, "key": key, "expanded": exp,
+                    "expand_all": every, "unknown": [], "cached": True,
+                    "seconds": round(time.perf_counter() - t0, 4)}  # fmt: skip
+            return dumps(head)[:-2] + b"," + blob[1:]
     g, vm = view_model(request, run_id, graph_id)
     exp, unknown = _expanded(vm, body)
     arr, cached = _arranged(request, run_id, graph_id, g, vm, exp)
