@@ -8,14 +8,11 @@ validation: a fully expanded 20,000-node layout has tens of thousands of boxes).
 
 from __future__ import annotations
 
-import gc
-import hashlib
 import json
+import logging
 import threading
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections import Counter
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -27,14 +24,23 @@ from pydantic import BaseModel, Field
 from tpx_inspect._json import dumps
 from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
-from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for
-from tpx_inspect.server.store import UnknownId, may_freeze
-from tpx_inspect.viewmodel import ViewModel, build, layout, wire
+from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for, run_for
+from tpx_inspect.server.store import UnknownId, graph_of
+from tpx_inspect.server.vm_store import (  # noqa: F401  (Models: the app makes one)
+    PREPARE_WAIT,
+    Models,
+    States,
+    collector_quiet,
+    whole,
+)
+from tpx_inspect.viewmodel import ViewModel, persist, wire
 from tpx_inspect.viewmodel import values as vals
 from tpx_inspect.viewmodel._index import TreeIndex, index_of
-from tpx_inspect.viewmodel.layout import prepare
+from tpx_inspect.viewmodel.layout import Arranged
+from tpx_inspect.viewmodel.region import locate, region_json
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["view model"])
+log = logging.getLogger("tpx_inspect.server")
 NOT_FOUND = {404: {"model": m.ErrorBody}}
 
 
@@ -67,95 +73,46 @@ def _bytes(body: bytes) -> Response:
     return Response(body, media_type="application/json")
 
 
-class Models:
-    """View models of the loaded graphs, built once per graph (a lock per graph: requests
-    arriving together wait for one build instead of each making its own), kept apart from
-    the layout cache so that many layouts never push a model out."""
-
-    def __init__(self, size: int = 8) -> None:
-        self.items: OrderedDict[tuple, tuple[ViewModel, Graph]] = OrderedDict()
-        self.building: dict[tuple, threading.Lock] = {}
-        self.size = size
-        self.lock = threading.Lock()
-
-    def get(self, key: tuple, g: Graph) -> ViewModel:
-        with self.lock:
-            hit = self.items.get(key)
-            if hit is not None:
-                self.items.move_to_end(key)
-                return hit[0]
-            gate = self.building.setdefault(key, threading.Lock())
-        with gate:
-            with self.lock:
-                hit = self.items.get(key)
-            if hit is None:
-                hit = (_build(g), g)  # NOTE: the entry holds g, so id(g) in the key stays its
-                with self.lock:
-                    self.items[key] = hit
-                    self.building.pop(key, None)
-                    while len(self.items) > self.size:
-                        self.items.popitem(last=False)
-        return hit[0]
-
-
-def _build(g: Graph) -> ViewModel:
-    """Build a view model, its tree index and the layouts of its big repeats (see
-    :func:`~tpx_inspect.viewmodel.layout.prepare`), then move them (and the trace) out of the
-    cyclic collector's reach: they hold no cycles, and a full collection over a
-    100,000-node model's objects costs most of a second each time one runs."""
-    with _collector_quiet(len(g.nodes)):
-        vm = build(g)
-        index_of(vm)
-        prepare(vm)
-    return vm
-
-
-@contextmanager
-def _collector_quiet(nodes: int) -> Iterator[None]:
-    """The cyclic collector off while a model or layout is made; what a big graph's made
-    then moves out of its reach when allowed (see ``store.may_freeze``): it holds no cycles,
-    and a full collection over a 100k model's objects costs most of a second each time."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-        if may_freeze(nodes):
-            gc.freeze()
-    finally:
-        if was:
-            gc.enable()
-
-
 def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, ViewModel]:
     """The graph and its view model (built once per loaded graph, kept)."""
-    _, _, g = graph_for(request, run_id, graph_id)
-    return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g)
+    entry, _, g = graph_for(request, run_id, graph_id)
+    kept = None if entry.live or entry.path is None else (entry.path, graph_id)
+    return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g, kept)
 
 
-class States:
-    """Short keys for expansion states, so that a link or a later request names one."""
+def _first_kept(
+    request: Request, run_id: str, graph_id: int, expanded: list[str] | None
+) -> tuple[list[str], bool, bytes] | None:
+    """The first screen (``expanded`` None), or a state opening one of its big repeats, of a
+    graph whose trace is not read yet, from the view model kept beside the trace (None when
+    there is none, or it is stale): the first frame then costs a digest of the trace's JSON
+    and one small read. The trace and the model are read in the background meanwhile."""
+    entry = run_for(request, run_id)
+    if entry.live or entry.path is None or entry.loaded:
+        return None
+    if expanded is not None:  # NOTE: the first screen's request started the read-ahead
+        exp = sorted(set(expanded) | {"root"})
+        blob = persist.opened(entry.path, graph_id, tuple(exp))
+        return None if blob is None else (exp, False, blob)
+    doc = persist.first_screen(entry.path, graph_id)
+    if doc is not None:
+        app = request.app
+        threading.Thread(target=_warm, args=(app, run_id, graph_id), daemon=True).start()
+        exp, every = doc.pop("expanded"), bool(doc.pop("expand_all", False))
+        return exp, every, dumps(doc)
+    return None
 
-    def __init__(self, size: int = 4096) -> None:
-        self.items: OrderedDict[str, tuple] = OrderedDict()
-        self.size = size
-        self.lock = threading.Lock()
 
-    def put(self, run_id: str, graph_id: int, expanded: tuple[str, ...]) -> str:
-        text = "\x1f".join((run_id, str(graph_id), *expanded))
-        key = "k" + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
-        with self.lock:
-            self.items[key] = (run_id, graph_id, expanded)
-            self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return key
-
-    def get(self, key: str, run_id: str, graph_id: int) -> tuple[str, ...]:
-        with self.lock:
-            hit = self.items.get(key)
-        if hit is None or hit[:2] != (run_id, graph_id):
-            raise UnknownId(f"no view state {key!r} for graph {graph_id} of run {run_id!r}")
-        return hit[2]
+def _warm(app: Any, run_id: str, graph_id: int) -> None:
+    """Read the kept search fields, then a run's trace and the model of one graph (a
+    background thread)."""
+    try:
+        entry = app.state.store.get(run_id)
+        persist.kept(entry.path, graph_id)  # NOTE: first: a search may come before the trace
+        g = graph_of(entry.trace(), graph_id)
+        app.state.vm_models.get((run_id, graph_id, id(g)), g, (entry.path, graph_id))
+    except Exception as exc:  # NOTE: the request that needs it will say what is wrong
+        log.info("run %s, graph %d not read ahead: %s", run_id, graph_id, exc)
 
 
 def _states(request: Request) -> States:
@@ -163,8 +120,8 @@ def _states(request: Request) -> States:
 
 
 def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list[str]]:
-    if body.expand_all:
-        return tuple(vm.groups), []
+    if body.expand_all:  # NOTE: sorted as below: the same state, key and cache entry as by name
+        return tuple(sorted(vm.groups)), []
     asked = list(vm.default_expanded) if body.expanded is None else list(body.expanded)
     unknown = [g for g in asked if g not in vm.groups]
     chosen = {g for g in asked if g in vm.groups} | {"root"}
@@ -173,31 +130,56 @@ def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list
     return tuple(sorted(chosen)), unknown
 
 
-def _layout(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
-    key = ("layout", run_id, graph_id, id(g), exp)
+def _arranged(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
+    """The state ``exp`` routed and placed (cached per state): a region of it, or where an
+    item is, is then cheap; the whole layout is composed only when asked."""
+    preparing = vm.memo.get("preparing")
+    if preparing is not None:  # NOTE: the states arranged ahead are being made: wait for them
+        preparing.wait(PREPARE_WAIT)
+    ready = vm.memo.get("ready", {}).get(exp)  # NOTE: arranged ahead (layout.prepare)
+    if ready is not None:
+        return ready, True
+    key = ("arranged", run_id, graph_id, id(g), exp)
     cache = cache_of(request)
     hit = cache.get(key)
     if hit is not None:
         return hit[0], True  # type: ignore[index]
-    with _collector_quiet(len(vm.owner)):
-        lay = layout(vm, exp)
-    cache.put(key, (lay, g))
-    return lay, False
+    with collector_quiet(len(vm.owner)):
+        arr = Arranged(vm, exp)
+    cache.put(key, (arr, g))
+    return arr, False
 
 
 def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     t0 = time.perf_counter()
+    named = not body.expand_all and body.depth is None
+    if named and body.viewport is None and not body.min_size:
+        kept = _first_kept(request, run_id, graph_id, body.expanded)
+        if kept is not None:
+            exp, every, blob = kept
+            key = _states(request).put(run_id, graph_id, tuple(exp))
+            head = {"run": run_id, "graph": graph_id, "key": key, "expanded": exp,
+                    "expand_all": every, "unknown": [], "cached": True,
+                    "seconds": round(time.perf_counter() - t0, 4)}  # fmt: skip
+            return dumps(head)[:-2] + b"," + blob[1:]
     g, vm = view_model(request, run_id, graph_id)
     exp, unknown = _expanded(vm, body)
-    lay, cached = _layout(request, run_id, graph_id, g, vm, exp)
+    arr, cached = _arranged(request, run_id, graph_id, g, vm, exp)
     vp = body.viewport
-    doc = wire.layout_json(lay, None if vp is None else (vp.x, vp.y, vp.w, vp.h), body.min_size)
-    doc.update(
-        run=run_id, graph=graph_id, key=_states(request).put(run_id, graph_id, exp),
-        expanded=list(exp), unknown=unknown, cached=cached,
-        seconds=round(time.perf_counter() - t0, 4),
-    )  # fmt: skip
-    return dumps(doc)
+    entire = vp is None and not body.min_size
+    every = len(exp) == len(vm.groups)  # NOTE: a region of it need not list 17k group ids
+    head = {
+        "run": run_id, "graph": graph_id, "key": _states(request).put(run_id, graph_id, exp),
+        "expanded": list(exp) if entire or not every else None, "expand_all": every,
+        "unknown": unknown, "cached": cached,
+    }  # fmt: skip
+    if entire:
+        body_bytes = whole(arr, len(vm.owner))
+    else:  # NOTE: only what meets the viewport is composed (see viewmodel.region)
+        rect = None if vp is None else (vp.x, vp.y, vp.w, vp.h)
+        body_bytes = dumps(region_json(arr, rect, body.min_size))
+    head["seconds"] = round(time.perf_counter() - t0, 4)
+    return dumps(head)[:-2] + b"," + body_bytes[1:]  # NOTE: two JSON objects' fields joined
 
 
 @router.get("/tree", responses=NOT_FOUND)
@@ -250,6 +232,33 @@ async def get_layout(
     return _bytes(await run_in_threadpool(_answer, request, run_id, graph_id, body))
 
 
+@router.get("/locate", responses=NOT_FOUND)
+def get_locate(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    node: Annotated[int | None, Query(ge=0, le=10**9, description="a node id")] = None,
+    box: Annotated[str | None, Query(max_length=500, description="a box or frame id")] = None,
+    key: Annotated[
+        str | None, Query(max_length=40, description="a state; none: first screen")
+    ] = None,
+) -> Response:
+    """Where node ``node`` (or the item ``box``) is drawn in state ``key``: the id of the box
+    showing it (itself, or the outermost collapsed group holding it), the open frames around
+    it (outermost first), and its centre and size, without sending the layout."""
+    if (node is None) == (box is None):
+        raise HTTPException(422, "give one of node= or box=")
+    g, vm = view_model(request, run_id, graph_id)
+    exp = vm.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
+    exp, _ = _expanded(vm, LayoutRequest(expanded=list(exp)))
+    arr, _ = _arranged(request, run_id, graph_id, g, vm, exp)
+    try:
+        where = locate(arr, node=node, box=box)
+    except KeyError as exc:
+        raise UnknownId(f"graph {graph_id}: {exc.args[0]}") from None
+    return _json({"node": node, "key": _states(request).put(run_id, graph_id, exp), **where})
+
+
 def _shown(request, run_id, graph_id, key: str | None) -> tuple[TreeIndex, Any]:
     """The view model's tree index and which groups are open and shown in state ``key``."""
     _, vm = view_model(request, run_id, graph_id)
@@ -292,11 +301,26 @@ def get_search(
 ) -> Response:
     """Nodes matching ``q`` (server-side), and how many hits each visible box of state
     ``key`` (default: the first screen) holds."""
-    _, vm = view_model(request, run_id, graph_id)
-    hits = wire.search(vm, q)
-    ix, shown = _shown(request, run_id, graph_id, key)
-    boxes = Counter(ix.boxes(shown, np.asarray(hits, np.int64)))
+    kept = _kept(request, run_id, graph_id)
+    if kept is not None:  # NOTE: the trace is not read yet: the fields kept beside it
+        hits = kept.search(q)
+        exp = kept.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
+        boxes = Counter(kept.boxes(exp, hits))
+    else:
+        _, vm = view_model(request, run_id, graph_id)
+        hits = wire.search(vm, q)
+        ix, shown = _shown(request, run_id, graph_id, key)
+        boxes = Counter(ix.boxes(shown, np.asarray(hits, np.int64)))
     return _json({"q": q, "total": len(hits), "nodes": hits[:limit], "boxes": dict(boxes)})
+
+
+def _kept(request: Request, run_id: str, graph_id: int) -> persist.Kept | None:
+    """The tree and search fields kept beside a trace that is not read yet (None when read,
+    live, or nothing current is kept)."""
+    entry = run_for(request, run_id)
+    if entry.live or entry.path is None or entry.loaded:
+        return None
+    return persist.kept(entry.path, graph_id)
 
 
 Metric = Literal[tuple(vals.METRICS)]  # type: ignore[valid-type]
