@@ -193,15 +193,28 @@ export function intersects(b, v) {
   return !(b.x1 < v.x0 || b.x0 > v.x1 || b.y1 < v.y0 || b.y0 > v.y1);
 }
 
-// How wide a label centred on each box may be without reaching the next box in its row:
-// the box's width plus twice the smaller gap beside it (a few points kept clear).
+// How wide a label centred on each box may be without reaching the next box beside it (a box
+// whose height overlaps its own, wherever its centre is): the box's width plus twice the
+// smaller gap beside it (a few points kept clear). Boxes are bucketed in bands of height.
 export function rowRoom(nodes) {
-  const rows = [...nodes].sort((a, b) => Math.round(a.y) - Math.round(b.y) || a.x - b.x);
+  const BAND = 16, bands = new Map();
+  const span = (n) => [Math.floor((n.y - (n.h || 0) / 2) / BAND), Math.floor((n.y + (n.h || 0) / 2) / BAND)];
+  for (const n of nodes) {
+    const [a, b] = span(n);
+    for (let k = a; k <= b; k++) push(bands, k, n);
+  }
   const room = new Map();
-  rows.forEach((n, i) => {
-    const gap = (m) => (m && Math.round(m.y) === Math.round(n.y) ? Math.abs(m.x - n.x) - (m.w + n.w) / 2 : Infinity);
-    room.set(n, n.w + 2 * Math.max(0, Math.min(gap(rows[i - 1]), gap(rows[i + 1])) - 4));
-  });
+  for (const n of nodes) {
+    let gap = Infinity;
+    const [a, b] = span(n);
+    for (let k = a; k <= b; k++) {
+      for (const m of bands.get(k)) {
+        if (m === n || Math.abs(m.y - n.y) > ((m.h || 0) + (n.h || 0)) / 2) continue;
+        gap = Math.min(gap, Math.abs(m.x - n.x) - (m.w + n.w) / 2);
+      }
+    }
+    room.set(n, n.w + 2 * Math.max(0, gap - 4));
+  }
   return room;
 }
 
