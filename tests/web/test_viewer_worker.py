@@ -111,29 +111,81 @@ def test_columns_hand_over_rows_unchanged(viewer):
     assert same
 
 
-def test_expand_all_on_a_big_graph_comes_coarse_then_whole(viewer):
-    v = viewer.open("run=model&graph=0")
-    # the model graph counts as big here; every frame smaller than 10^5 points comes as a block
+def _expand_all_as_blocks(v, hold_regions: bool = False):
+    """Expand all with every frame under 10^5 points as a block (the model graph counts as big
+    here); regions held back until the base is checked (or until ``release()`` is called)."""
     v.page.evaluate(
         "() => Object.assign(window.tpxViewer.state, {coarseFrom: 0, coarseMinSize: 1e5})"
     )
-    held = []
-    v.page.context.route(re.compile(r"/layout\?key="), lambda r: held.append(r))
+    held, released = [], []
+
+    def hold(route):
+        region = route.request.method == "POST" and "viewport" in (route.request.post_data or "")
+        if region and not released:
+            held.append(route)
+        else:
+            route.continue_()
+
+    v.page.context.route(re.compile(r"/layout$"), hold)
     v.page.click("#expand-all")
     v.page.wait_for_selector("body[data-ready$='/*']")
     coarse = v.state("s.view.nodes.filter(n => n.block).length")
     assert coarse > 0 and v.state("s.view.coarse") == coarse
     assert "as blocks" in v.status()
-    v.page.wait_for_function("() => true")
-    assert held, "the whole layout was not asked for by its key"
-    for route in held:
-        route.continue_()
-    v.page.context.unroute(re.compile(r"/layout\?key="))
+    # no block carries a node: no check mark or verdict can land on one
+    assert v.state("s.view.nodes.filter(n => n.block && n.node !== undefined).length") == 0
+
+    def release():
+        released.append(True)
+        for route in held:
+            route.continue_()
+
+    if not hold_regions:
+        release()
+    return coarse, release
+
+
+def test_expand_all_on_a_big_graph_draws_blocks_then_the_region_in_view(viewer):
+    v = viewer.open("run=model&graph=0")
+    asked: list[dict] = []
+    v.page.on(
+        "request",
+        lambda r: (
+            r.url.endswith("/layout") and r.method == "POST" and asked.append(r.post_data_json)
+        ),
+    )
+    coarse, _ = _expand_all_as_blocks(v)
+    # zoomed in, the region about the view is asked (the same state with a viewport and a finer
+    # min_size) and drawn over the base
+    v.page.evaluate("() => window.tpxViewer.measure.zoomTo(1)")
     v.page.wait_for_selector("body[data-detail]")
-    assert not v.state("s.view.coarse") and v.state("s.view.nodes.some(n => n.block)") is False
-    assert v.state("s.view.nodes.length") > coarse and v.state("s.expandAll")
-    ops = v.state("s.view.nodes.filter(n => n.kind === 'op').length")
-    assert ops > 0  # the blocks' contents, drawn
+    regions = [b for b in asked if b.get("viewport")]
+    assert regions and all(b["expand_all"] and b["min_size"] < 1e5 for b in regions)
+    assert v.state("s.view.nodes.filter(n => n.kind === 'op').length") > 0
+    assert v.state("s.view.coarse") < coarse and v.state("s.expandAll")
+    # the whole layout is never asked: every Expand all request has a min_size
+    assert all(b.get("min_size") for b in asked if b.get("expand_all"))
+
+
+def test_a_search_hit_inside_a_block_is_jumped_to(viewer):
+    v = viewer.open("run=model&graph=0")
+    _, release = _expand_all_as_blocks(v, hold_regions=True)
+    v.page.fill("#search", "tanh")
+    v.page.wait_for_function(
+        "() => /^\\d+ hits$/.test(document.getElementById('hits').textContent)"
+    )
+    first = v.state("s.hits[0]")
+    assert v.state(f"s.boxByNode.has({first})") is False  # inside a block: not loaded here
+    v.page.press("#search", "Enter")
+    release()
+    v.wait(f"s.selected === {first} && window.tpxViewer.main.selected === 'n{first}'")
+    assert v.state(f"s.boxByNode.has({first})")  # the region holding it came
+    centre = v.page.evaluate(
+        f"""() => {{ const m = window.tpxViewer.main, b = m.byId.get('n{first}');
+        const [x, y] = m.toWorld(m.viewWidth / 2, m.viewHeight / 2);
+        return Math.hypot(b.x - x, b.y - y) * m.cam.k; }}"""
+    )
+    assert centre < 5  # and the camera is on it (screen px)
 
 
 def test_a_label_may_use_the_free_space_beside_its_box_in_its_row(viewer):

@@ -67,6 +67,7 @@ export const http = {
   // The view model (issue 14): the group tree once, layouts of a state, records on demand,
   // search and colour statistics computed by the server, value figures.
   tree: (run, graph) => optional(get(`${graphPath(run, graph)}/tree`)),
+  treeUrl: (run, graph) => new URL(`${graphPath(run, graph)}/tree`, location.href).href,
   layout: (run, graph, body) => optional(post(`${graphPath(run, graph)}/layout`, body)),
   layoutUrl: (run, graph) => new URL(`${graphPath(run, graph)}/layout`, location.href).href,
   layoutByKey: (run, graph, key) => optional(get(`${graphPath(run, graph)}/layout?key=${enc(key)}`)),
@@ -95,6 +96,7 @@ export function embedded(data) {
     exportUrl: () => null,
     feed: async () => ({ new: [], status: "ok" }),
     tree: async () => null,
+    treeUrl: () => null,
     layout: async () => null,
     layoutUrl: () => null,
     layoutByKey: async () => null,

@@ -2,8 +2,8 @@
 // search and its hits, and stepping through the backward order.
 
 import { $, api, main, state } from "./app.js";
-import { boxOf } from "./boxes.js";
-import { ensureRecords, ensureTree, refreshView } from "./load.js";
+import { blockOf, boxOf } from "./boxes.js";
+import { ensureRecords, ensureTree, refreshView, settleRegion } from "./load.js";
 import { containersOf, groupsBelow, knownNode } from "./vm.js";
 import { renderBox, renderMessage, renderNode } from "./panel.js";
 import { updateURL } from "./url.js";
@@ -12,8 +12,25 @@ export async function reveal(nodeId) {
   await ensureTree();
   const box = boxOf(nodeId);
   if (box && box.group === null) return box;
+  if (state.region) return revealInRegion(nodeId);
   for (const g of containersOf(nodeId)) if (state.vm || state.scopes.includes(g)) state.expanded.add(g);
   await refreshView();
+  return boxOf(nodeId);
+}
+
+// Expand all of a big graph: a node inside a block (its frame not loaded here) is found by
+// going to the block, zoomed so that it fills the view, and loading the region there; a block
+// inside it may come next (a few rounds).
+async function revealInRegion(nodeId) {
+  for (let round = 0; round < 6; round++) {
+    const box = boxOf(nodeId);
+    if (box && box.group === null) return box;
+    const block = blockOf(nodeId);
+    if (!block) return null;
+    const k = Math.min(0.8, 0.9 * Math.min(main.viewWidth / block.w, main.viewHeight / block.h));
+    main.centerOn(block.id, k);
+    await settleRegion();
+  }
   return boxOf(nodeId);
 }
 
@@ -75,7 +92,7 @@ export function clickBox(box) {
 // -- search ---------------------------------------------------------------------------------------
 // The boxes showing the hits (after a re-layout too: box ids are stable, boxes may be new).
 export function markHits() {
-  main.hits = new Set(state.hits.map((id) => boxOf(id)?.id).filter(Boolean));
+  main.hits = new Set(state.hits.map((id) => (boxOf(id) || blockOf(id))?.id).filter(Boolean));
   main.draw();
 }
 
