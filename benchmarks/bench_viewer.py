@@ -185,6 +185,7 @@ def measure(browser, url: str, run: str, full: bool) -> dict:
             r["expand_all"]["longest_task"] = page.evaluate(
                 "() => Math.max(0, ...window.__longTasks)"
             )
+            page.evaluate("() => window.tpxViewer.measure.fitView()")
             r["pan_fit"] = page.evaluate("() => window.tpxViewer.measure.panFrames(60, 40)")
             r["pan_1"] = page.evaluate("() => window.tpxViewer.measure.panFrames(60, 40, 1)")
             page.evaluate("() => { window.__longTasks = []; }")
@@ -293,6 +294,12 @@ def report(run: str, nodes: int, r: dict) -> None:
             f"  expand all        first frame {a['ms'] / 1000:6.2f} s ({a['boxes']} boxes, "
             f"{a['coarse']} small frames as blocks; {split(a)})"
         )
+        if "fit" in a:
+            f = a["fit"]
+            print(
+                f"                    the Fit view's region drawn at {f['ms'] / 1000:6.2f} s "
+                f"({f['boxes']} boxes, {f['coarse']} frames as blocks; {split(f)})"
+            )
         if "region" in a:
             g = a["region"]
             print(
@@ -349,6 +356,8 @@ def must_show(run: str, nodes: int, r: dict, export: float | None) -> list[tuple
     if "expand_all" in r:
         a = r["expand_all"]
         rows.append(("Expand all, first frame (no goal)", a["ms"] / 1000, "s", None))
+        if "fit" in a:
+            rows.append(("Expand all, Fit view's region drawn", a["fit"]["ms"] / 1000, "s", None))
         if "region" in a:
             rows.append(("Expand all, then zoom 1: region", a["region"]["ms"] / 1000, "s", None))
         else:

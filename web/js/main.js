@@ -10,7 +10,7 @@ import { openCompare } from "./compare.js";
 import { bindControls, setTheme } from "./controls.js";
 import { fillCompare, fillGraphs, follow, loadRuns, refreshView, selectGraph, selectRun, watchRegion } from "./load.js";
 import { select, toggle, activate, clickBox } from "./picking.js";
-import { expandAll, expandOne, panFrames, zoomTo } from "./measure.js";
+import { expandAll, expandOne, fitView, panFrames, zoomTo } from "./measure.js";
 import { requests, startWorker } from "./layouts.js";
 import { initPlan } from "./plan.js";
 import { step } from "./playback.js";
@@ -104,7 +104,7 @@ window.addEventListener("hashchange", async () => {
   }
 });
 
-window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf, measure: { expandOne, expandAll, panFrames, zoomTo, workerRequests: () => requests } };
+window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf, measure: { expandOne, expandAll, panFrames, zoomTo, fitView, workerRequests: () => requests } };
 initPlan(); // the tpx.compile plan beside the graph (web/js/plan.js)
 startWorker(); // layouts decoded off this thread once it is up
 
