@@ -4,7 +4,7 @@
 
 import { kindColor, themeColors } from "./colors.js";
 import { fitLabel } from "./labels.js";
-import { medianHeight, rowRoom, SpatialIndex } from "./spatial.js";
+import { labelRoom, medianHeight, SpatialIndex } from "./spatial.js";
 
 const TINY = 4; // screen px: boxes lower than this are drawn as aggregates
 const MANY = 5000; // more boxes than this in view: no labels, fills batched per colour
@@ -46,7 +46,7 @@ export class GraphView {
     this.byId = graph.byId || new Map(graph.nodes.map((n) => [n.id, n]));
     this.index = new SpatialIndex(graph.nodes, graph.edges, graph.points, packed);
     this.boxHeight = graph.boxHeight ?? medianHeight(graph.nodes);
-    this.room = graph.nodes.length <= MANY ? rowRoom(graph.nodes) : null;
+    this.room = new Map(); // box -> the width its label may take (labelRoom), when first asked
     this.draw();
   }
 
@@ -69,10 +69,16 @@ export class GraphView {
     return this.canvas.height / this.dpr;
   }
 
+  // The zoom at which the whole graph fits the view (zooming out stops there, or at 0.01).
+  fitZoom() {
+    const { width, height } = this.graph;
+    return Math.min(this.viewWidth / (width + 40), this.viewHeight / (height + 40), 2);
+  }
+
   fit() {
     const { width, height } = this.graph;
     if (!width || !height) return;
-    const k = Math.min(this.viewWidth / (width + 40), this.viewHeight / (height + 40), 2);
+    const k = this.fitZoom();
     this.cam = { k, x: width / 2 - this.viewWidth / (2 * k), y: height / 2 - this.viewHeight / (2 * k) };
     this.draw();
   }
@@ -80,7 +86,7 @@ export class GraphView {
   zoomBy(factor, sx = this.viewWidth / 2, sy = this.viewHeight / 2) {
     const { x, y, k } = this.cam;
     const wx = x + sx / k, wy = y + sy / k;
-    const nk = Math.min(8, Math.max(0.01, k * factor));
+    const nk = Math.min(8, Math.max(Math.min(0.01, this.fitZoom()), k * factor));
     this.cam = { k: nk, x: wx - sx / nk, y: wy - sy / nk };
     this.draw();
   }
@@ -275,7 +281,7 @@ export class GraphView {
   // may run a little past its box, into the free space beside it in its row.
   _label(n, size) {
     const { ctx, cam } = this;
-    const room = size > 12 ? Math.min(n.w * OVERRUN, this.room?.get(n) ?? n.w) : n.w - 2;
+    const room = size > 12 ? Math.min(n.w * OVERRUN, this._roomOf(n)) : n.w - 2;
     const two = Math.min(size, 0.42 * n.h); // the size of each of two lines
     const twoLines = two * cam.k >= LEGIBLE - 1.5 && !(cam.k > 0.6 && n.sublabel && size <= 12);
     ctx.font = `bold ${size.toFixed(1)}px sans-serif`;
@@ -316,6 +322,17 @@ export class GraphView {
       const mark = this.marked.get(n.id);
       if (mark) this._ring(n, colors[mark], mark === "skipped");
     }
+  }
+
+  // The room of a box's label beside it (labelRoom over the boxes near its row), once per box.
+  _roomOf(n) {
+    let room = this.room.get(n);
+    if (room === undefined) {
+      const reach = n.w * OVERRUN;
+      const near = this.index.boxesIn({ x0: n.x - reach, x1: n.x + reach, y0: n.y - n.h / 2, y1: n.y + n.h / 2 });
+      this.room.set(n, (room = labelRoom(n, near)));
+    }
+    return room;
   }
 
   // The scope path the enclosing frame names on screen ("s:model.ln_f" -> "model.ln_f"), ""

@@ -62,7 +62,7 @@ export async function fitView() {
 
 // Zoom to ``k`` about the middle of the view; resolves once what that view needs is drawn.
 export async function zoomTo(k) {
-  main.zoomBy(k / main.cam.k);
+  if (k !== main.cam.k) main.zoomBy(k / main.cam.k);
   await nextFrame();
   await settleRegion();
   main.draw();

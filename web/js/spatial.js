@@ -5,7 +5,7 @@
 // function the layout worker runs, so the page only wraps what the worker sends.
 
 export const CELL = 256; // world units per cell of level 0
-const LONG = 64; // an edge whose bounding box covers more cells than this is kept in a list
+const LONG = 64; // an edge or box whose bounding box covers more cells than this: kept in a list
 
 export class SpatialIndex {
   constructor(nodes, edges, points, packed = null) {
@@ -16,6 +16,7 @@ export class SpatialIndex {
     this.edgeCells = new Grid(p.edges);
     this.edgeBox = p.edgeBox; // x0, y0, x1, y1 per edge
     this.longEdges = Array.from(p.long);
+    this.bigBoxes = Array.from(p.big || []); // boxes over too many cells (a block of a big frame)
     this.levels = p.levels; // packed: objects made only for the aggregates drawn
     this.kinds = p.kinds;
     this.seenBox = new Uint32Array(nodes.length);
@@ -25,7 +26,7 @@ export class SpatialIndex {
 
   // The boxes whose cell holds the world point (candidates for a hit test).
   boxesAt(wx, wy) {
-    return Array.from(this.cells.items(cellKey(wx, wy)), (i) => this.nodes[i]);
+    return Array.from(this.cells.items(cellKey(wx, wy)), (i) => this.nodes[i]).concat(this.bigBoxes.map((i) => this.nodes[i]));
   }
 
   // Every box meeting the rectangle, once each.
@@ -34,7 +35,9 @@ export class SpatialIndex {
       const n = this.nodes[i];
       return n.x + n.w / 2 >= view.x0 && n.x - n.w / 2 <= view.x1 && n.y + n.h / 2 >= view.y0 && n.y - n.h / 2 <= view.y1;
     };
-    return this._collect(this.cells, this.seenBox, view, keep).map((i) => this.nodes[i]);
+    const near = this._collect(this.cells, this.seenBox, view, keep);
+    for (const i of this.bigBoxes) if (keep(i)) near.push(i);
+    return near.map((i) => this.nodes[i]);
   }
 
   edgesIn(view) {
@@ -117,11 +120,12 @@ function cellKey(wx, wy) {
 // cell, each edge's bounding box, edges too long to bucket, and the aggregate pyramid (an
 // aggregate's ``rep`` is the index of one of its boxes).
 export function pack(nodes, edges, points) {
-  const boxCells = new Map();
+  const boxCells = new Map(), big = [];
   nodes.forEach((n, i) => {
     const x0 = Math.floor((n.x - n.w / 2) / CELL), x1 = Math.floor((n.x + n.w / 2) / CELL);
     const y0 = Math.floor((n.y - n.h / 2) / CELL), y1 = Math.floor((n.y + n.h / 2) / CELL);
-    for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(boxCells, key(gx, gy), i);
+    if ((x1 - x0 + 1) * (y1 - y0 + 1) > LONG) big.push(i);
+    else for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(boxCells, key(gx, gy), i);
   });
   const edgeCells = new Map(), edgeBox = new Float64Array(4 * edges.length), long = [];
   edges.forEach((e, i) => {
@@ -138,7 +142,7 @@ export function pack(nodes, edges, points) {
   });
   const kinds = [];
   const levels = buildLevels(nodes).map((level) => packLevel(level, kinds));
-  return { boxes: packCells(boxCells), edges: packCells(edgeCells), edgeBox, long: Int32Array.from(long), levels, kinds };
+  return { boxes: packCells(boxCells), edges: packCells(edgeCells), edgeBox, long: Int32Array.from(long), big: Int32Array.from(big), levels, kinds };
 }
 
 // A level of aggregates as typed arrays: x0, y0, x1, y1, count per aggregate; its
@@ -170,7 +174,7 @@ function packCells(cells) {
 // The typed arrays of a pack, for postMessage's transfer list (moved, not copied).
 export function transferables(p) {
   const levels = p.levels.flatMap((l) => [l.box.buffer, l.rep.buffer, l.kind.buffer]);
-  return [p.boxes.keys.buffer, p.boxes.start.buffer, p.boxes.items.buffer, p.edges.keys.buffer, p.edges.start.buffer, p.edges.items.buffer, p.edgeBox.buffer, p.long.buffer, ...levels];
+  return [p.boxes.keys.buffer, p.boxes.start.buffer, p.boxes.items.buffer, p.edges.keys.buffer, p.edges.start.buffer, p.edges.items.buffer, p.edgeBox.buffer, p.long.buffer, p.big.buffer, ...levels];
 }
 
 // Level 0: one aggregate per occupied cell (by box centre); each next level merges 4x4 cells.
@@ -229,29 +233,16 @@ export function intersects(b, v) {
   return !(b.x1 < v.x0 || b.x0 > v.x1 || b.y1 < v.y0 || b.y0 > v.y1);
 }
 
-// How wide a label centred on each box may be without reaching the next box beside it (a box
-// whose height overlaps its own, wherever its centre is): the box's width plus twice the
-// smaller gap beside it (a few points kept clear). Boxes are bucketed in bands of height.
-export function rowRoom(nodes) {
-  const BAND = 16, bands = new Map();
-  const span = (n) => [Math.floor((n.y - (n.h || 0) / 2) / BAND), Math.floor((n.y + (n.h || 0) / 2) / BAND)];
-  for (const n of nodes) {
-    const [a, b] = span(n);
-    for (let k = a; k <= b; k++) push(bands, k, n);
+// How wide a label centred on box ``n`` may be without reaching the next box beside it (one of
+// ``near`` whose height overlaps its own, wherever its centre is): the box's width plus twice
+// the smaller gap beside it (a few points kept clear).
+export function labelRoom(n, near) {
+  let gap = Infinity;
+  for (const m of near) {
+    if (m === n || Math.abs(m.y - n.y) > ((m.h || 0) + (n.h || 0)) / 2) continue;
+    gap = Math.min(gap, Math.abs(m.x - n.x) - (m.w + n.w) / 2);
   }
-  const room = new Map();
-  for (const n of nodes) {
-    let gap = Infinity;
-    const [a, b] = span(n);
-    for (let k = a; k <= b; k++) {
-      for (const m of bands.get(k)) {
-        if (m === n || Math.abs(m.y - n.y) > ((m.h || 0) + (n.h || 0)) / 2) continue;
-        gap = Math.min(gap, Math.abs(m.x - n.x) - (m.w + n.w) / 2);
-      }
-    }
-    room.set(n, n.w + 2 * Math.max(0, gap - 4));
-  }
-  return room;
+  return n.w + 2 * Math.max(0, gap - 4);
 }
 
 export function medianHeight(nodes) {
