@@ -60,6 +60,11 @@ class RunEntry:
         """True while the run is fed by a capture in this process."""
         return self.capture is not None
 
+    @property
+    def loaded(self) -> bool:
+        """True once the trace was read (it may have changed on disk since)."""
+        return self.capture is not None or self._cache[1] is not None
+
     def trace(self) -> Trace:
         """The run's trace now; raises :class:`TraceFormatError` when the file is unreadable."""
         if self.capture is not None:

@@ -40,7 +40,9 @@ from tpx_inspect.viewmodel._index import index_of
 from tpx_inspect.viewmodel.layered import layered
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
-__all__ = ["Box", "Edge", "Frame", "Layout", "box_size", "layout", "prepare", "visible_boxes"]
+__all__ = [
+    "Arranged", "Box", "Edge", "Frame", "Layout", "box_size", "layout", "prepare", "visible_boxes",
+]  # fmt: skip
 
 CHAR_W = 7.0  # points per label character (monospace 11px)
 LINE_H = 16.0
@@ -263,13 +265,38 @@ def _line(a: tuple, b: tuple) -> tuple[tuple[float, float], ...]:
     return ((ax, ay - ah / 2), (bx, by + bh / 2))
 
 
+class Arranged:
+    """An expansion state routed and placed (every open frame's items with their centres
+    relative to the frame, and its size) but not composed: a region of it, or where one item
+    is, costs what it touches (:mod:`~tpx_inspect.viewmodel.region`); :meth:`layout` composes
+    the whole :class:`Layout` once, when asked."""
+
+    def __init__(self, vm: ViewModel, expanded: Iterable[str]) -> None:
+        with paused_gc():  # NOTE: tens of thousands of small records, no cycles
+            self.composer = c = _Composer(vm, expanded)
+            c.route()
+            self.placed = c.place()
+        self.width, self.height = self.placed[ROOT][3], self.placed[ROOT][4]
+        self.total_boxes = sum(
+            1 for items, *_ in self.placed.values() for x in items if x not in self.placed
+        )
+        self.index: dict[str, dict[str, int]] = {}  # per frame: item -> position (on demand)
+        self._layout: Layout | None = None
+        self._lock = threading.Lock()
+
+    def layout(self) -> Layout:
+        """The whole composed layout (made once)."""
+        with self._lock:
+            if self._layout is None:
+                with paused_gc():
+                    self._layout = self.composer.compose(self.placed)
+            return self._layout
+
+
 def layout(vm: ViewModel, expanded: Iterable[str]) -> Layout:
     """The composed :class:`Layout` of ``vm`` with the groups ``expanded`` open (the root
     always is); an id of a group hidden inside a collapsed one is ignored."""
-    with paused_gc():  # NOTE: tens of thousands of small records, no cycles
-        c = _Composer(vm, expanded)
-        c.route()
-        return c.compose(c.place())
+    return Arranged(vm, expanded).layout()
 
 
 WARM_COPIES = 64

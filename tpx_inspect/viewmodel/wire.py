@@ -27,7 +27,7 @@ from tpx_inspect._util import paused_gc
 from tpx_inspect.viewmodel.layout import Layout
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
-__all__ = ["box_values", "layout_json", "records", "search", "tree_json"]
+__all__ = ["box_values", "document", "layout_json", "records", "search", "tree_json"]
 
 RECORD_FIELDS = ("kind", "op", "label", "title", "scope", "source", "shape", "dtype", "group")
 
@@ -127,8 +127,13 @@ def layout_json(
         gone = np.concatenate([inside, hidden[::-1]])  # NOTE: index -1 - k is frame k
         keep = ~gone[a.esrc] & ~gone[a.edst] & _meets(a.erect, viewport)
         edges = [lay.edges[k] for k in np.flatnonzero(keep).tolist()]
+    return document(lay.width, lay.height, len(lay.boxes), boxes, frames, edges, aggregates)
+
+
+def document(width, height, total, boxes, frames, edges, aggregates) -> dict[str, Any]:
+    """The JSON of a layout (or of a part of one): boxes, frames, edges, aggregates."""
     return {
-        "width": lay.width, "height": lay.height, "total_boxes": len(lay.boxes),
+        "width": width, "height": height, "total_boxes": total,
         "boxes": [_box(b) for b in boxes],
         "frames": [{"id": f.id, "kind": f.kind, "label": f.label, "parent": f.parent,
                     "depth": f.depth, "size": f.size, "x": f.x, "y": f.y, "w": f.w, "h": f.h}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -27,14 +28,16 @@ from pydantic import BaseModel, Field
 from tpx_inspect._json import dumps
 from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
-from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for
-from tpx_inspect.server.store import UnknownId, may_freeze
-from tpx_inspect.viewmodel import ViewModel, build, layout, wire
+from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for, run_for
+from tpx_inspect.server.store import UnknownId, graph_of, may_freeze
+from tpx_inspect.viewmodel import ViewModel, build, persist, wire
 from tpx_inspect.viewmodel import values as vals
 from tpx_inspect.viewmodel._index import TreeIndex, index_of
-from tpx_inspect.viewmodel.layout import prepare
+from tpx_inspect.viewmodel.layout import Arranged, prepare
+from tpx_inspect.viewmodel.region import locate, region_json
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["view model"])
+log = logging.getLogger("tpx_inspect.server")
 NOT_FOUND = {404: {"model": m.ErrorBody}}
 
 
@@ -78,7 +81,9 @@ class Models:
         self.size = size
         self.lock = threading.Lock()
 
-    def get(self, key: tuple, g: Graph) -> ViewModel:
+    def get(self, key: tuple, g: Graph, kept: tuple[Any, int] | None = None) -> ViewModel:
+        """The model of graph ``g``; ``kept`` = (trace path, graph index) of a graph read
+        from disk, whose model may be kept beside the trace (see ``viewmodel.persist``)."""
         with self.lock:
             hit = self.items.get(key)
             if hit is not None:
@@ -89,7 +94,7 @@ class Models:
             with self.lock:
                 hit = self.items.get(key)
             if hit is None:
-                hit = (_build(g), g)  # NOTE: the entry holds g, so id(g) in the key stays its
+                hit = (_build(g, kept), g)  # NOTE: the entry holds g, so id(g) in the key stays its
                 with self.lock:
                     self.items[key] = hit
                     self.building.pop(key, None)
@@ -98,15 +103,23 @@ class Models:
         return hit[0]
 
 
-def _build(g: Graph) -> ViewModel:
-    """Build a view model, its tree index and the layouts of its big repeats (see
+def _build(g: Graph, kept: tuple[Any, int] | None = None) -> ViewModel:
+    """Build a view model (or read the one kept beside the trace, when it is current), its
+    tree index and the layouts of its big repeats (see
     :func:`~tpx_inspect.viewmodel.layout.prepare`), then move them (and the trace) out of the
     cyclic collector's reach: they hold no cycles, and a full collection over a
-    100,000-node model's objects costs most of a second each time one runs."""
+    100,000-node model's objects costs most of a second each time one runs. A model built
+    for a big graph read from disk is kept beside its trace for the next server."""
+    keep = kept is not None and len(g.nodes) >= persist.MIN_NODES
     with _collector_quiet(len(g.nodes)):
-        vm = build(g)
+        vm = persist.read(kept[0], kept[1], g) if keep else None  # type: ignore[index]
+        fresh = vm is None
+        if fresh:
+            vm = build(g)
         index_of(vm)
         prepare(vm)
+    if keep and fresh:
+        persist.write(kept[0], {kept[1]: vm})  # type: ignore[index]
     return vm
 
 
@@ -128,8 +141,34 @@ def _collector_quiet(nodes: int) -> Iterator[None]:
 
 def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, ViewModel]:
     """The graph and its view model (built once per loaded graph, kept)."""
-    _, _, g = graph_for(request, run_id, graph_id)
-    return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g)
+    entry, _, g = graph_for(request, run_id, graph_id)
+    kept = None if entry.live or entry.path is None else (entry.path, graph_id)
+    return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g, kept)
+
+
+def _first_kept(request: Request, run_id: str, graph_id: int) -> dict[str, Any] | None:
+    """The first screen of a graph whose trace is not read yet, from the view model kept
+    beside the trace (None when there is none, or it is stale): the first frame then costs
+    a digest of the trace's JSON and one small read. The trace and the model are read in
+    the background meanwhile, for the requests that follow."""
+    entry = run_for(request, run_id)
+    if entry.live or entry.path is None or entry.loaded:
+        return None
+    doc = persist.first_screen(entry.path, graph_id)
+    if doc is not None:
+        app = request.app
+        threading.Thread(target=_warm, args=(app, run_id, graph_id), daemon=True).start()
+    return doc
+
+
+def _warm(app: Any, run_id: str, graph_id: int) -> None:
+    """Read a run's trace and the model of one graph (a background thread)."""
+    try:
+        entry = app.state.store.get(run_id)
+        g = graph_of(entry.trace(), graph_id)
+        app.state.vm_models.get((run_id, graph_id, id(g)), g, (entry.path, graph_id))
+    except Exception as exc:  # NOTE: the request that needs it will say what is wrong
+        log.info("run %s, graph %d not read ahead: %s", run_id, graph_id, exc)
 
 
 class States:
@@ -163,8 +202,8 @@ def _states(request: Request) -> States:
 
 
 def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list[str]]:
-    if body.expand_all:
-        return tuple(vm.groups), []
+    if body.expand_all:  # NOTE: sorted as below: the same state, key and cache entry as by name
+        return tuple(sorted(vm.groups)), []
     asked = list(vm.default_expanded) if body.expanded is None else list(body.expanded)
     unknown = [g for g in asked if g not in vm.groups]
     chosen = {g for g in asked if g in vm.groups} | {"root"}
@@ -173,29 +212,45 @@ def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list
     return tuple(sorted(chosen)), unknown
 
 
-def _layout(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
-    key = ("layout", run_id, graph_id, id(g), exp)
+def _arranged(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
+    """The state ``exp`` routed and placed (cached per state): a region of it, or where an
+    item is, is then cheap; the whole layout is composed only when asked."""
+    key = ("arranged", run_id, graph_id, id(g), exp)
     cache = cache_of(request)
     hit = cache.get(key)
     if hit is not None:
         return hit[0], True  # type: ignore[index]
     with _collector_quiet(len(vm.owner)):
-        lay = layout(vm, exp)
-    cache.put(key, (lay, g))
-    return lay, False
+        arr = Arranged(vm, exp)
+    cache.put(key, (arr, g))
+    return arr, False
 
 
 def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     t0 = time.perf_counter()
+    first = body.expanded is None and not body.expand_all and body.depth is None
+    if first and body.viewport is None and not body.min_size:
+        doc = _first_kept(request, run_id, graph_id)
+        if doc is not None:
+            key = _states(request).put(run_id, graph_id, tuple(doc["expanded"]))
+            doc.update(run=run_id, graph=graph_id, key=key, unknown=[], cached=True,
+                       seconds=round(time.perf_counter() - t0, 4))  # fmt: skip
+            return dumps(doc)
     g, vm = view_model(request, run_id, graph_id)
     exp, unknown = _expanded(vm, body)
-    lay, cached = _layout(request, run_id, graph_id, g, vm, exp)
+    arr, cached = _arranged(request, run_id, graph_id, g, vm, exp)
     vp = body.viewport
-    doc = wire.layout_json(lay, None if vp is None else (vp.x, vp.y, vp.w, vp.h), body.min_size)
+    whole = vp is None and not body.min_size
+    if whole:
+        with _collector_quiet(len(vm.owner)):
+            doc = wire.layout_json(arr.layout())
+    else:  # NOTE: only what meets the viewport is composed (see viewmodel.region)
+        doc = region_json(arr, None if vp is None else (vp.x, vp.y, vp.w, vp.h), body.min_size)
+    every = len(exp) == len(vm.groups)  # NOTE: a region of it need not list 17k group ids
     doc.update(
         run=run_id, graph=graph_id, key=_states(request).put(run_id, graph_id, exp),
-        expanded=list(exp), unknown=unknown, cached=cached,
-        seconds=round(time.perf_counter() - t0, 4),
+        expanded=list(exp) if whole or not every else None, expand_all=every, unknown=unknown,
+        cached=cached, seconds=round(time.perf_counter() - t0, 4),
     )  # fmt: skip
     return dumps(doc)
 
@@ -248,6 +303,33 @@ async def get_layout(
         vp = Viewport(x=x, y=y, w=w, h=h)
     body = LayoutRequest(expanded=exp, viewport=vp, min_size=min_size)
     return _bytes(await run_in_threadpool(_answer, request, run_id, graph_id, body))
+
+
+@router.get("/locate", responses=NOT_FOUND)
+def get_locate(
+    request: Request,
+    run_id: RunId,
+    graph_id: GraphId,
+    node: Annotated[int | None, Query(ge=0, le=10**9, description="a node id")] = None,
+    box: Annotated[str | None, Query(max_length=500, description="a box or frame id")] = None,
+    key: Annotated[
+        str | None, Query(max_length=40, description="a state; none: first screen")
+    ] = None,
+) -> Response:
+    """Where node ``node`` (or the item ``box``) is drawn in state ``key``: the id of the box
+    showing it (itself, or the outermost collapsed group holding it), the open frames around
+    it (outermost first), and its centre and size, without sending the layout."""
+    if (node is None) == (box is None):
+        raise HTTPException(422, "give one of node= or box=")
+    g, vm = view_model(request, run_id, graph_id)
+    exp = vm.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
+    exp, _ = _expanded(vm, LayoutRequest(expanded=list(exp)))
+    arr, _ = _arranged(request, run_id, graph_id, g, vm, exp)
+    try:
+        where = locate(arr, node=node, box=box)
+    except KeyError as exc:
+        raise UnknownId(f"graph {graph_id}: {exc.args[0]}") from None
+    return _json({"node": node, "key": _states(request).put(run_id, graph_id, exp), **where})
 
 
 def _shown(request, run_id, graph_id, key: str | None) -> tuple[TreeIndex, Any]:

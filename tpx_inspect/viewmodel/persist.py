@@ -1,0 +1,276 @@
+"""The view model kept beside its trace: ``trace.view.npz`` next to ``trace.json``.
+
+Building the view model of a 100,000-node graph costs more than a second, and a fresh server
+would pay it (after reading the whole trace) before its first frame. The sidecar keeps, per
+graph, the group tree and the first screen's layout, so that the first frame needs the
+sidecar alone and a later model needs only the trace's node columns.
+
+The sidecar is trusted only when it names the trace's content (a digest of ``trace.json``,
+which itself holds the sha256 of the arrays' ``.npz``) and this code's view-model version
+(:data:`VERSION` and a digest of the modules that shape the view), so a changed trace or a
+changed grouping rule rebuilds it and a stale grouping is never shown. Every entry is JSON in
+an ``.npz`` (read without pickle; the zip's CRC catches a damaged file); whatever does not
+read back, check out or match is ignored with a log line and rebuilt, never trusted.
+
+>>> import os, tempfile, tpx as tp, tpx_inspect
+>>> from tpx_inspect.viewmodel import build
+>>> x = tp.ones(2, requires_grad=True)
+>>> path = os.path.join(tempfile.mkdtemp(), "trace.json")
+>>> trace = tpx_inspect.trace(lambda: (x * 2).sum().backward())
+>>> _ = tpx_inspect.save(trace, path)
+>>> write(path, {0: build(trace.graphs[0])})
+True
+>>> restored = read(path, 0, trace.graphs[0])
+>>> restored.groups == build(trace.graphs[0]).groups
+True
+>>> first_screen(path, 0)["boxes"][0]["id"]
+'n0'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import threading
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tpx_inspect import _json
+from tpx_inspect._util import paused_gc, replace_file
+from tpx_inspect.viewmodel._columns import columns
+from tpx_inspect.viewmodel.tree import ROOT, Group, ViewModel
+
+if TYPE_CHECKING:
+    from tpx_inspect.records import Graph
+
+__all__ = [
+    "FORMAT", "MIN_NODES", "SAVE_NODES", "VERSION", "code_version", "first_screen", "keep", "read",
+    "write",
+]  # fmt: skip
+
+log = logging.getLogger("tpx_inspect.viewmodel")
+
+FORMAT = "tpx-inspect-view"
+VERSION = 1
+"""Bump when the view model's output changes in a way the module digest would not see."""
+MIN_NODES = 2_000
+"""Graphs with fewer nodes are not kept: their model is built in tens of milliseconds."""
+SAVE_NODES = 10_000
+"""Graphs of at least this many nodes get their model kept when their trace is saved."""
+_SHAPING = ("tree.py", "repeats.py", "loops.py", "_columns.py", "layout.py", "layered.py",
+            "wire.py", "persist.py")  # fmt: skip
+_SIDE = ".view.npz"
+_MAX_ENTRY = 512 << 20  # NOTE: a zip entry claiming more than this is not read
+
+
+def sidecar_path(trace_path: str | os.PathLike[str]) -> Path:
+    """``trace.view.npz`` for ``trace.json``.
+
+    >>> sidecar_path("runs/a/trace.json").name
+    'trace.view.npz'
+    """
+    p = Path(trace_path)
+    return p.with_name(p.stem + _SIDE)
+
+
+_CODE: list[str] = []
+
+
+def code_version() -> str:
+    """:data:`VERSION` and a digest of the modules that shape the view model (any edit to
+    them makes every sidecar written before it stale)."""
+    if not _CODE:
+        h = hashlib.blake2b(digest_size=8)
+        here = Path(__file__).parent
+        for name in _SHAPING:
+            h.update((here / name).read_bytes())
+        h.update((here.parent / "collapse.py").read_bytes())  # NOTE: shape_label
+        _CODE.append(h.hexdigest())
+    return f"{VERSION}:{_CODE[0]}"
+
+
+_DIGESTS: dict[tuple, str] = {}
+_DIGEST_LOCK = threading.Lock()
+
+
+def trace_digest(trace_path: str | os.PathLike[str]) -> str:
+    """A digest of the trace's JSON (which holds its arrays' sha256), kept per file stamp."""
+    st = os.stat(trace_path)
+    stamp = (os.fspath(trace_path), st.st_mtime_ns, st.st_size)
+    with _DIGEST_LOCK:
+        hit = _DIGESTS.get(stamp)
+    if hit is None:
+        h = hashlib.blake2b(digest_size=16)
+        with open(trace_path, "rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+        hit = h.hexdigest()
+        with _DIGEST_LOCK:
+            _DIGESTS[stamp] = hit
+    return hit
+
+
+# -- writing ------------------------------------------------------------------------------------
+def _tree_doc(vm: ViewModel) -> dict[str, Any]:
+    rows = [[g.id, g.kind, g.label, g.title, g.parent, list(g.children), g.size, g.depth,
+             g.scope, g.count, g.first] for g in vm.groups.values()]  # fmt: skip
+    return {"nodes": len(vm.owner), "default_expanded": list(vm.default_expanded),
+            "groups": rows}  # fmt: skip
+
+
+def _first_doc(vm: ViewModel) -> dict[str, Any]:
+    from tpx_inspect.viewmodel import wire
+    from tpx_inspect.viewmodel.layout import layout
+
+    expanded = tuple(sorted(set(vm.default_expanded) | {ROOT}))
+    every = len(expanded) == len(vm.groups)
+    return {"expanded": list(expanded), "expand_all": every,
+            **wire.layout_json(layout(vm, expanded), None, 0.0)}  # fmt: skip
+
+
+def write(trace_path: str | os.PathLike[str], models: dict[int, ViewModel]) -> bool:
+    """Keep the view models of some graphs (by graph index) beside the trace at
+    ``trace_path``, with the entries of other graphs already kept for the same trace and
+    code. False (with a log line) when the folder is not writable."""
+    side = sidecar_path(trace_path)
+    try:
+        digest = trace_digest(trace_path)
+        entries = _entries(side, digest) or {}
+        for k, vm in models.items():
+            for part, doc in (("tree", _tree_doc(vm)), ("first", _first_doc(vm))):
+                entries[f"g{int(k)}.{part}"] = np.frombuffer(_json.dumps(doc), np.uint8)
+        meta = {"format": FORMAT, "version": code_version(), "trace": digest}
+        entries["meta"] = np.frombuffer(_json.dumps(meta), np.uint8)
+        buf = io.BytesIO()
+        np.savez(buf, **entries)
+        replace_file(os.fspath(side), buf.getvalue())
+        return True
+    except OSError as exc:
+        log.info("view model not kept beside %s: %s", trace_path, exc)
+        return False
+
+
+def keep(trace_path: str | os.PathLike[str], trace: Any, most: int = 2) -> bool:
+    """Build and keep beside a just-saved trace the models of its first ``most`` graphs of at
+    least :data:`SAVE_NODES` nodes (``tpx_inspect.save`` calls this), so that the first
+    server to open it shows its first frame without building them. False when none.
+
+    >>> import tpx as tp, tpx_inspect
+    >>> x = tp.ones(2, requires_grad=True)
+    >>> keep("unused.json", tpx_inspect.trace(lambda: x.sum().backward()))
+    False
+    """
+    from tpx_inspect.viewmodel.tree import build
+
+    big = [k for k, g in enumerate(trace.graphs) if len(g.nodes) >= SAVE_NODES][:most]
+    return bool(big) and write(trace_path, {k: build(trace.graphs[k]) for k in big})
+
+
+# -- reading ------------------------------------------------------------------------------------
+def _entries(side: Path, digest: str, only: str | None = None) -> dict[str, np.ndarray] | None:
+    """The entries of the sidecar (every one, or ``meta`` and ``only``) when it names this
+    trace and code, else None (a reason logged when it exists but is not used)."""
+    if not side.is_file():
+        return None
+    try:
+        with zipfile.ZipFile(side) as z:
+            if any(i.file_size > _MAX_ENTRY for i in z.infolist()):
+                raise ValueError("an entry is too large")
+        with np.load(side, allow_pickle=False) as z:
+            wanted = z.files if only is None else [k for k in ("meta", only) if k in z.files]
+            entries = {k: z[k] for k in wanted}
+        meta = _json.loads(bytes(entries["meta"]).decode())
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} file")
+        if meta.get("version") != code_version():
+            log.info("view sidecar %s: made by another view-model version: rebuilt", side)
+            return None
+        if meta.get("trace") != digest:
+            log.info("view sidecar %s: made for another trace: rebuilt", side)
+            return None
+        return entries
+    except Exception as exc:  # NOTE: whatever is wrong with it, it is not trusted
+        log.warning("view sidecar %s ignored: %s: %s", side, type(exc).__name__, exc)
+        return None
+
+
+def _entry(trace_path: str | os.PathLike[str], graph: int, part: str) -> Any:
+    try:
+        digest = trace_digest(trace_path)
+    except OSError:
+        return None
+    side = sidecar_path(trace_path)
+    name = f"g{int(graph)}.{part}"
+    entries = _entries(side, digest, name)
+    blob = None if entries is None else entries.get(name)
+    if blob is None:
+        return None
+    try:
+        doc = _json.loads(bytes(blob).decode())
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
+        return doc
+    except Exception as exc:
+        log.warning("view sidecar %s ignored: %s: %s", side, type(exc).__name__, exc)
+        return None
+
+
+def first_screen(trace_path: str | os.PathLike[str], graph: int) -> dict[str, Any] | None:
+    """The first screen's layout of graph ``graph`` as kept beside the trace (the JSON of
+    ``wire.layout_json`` and the ``expanded`` groups), or None when not kept or stale."""
+    first = _entry(trace_path, graph, "first")
+    if not (isinstance(first, dict) and isinstance(first.get("boxes"), list)):
+        return None
+    return first
+
+
+def read(trace_path: str | os.PathLike[str], graph: int, g: Graph) -> ViewModel | None:
+    """The view model of graph ``graph`` (``g``, read from ``trace_path``) as kept beside
+    it, checked against ``g``; None when not kept, stale or not consistent (logged)."""
+    tree = _entry(trace_path, graph, "tree")
+    if tree is None:
+        return None
+    try:
+        with paused_gc():
+            return _restore(tree, g)
+    except Exception as exc:
+        log.warning("view sidecar of %s, graph %d ignored: %s", trace_path, graph, exc)
+        return None
+
+
+def _restore(tree: dict[str, Any], g: Graph) -> ViewModel:
+    n = len(g.nodes)
+    if tree["nodes"] != n:
+        raise ValueError(f"{tree['nodes']} nodes kept, the graph has {n}")
+    groups: dict[str, Group] = {}
+    owner: list[str | None] = [None] * n
+    for row in tree["groups"]:
+        gid, kind, label, title, parent, kids, size, depth, scope, count, first = row
+        if (
+            gid in groups
+            or (parent is None) != (gid == ROOT)
+            or (parent is not None and parent not in groups)
+        ):
+            raise ValueError(f"group {gid!r}: not a tree listed parents first")
+        groups[gid] = Group(str(gid), str(kind), str(label), str(title), parent, tuple(kids),
+                            int(size), int(depth), str(scope), int(count), int(first))  # fmt: skip
+    for gid, grp in groups.items():
+        for c in grp.children:
+            if c[0] == "n":
+                i = int(c[1:])
+                if not 0 <= i < n or owner[i] is not None:
+                    raise ValueError(f"node box {c!r} of group {gid!r}: unknown or placed twice")
+                owner[i] = gid
+            elif groups.get(c) is None or groups[c].parent != gid:
+                raise ValueError(f"child {c!r} of group {gid!r} is not its group")
+    if None in owner:
+        raise ValueError(f"node {owner.index(None)} is in no group")
+    expanded = tuple(str(x) for x in tree["default_expanded"])
+    if any(x not in groups for x in expanded):
+        raise ValueError("the first screen opens an unknown group")
+    return ViewModel(groups, tuple(owner), expanded, columns(g))  # type: ignore[arg-type]
