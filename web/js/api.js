@@ -70,6 +70,7 @@ export const http = {
   treeUrl: (run, graph) => new URL(`${graphPath(run, graph)}/tree`, location.href).href,
   layout: (run, graph, body) => optional(post(`${graphPath(run, graph)}/layout`, body)),
   layoutUrl: (run, graph) => new URL(`${graphPath(run, graph)}/layout`, location.href).href,
+  locate: (run, graph, node, key) => optional(get(`${graphPath(run, graph)}/locate?node=${enc(node)}&key=${enc(key)}`)),
   layoutByKey: (run, graph, key) => optional(get(`${graphPath(run, graph)}/layout?key=${enc(key)}`)),
   records: (run, graph, ids, fields) => post(`${graphPath(run, graph)}/records`, { ids, fields }),
   search: (run, graph, q, key, limit = 1000) =>
@@ -100,6 +101,7 @@ export function embedded(data) {
     layout: async () => null,
     layoutUrl: () => null,
     layoutByKey: async () => null,
+    locate: async () => null,
     heatmap: async () => null,
     histogram: async () => null,
   };

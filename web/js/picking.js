@@ -18,10 +18,20 @@ export async function reveal(nodeId) {
   return boxOf(nodeId);
 }
 
-// Expand all of a big graph: a node inside a block (its frame not loaded here) is found by
-// going to the block, zoomed so that it fills the view, and loading the region there; a block
-// inside it may come next (a few rounds).
+// Expand all of a big graph: a node whose box is not loaded here is asked where it is
+// (GET /locate: its box's place in the whole layout), the camera goes there and the region
+// there is loaded. An older server: the camera goes to the block holding it (via the group
+// tree), zoomed so that it fills the view, and loads that region; a block inside it may come
+// next (a few rounds).
 async function revealInRegion(nodeId) {
+  const at = await api.locate(state.run, state.graph, nodeId, state.view.key).catch(() => null);
+  if (at) {
+    const { cam } = main, k = Math.max(cam.k, 0.8);
+    main.cam = { k, x: at.x - main.viewWidth / (2 * k), y: at.y - main.viewHeight / (2 * k) };
+    main.draw();
+    await settleRegion();
+    return boxOf(nodeId);
+  }
   for (let round = 0; round < 6; round++) {
     const box = boxOf(nodeId);
     if (box && box.group === null) return box;
