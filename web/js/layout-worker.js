@@ -58,6 +58,9 @@ async function layout({ id, url, body, keep = false, region = null }) {
       if (!base || base.keep !== region.base) throw new Error(`no base layout kept for ${region.base}`);
       graph = compose(base.graph, graph, region);
       answer.coarse = graph.nodes.filter((n) => n.block).length;
+      // a region holding the whole graph (the Fit view's) is the better base: kept instead, so
+      // that what lies outside later regions (and the minimap) shows its blocks
+      if (region.x0 <= 0 && region.y0 <= 0 && region.x1 >= graph.width && region.y1 >= graph.height) base.graph = { ...graph, points: graph.points.slice() };
       answer.region = region;
     }
     const packed = pack(graph.nodes, graph.edges, graph.points);
