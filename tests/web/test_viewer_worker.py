@@ -120,13 +120,13 @@ def _expand_all_as_blocks(v, hold_regions: bool = False):
     held, released = [], []
 
     def hold(route):
-        region = route.request.method == "POST" and "viewport" in (route.request.post_data or "")
+        region = "viewport=" in route.request.url
         if region and not released:
             held.append(route)
         else:
             route.continue_()
 
-    v.page.context.route(re.compile(r"/layout$"), hold)
+    v.page.context.route(re.compile(r"/layout(\?|$)"), hold)
     v.page.click("#expand-all")
     v.page.wait_for_selector("body[data-ready$='/*']")
     coarse = v.state("s.view.nodes.filter(n => n.block).length")
@@ -147,24 +147,25 @@ def _expand_all_as_blocks(v, hold_regions: bool = False):
 
 def test_expand_all_on_a_big_graph_draws_blocks_then_the_region_in_view(viewer):
     v = viewer.open("run=model&graph=0")
-    asked: list[dict] = []
-    v.page.on(
-        "request",
-        lambda r: (
-            r.url.endswith("/layout") and r.method == "POST" and asked.append(r.post_data_json)
-        ),
-    )
+    asked: list = []
+    v.page.on("request", lambda r: "/layout" in r.url and asked.append((r.url, r.post_data_json)))
     coarse, _ = _expand_all_as_blocks(v)
-    # zoomed in, the region about the view is asked (the same state with a viewport and a finer
-    # min_size) and drawn over the base
+    # zoomed in, the region about the view is asked by the state's key with a viewport and a
+    # finer min_size, and drawn over the base
     v.page.evaluate("() => window.tpxViewer.measure.zoomTo(1)")
     v.page.wait_for_selector("body[data-detail]")
-    regions = [b for b in asked if b.get("viewport")]
-    assert regions and all(b["expand_all"] and b["min_size"] < 1e5 for b in regions)
+    regions = [u for u, _ in asked if "key=" in u]
+    assert regions and all("viewport=" in u and "min_size=" in u for u in regions)
     assert v.state("s.view.nodes.filter(n => n.kind === 'op').length") > 0
     assert v.state("s.view.coarse") < coarse and v.state("s.expandAll")
-    # the whole layout is never asked: every Expand all request has a min_size
-    assert all(b.get("min_size") for b in asked if b.get("expand_all"))
+    # the whole layout is never asked: every POST has a min_size, every GET a viewport
+    assert all(b.get("min_size") for u, b in asked if b is not None)
+    # one group closed after Expand all: a named state of many groups, still base + regions
+    v.page.evaluate("() => Object.assign(window.tpxViewer.state, {regionalFrom: 1})")
+    group = v.state("[...s.expanded].sort((a, b) => b.length - a.length)[0]")  # an inner one
+    v.page.evaluate("(g) => window.tpxViewer.toggle(g)", group)
+    assert not v.state("s.expandAll") and v.state("s.region !== null")
+    assert asked[-1][1] is not None and asked[-1][1].get("min_size")
 
 
 @pytest.mark.parametrize("locate", [True, False], ids=["locate", "older-server"])

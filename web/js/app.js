@@ -20,7 +20,9 @@ export const state = {
   // Expand all on graphs bigger than this is drawn from a base (frames under coarseMinSize
   // points as blocks: by default only the outermost frames, a small answer that brings the
   // graph's size) and regions about the camera at the detail its zoom can show (load.js).
-  coarseFrom: 20_000, coarseMinSize: 1e9,
+  // The same for a named state with more than regionalFrom groups open (Expand all, then one
+  // group closed).
+  coarseFrom: 20_000, coarseMinSize: 1e9, regionalFrom: 1000,
 };
 
 export const main = new GraphView($("canvas"));
