@@ -27,8 +27,12 @@ export function treeBuffers(p) {
 export class TreeIndex {
   constructor(packed) {
     Object.assign(this, packed);
-    this.at = new Map(packed.ids.map((id, i) => [id, i]));
+    this._at = null; // group id -> index, made when first asked (not on the hand-over)
     this.children = null; // group index -> its child groups' indices, made when first asked
+  }
+
+  get at() {
+    return (this._at ||= new Map(this.ids.map((id, i) => [id, i])));
   }
 
   has(group) {
