@@ -59,9 +59,11 @@ def test_run_serve_end_to_end(tmp_path):
         assert status == "ok", feed
         graphs = _get(f"{base}api/runs/mlp/graphs")
         assert graphs["page"]["total"] == feed["graphs"] >= 2
-        view = _get(f"{base}api/runs/mlp/graphs/0/view")
-        assert view["nodes"] and any(n["kind"] == "scope" for n in view["nodes"])
-        node = _get(f"{base}api/runs/mlp/graphs/0/nodes/{view['nodes'][-1]['node']}")
+        view = _get(f"{base}api/runs/mlp/graphs/0/layout")  # the first screen
+        scopes = [x for x in view["boxes"] + view["frames"] if x["kind"] == "scope"]
+        assert view["boxes"] and scopes, "the model's scopes, as boxes or frames"
+        last = max(b["node"] for b in view["boxes"] if b["kind"] in ("op", "loss"))
+        node = _get(f"{base}api/runs/mlp/graphs/0/nodes/{last}")
         assert node["grad"] is not None
         assert _get(f"{base}api/runs/mlp")["live"] is False, "read from disk once saved"
         with urllib.request.urlopen(base, timeout=30) as r:

@@ -148,7 +148,7 @@ def _get(client: TestClient, url: str) -> str | None:
 
 
 GRAPH_URLS = ("", "/nodes", "/nodes/1", "/backward", "/checks", "/export?format=json",
-              "/export?format=dot", "/export?format=html", "/view")  # fmt: skip
+              "/export?format=dot", "/export?format=html", "/tree", "/layout")  # fmt: skip
 
 
 @pytest.mark.slow

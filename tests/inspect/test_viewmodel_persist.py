@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import logging
+import random
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +16,13 @@ from fastapi.testclient import TestClient
 
 import tpx_inspect
 from tests.inspect.test_viewmodel import blocks_graph, scalar_mlp_graph
+from tests.inspect.test_viewmodel_index import random_states
 from tpx_inspect import _json
 from tpx_inspect.records import Run, Trace
 from tpx_inspect.server import create_app
 from tpx_inspect.viewmodel import build, layout, persist
-from tpx_inspect.viewmodel.wire import layout_json
+from tpx_inspect.viewmodel._index import index_of
+from tpx_inspect.viewmodel.wire import layout_json, search
 
 
 def trace_of(graph) -> Trace:
@@ -78,10 +81,12 @@ def _rewrite(path: Path, change) -> None:
     """Rewrite the sidecar's entries through ``change(dict of name -> document)``."""
     side = persist.sidecar_path(path)
     with np.load(side) as z:
-        docs = {k: _json.loads(bytes(z[k]).decode()) for k in z.files}
+        arrays = {k: z[k] for k in z.files}
+    docs = {k: _json.loads(bytes(a)) for k, a in arrays.items() if a.dtype == np.uint8}
     change(docs)
+    arrays |= {k: np.frombuffer(_json.dumps(d), np.uint8) for k, d in docs.items()}
     buf = io.BytesIO()
-    np.savez(buf, **{k: np.frombuffer(_json.dumps(d), np.uint8) for k, d in docs.items()})
+    np.savez(buf, **arrays)
     side.write_bytes(buf.getvalue())
 
 
@@ -106,8 +111,19 @@ def test_a_damaged_or_inconsistent_sidecar_is_ignored_with_a_log_line(kept, dama
     path, g = kept
     damage(path)
     with caplog.at_level(logging.INFO, "tpx_inspect.viewmodel"):
-        assert persist.read(path, 0, g) is None
+        assert persist.read(path, 0, g) is None and persist.kept(path, 0) is None
     assert "ignored" in caplog.text
+
+
+def test_kept_search_and_boxes_answer_as_the_model_does(kept):
+    path, g = kept
+    vm, light = build(g), persist.kept(path, 0)
+    ix = index_of(vm)
+    for state in random_states(vm, random.Random(4), 4):
+        for q in ("tanh", "op:matmul", "scope:blocks.2", "param", "nothing"):
+            hits = search(vm, q)
+            assert light.search(q) == hits, q
+            assert light.boxes(state, hits[::-1])[::-1] == ix.boxes(ix.shown(state), np.asarray(hits, np.int64)), q
 
 
 def test_saving_a_big_trace_keeps_its_model_but_a_checkpoint_does_not(tmp_path, monkeypatch):
@@ -119,13 +135,21 @@ def test_saving_a_big_trace_keeps_its_model_but_a_checkpoint_does_not(tmp_path, 
     tpx_inspect.save(trace, str(tmp_path / "b.json"), sidecar="b-1.npz")
     assert not persist.sidecar_path(tmp_path / "b.json").exists()
 
+    def broken(graph):
+        raise RuntimeError("a bug in the view model")
+
+    monkeypatch.setattr("tpx_inspect.viewmodel.tree.build", broken)
+    tpx_inspect.save(trace, str(tmp_path / "c.json"))  # the trace is saved all the same
+    assert tpx_inspect.load(str(tmp_path / "c.json")).graphs[0].nodes == g.nodes
+    assert not persist.sidecar_path(tmp_path / "c.json").exists()
+
 
 def test_a_fresh_server_shows_the_first_frame_without_reading_the_trace(tmp_path, monkeypatch):
     monkeypatch.setattr(persist, "MIN_NODES", 10)
     path = saved(tmp_path / "runs" / "blocks", blocks_graph(blocks=6))
     url = "/api/runs/blocks/graphs/0/layout"
     first = TestClient(create_app([tmp_path / "runs"])).post(url, json={}).json()  # writes it
-    assert first["cached"] is False and persist.sidecar_path(path).is_file()
+    assert persist.sidecar_path(path).is_file()
 
     read: list[str] = []
     import tpx_inspect.server.store as store
@@ -134,12 +158,15 @@ def test_a_fresh_server_shows_the_first_frame_without_reading_the_trace(tmp_path
     monkeypatch.setattr("tpx_inspect.server.routers.viewmodel._warm", lambda *a: None)
     client = TestClient(create_app([tmp_path / "runs"]))
     again = client.post(url, json={}).json()
-    assert read == [] and again["cached"] is True
+    assert read == []
     for doc in (first, again):
         doc.pop("cached"), doc.pop("seconds")
     assert again == first
+    found = client.get(url.replace("/layout", "/search"), params={"q": "tanh"}).json()
+    assert read == [] and found["total"] > 0  # searched in the fields kept beside the trace
     key = client.get(url, params={"key": again["key"]}).json()  # the key names a real state
     assert read and key["boxes"] == again["boxes"]
+    assert client.get(url.replace("/layout", "/search"), params={"q": "tanh"}).json() == found
 
 
 def test_a_server_never_shows_a_stale_first_frame(tmp_path, monkeypatch):
@@ -151,7 +178,6 @@ def test_a_server_never_shows_a_stale_first_frame(tmp_path, monkeypatch):
     tpx_inspect.save(trace_of(other), str(path))
     doc = TestClient(create_app([tmp_path / "runs"])).post(url, json={}).json()
     fresh = build(other)
-    assert doc["cached"] is False
     assert (
         doc["boxes"]
         == _json.loads(_json.dumps(layout_json(layout(fresh, doc["expanded"]))))["boxes"]

@@ -57,54 +57,64 @@ def test_graph_summary_and_unknown_graph(client):
 
 
 def _labels(view: dict) -> list[str]:
-    return [n["label"].split("\n")[0] for n in view["nodes"]]
+    return sorted(n["label"].split("\n")[0] for n in view["boxes"])
 
 
-def test_view_folds_scopes_and_expands_on_request(client):
-    view = client.get(f"{G0}/view").json()
-    assert _labels(view) == ["w1", "enc (4)", "w2", "head (2)"]
-    assert view["scopes"] == ["enc", "enc.fc1", "enc.fc2", "head"]
-    opened = client.get(f"{G0}/view", params={"expand": ["enc"]}).json()
-    assert _labels(opened) == ["w1", "enc.fc1 (2)", "w2", "enc.fc2 (2)", "head (2)"]
-    deep = client.get(f"{G0}/view", params={"expand": ["enc", "enc.fc1"]}).json()
-    assert "matmul" in _labels(deep) and deep["expanded"] == ["enc", "enc.fc1"]
-    flat = client.get(f"{G0}/view", params={"depth": 0}).json()
-    assert len(flat["nodes"]) == 8 and all(n["kind"] != "scope" for n in flat["nodes"])
+def _layout(client, **body) -> dict:
+    r = client.post(f"{G0}/layout", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()
 
 
-def test_view_is_laid_out_top_down_with_edge_polylines(client, fallback_client):
-    for c in (client, fallback_client):
-        view = c.get(f"{G0}/view", params={"depth": 0}).json()
-        y = {n["node"]: n["y"] for n in view["nodes"]}
-        assert y[0] < y[1] < y[7], "inputs above their consumers, the loss at the bottom"
-        assert len(view["edges"]) == 7 and all(len(e["points"]) >= 2 for e in view["edges"])
-        assert all(n["w"] > 0 and n["h"] > 0 for n in view["nodes"])
-    assert fallback_client.get(f"{G0}/view").json()["engine"] == "fallback"
-    if graphviz_available():
-        assert client.get(f"{G0}/view", params={"span": 3}).json()["engine"] == "dot"
+def test_layout_folds_scopes_and_expands_on_request(client):
+    view = _layout(client, expanded=["root"])
+    assert _labels(view) == ["enc (6)", "head (2)"], "parameters sit inside their scope"
+    groups = {g["id"] for g in client.get(f"{G0}/tree").json()["groups"]}
+    assert groups == {"root", "s:enc", "s:enc.fc1", "s:enc.fc2", "s:head"}
+    opened = _layout(client, expanded=["root", "s:enc"])
+    assert _labels(opened) == ["fc1 (3)", "fc2 (3)", "head (2)"]
+    assert [f["id"] for f in opened["frames"]] == ["s:enc"], "an open scope is a frame"
+    deep = _layout(client, expanded=["root", "s:enc", "s:enc.fc1"])
+    assert "matmul" in _labels(deep) and deep["expanded"] == ["root", "s:enc", "s:enc.fc1"]
+    flat = _layout(client, expand_all=True)
+    assert sorted(b["node"] for b in flat["boxes"] if b["kind"] != "stub") == list(range(8))
+    assert not {b["kind"] for b in flat["boxes"]} & {"scope", "repeat", "loop", "params"}
 
 
-def test_view_is_cached_per_expansion_state(client):
-    params = {"expand": ["head"], "span": 5}
-    assert not client.get(f"{G0}/view", params=params).json()["cached"]
-    assert client.get(f"{G0}/view", params=params).json()["cached"]
-    other = client.get(f"{G0}/view", params={"expand": ["enc"], "span": 5}).json()
-    assert not other["cached"]
+def test_layout_is_top_down_with_edge_polylines(client):
+    view = _layout(client, expand_all=True)
+    y = {b["node"]: b["y"] for b in view["boxes"] if b["kind"] != "stub"}
+    assert y[0] < y[1] < y[7], "inputs above their consumers, the loss at the bottom"
+    assert view["edges"] and all(len(e["points"]) >= 2 for e in view["edges"])
+    assert all(b["w"] > 0 and b["h"] > 0 for b in view["boxes"])
 
 
-def test_view_errors(client):
-    assert client.get(f"{G0}/view", params={"expand": ["nope"]}).status_code == 404
-    assert client.get(f"{G0}/view", params={"depth": -1}).status_code == 422
-    assert client.get(f"{G0}/view", params={"span": 0}).status_code == 422
-    assert client.get("/api/runs/scoped/graphs/9/view").status_code == 404
+def test_layout_is_cached_per_expansion_state(client):
+    body = {"expanded": ["root", "s:head"]}
+    assert not _layout(client, **body)["cached"]
+    again = _layout(client, **body)
+    assert (
+        again["cached"]
+        and client.get(f"{G0}/layout", params={"key": again["key"]}).json()["cached"]
+    )
+    assert not _layout(client, expanded=["root", "s:enc.fc2", "s:enc"])["cached"]
 
 
-def test_view_stubs_long_edges_when_asked(client):
-    view = client.get(f"{G0}/view", params={"depth": 0, "stub": True, "span": 1}).json()
-    stubs = [n for n in view["nodes"] if n["kind"] == "stub"]
-    assert stubs and all(n["label"].startswith(("to ", "from ")) for n in stubs)
-    ids = {n["id"] for n in view["nodes"]}
-    assert all(n["link"] in ids and n["node"] is not None for n in stubs), "linked pairs"
+def test_layout_errors(client):
+    assert _layout(client, expanded=["root", "nope"])["unknown"] == ["nope"]
+    assert client.post(f"{G0}/layout", json={"depth": -1}).status_code == 422
+    assert client.post(f"{G0}/layout", json={"expanded": "root"}).status_code == 422
+    assert client.post("/api/runs/scoped/graphs/9/layout", json={}).status_code == 404
+    assert client.get(f"{G0}/view").status_code == 404, "the old folded view is gone"
+
+
+def test_an_edge_into_an_open_frame_goes_through_one_stub(client):
+    view = _layout(client, expanded=["root", "s:enc", "s:enc.fc2"])
+    stubs = [b for b in view["boxes"] if b["kind"] == "stub"]
+    assert stubs and all(b["label"].startswith("from ") for b in stubs)
+    ids = {b["id"] for b in view["boxes"]}
+    assert all(b["link"] in ids for b in stubs), "linked to its source box"
+    assert all(b.get("node") == int(b["link"][1:]) for b in stubs if b["link"].startswith("n"))
 
 
 def test_nodes_are_listed_filtered_and_paginated(client):
@@ -244,9 +254,9 @@ def test_live_run_feed_reports_new_graphs(runs_dir):
 def test_viewer_docs_and_openapi(client, tmp_path):
     assert client.get("/").headers["content-type"].startswith("text/html")
     assert client.get("/docs").status_code == 200
-    assert (
-        "/api/runs/{run_id}/graphs/{graph_id}/view" in client.get("/openapi.json").json()["paths"]
-    )
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "/api/runs/{run_id}/graphs/{graph_id}/layout" in paths
+    assert "/api/runs/{run_id}/graphs/{graph_id}/view" not in paths
     bare = TestClient(create_app([], web_dir=tmp_path))
     assert "viewer is not installed" in bare.get("/").text
 

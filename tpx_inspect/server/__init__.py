@@ -13,8 +13,11 @@ bodies are ``{"detail": "..."}``; non-finite floats are the strings ``"nan"``, `
 ``GET /runs/{run}/feed``                       long polling: graphs after ``since`` (``wait``)
 ``GET /runs/{run}/events``                     the same as server-sent events
 ``GET /runs/{run}/graphs/{g}``                 one graph's summary
-``GET /runs/{run}/graphs/{g}/view``            folded by scope at ``depth`` + ``expand``, stubs,
-                                               laid out (dot, else fallback), cached per state
+``GET /runs/{run}/graphs/{g}/tree``            the view model's groups (scopes, repeats, loops)
+``POST /runs/{run}/graphs/{g}/layout``         the layout of an expansion state (in the body),
+                                               a region of it (``viewport``, ``min_size``)
+``GET /runs/{run}/graphs/{g}/locate``          where a node or box is drawn in a state
+``GET /runs/{run}/graphs/{g}/search``          nodes matching a query, hits per visible box
 ``GET /runs/{run}/graphs/{g}/nodes``           nodes, filtered by op/scope/source/kind, paged
 ``GET /runs/{run}/graphs/{g}/nodes/{n}``       one node: params, values, gradients, saved, times
 ``GET /runs/{run}/graphs/{g}/backward``        nodes in backward execution order, paged

@@ -25,8 +25,7 @@ from fastapi.staticfiles import StaticFiles
 
 import tpx_inspect
 from tpx_inspect.errors import InspectError
-from tpx_inspect.server.deps import Settings
-from tpx_inspect.server.graphview import LayoutCache
+from tpx_inspect.server.deps import LayoutCache, Settings
 from tpx_inspect.server.guard import Guard
 from tpx_inspect.server.jobs import Cancelled, JobPool, UnknownJob
 from tpx_inspect.server.models import ErrorBody

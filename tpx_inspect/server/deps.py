@@ -6,17 +6,20 @@ unknown); they are never joined into a filesystem path.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Path, Query, Request
 
 from tpx_inspect.records import Graph, Trace
-from tpx_inspect.server.graphview import LayoutCache
 from tpx_inspect.server.store import RunEntry, RunStore, graph_of
 
 __all__ = [
     "GraphId",
+    "LayoutCache",
     "Limit",
     "NodeId",
     "Offset",
@@ -39,8 +42,8 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="items per page (at most
 
 @dataclass(frozen=True)
 class Settings:
-    """Server settings: the ``dot`` binary (None: fallback layout only), its timeout in
-    seconds, the size of the view cache, and how many heavy jobs run at once.
+    """Server settings: the ``dot`` binary for picture exports (None: none), the timeout of a
+    layout in seconds, the size of the layout cache, and how many heavy jobs run at once.
 
     >>> Settings().layout_timeout
     1.5
@@ -50,6 +53,38 @@ class Settings:
     layout_timeout: float = 1.5
     cache_size: int = 64
     job_workers: int = 2  # checks, diffs and exports running at once (background jobs)
+
+
+class LayoutCache:
+    """A small thread-safe LRU of arranged expansion states, keyed by run, graph, the loaded
+    graph and the state.
+
+    >>> c = LayoutCache(2)
+    >>> c.put("a", 1); c.put("b", 2); c.put("c", 3)
+    >>> c.get("a"), c.get("c")
+    (None, 3)
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> object | None:
+        """The cached value of ``key`` (refreshing its place) or None."""
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: Hashable, value: object) -> None:
+        """Store ``value``; the least recently used entry goes when the cache is full."""
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
 
 
 def store_of(request: Request) -> RunStore:

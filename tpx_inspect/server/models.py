@@ -205,52 +205,6 @@ class NodeDetail(BaseModel):
     )
 
 
-class ViewNode(BaseModel):
-    """A box of a graph view: a node, a collapsed scope or a stub of a long edge.
-
-    ``node`` is the graph node shown (for a stub: the node at the other end of the stubbed
-    edge), ``link`` the view id of a stub's partner, ``size`` the graph nodes inside.
-    """
-
-    id: str
-    kind: str
-    label: str
-    node: int | None = None
-    link: str | None = None
-    scope: str | None = None
-    size: int = 1
-    nonfinite: bool = False
-    x: float
-    y: float
-    w: float
-    h: float
-
-
-class ViewEdge(BaseModel):
-    """An edge of a graph view, with the polyline the layout drew."""
-
-    src: str
-    dst: str
-    label: str = ""
-    points: list[tuple[float, float]]
-
-
-class GraphView(BaseModel):
-    """A graph at one expansion state, collapsed by scope, laid out on the server."""
-
-    run: str
-    graph: int
-    expanded: list[str]
-    scopes: list[str]
-    engine: str
-    note: str
-    width: float
-    height: float
-    nodes: list[ViewNode]
-    edges: list[ViewEdge]
-    cached: bool
-
-
 class Finding(BaseModel):
     """One problem a check found, attributed to a node when it can be."""
 

@@ -41,7 +41,8 @@ from tpx_inspect.viewmodel.layered import layered
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
 __all__ = [
-    "Arranged", "Box", "Edge", "Frame", "Layout", "box_size", "layout", "prepare", "visible_boxes",
+    "Arranged", "Box", "Edge", "Frame", "Layout", "box_size", "layout", "prepare", "state",
+    "visible_boxes",
 ]  # fmt: skip
 
 CHAR_W = 7.0  # points per label character (monospace 11px)
@@ -283,6 +284,7 @@ class Arranged:
         self.index: dict[str, dict[str, int]] = {}  # per frame: item -> position (on demand)
         self._layout: Layout | None = None
         self._lock = threading.Lock()
+        self.memo: dict[str, Any] = {}  # NOTE: what a caller derives once (its encoded answer)
 
     def layout(self) -> Layout:
         """The whole composed layout (made once)."""
@@ -303,19 +305,34 @@ WARM_COPIES = 64
 """Repeats of the first screen with at least this many copies are laid out ahead of time."""
 
 
-def prepare(vm: ViewModel, most: int = 4) -> None:
-    """Lay out ahead of time what opening a big repeat of the first screen needs (its row of
-    copies, kept in the geometry cache; its edges, kept in the tree index), so that the click
-    costs composition only. At most ``most`` repeats, the biggest first.
+def state(expanded: Iterable[str]) -> tuple[str, ...]:
+    """An expansion state as one key: the groups open, the root included, sorted.
+
+    >>> state(["b", "a"])
+    ('a', 'b', 'root')
+    """
+    return tuple(sorted(set(expanded) | {ROOT}))
+
+
+def prepare(vm: ViewModel, most: int = 4) -> dict[tuple[str, ...], Arranged]:
+    """Arrange and compose ahead of time the first screen and the states that open one big
+    repeat of it (at most ``most``, the biggest first), so that the click that opens one
+    costs a lookup; kept in ``vm.memo["ready"]`` by :func:`state` and returned.
 
     >>> import tpx as tp, tpx_inspect
     >>> from tpx_inspect.viewmodel.tree import build
     >>> x = tp.ones(2, requires_grad=True)
-    >>> prepare(build(tpx_inspect.trace(lambda: (x * 2).sum().backward()).graphs[0]))
+    >>> list(prepare(build(tpx_inspect.trace(lambda: (x * 2).sum().backward()).graphs[0])))
+    [('root',)]
     """
-    first = set(vm.default_expanded)
-    shown = layout(vm, first).boxes
+    first = state(vm.default_expanded)
+    ready = {first: Arranged(vm, first)}
+    shown = ready[first].layout().boxes
     big = sorted((b for b in shown if b.kind == "repeat" and b.count >= WARM_COPIES),
                  key=lambda b: -b.size)  # fmt: skip
     for b in big[:most]:
-        layout(vm, first | {b.id})
+        key = state((*first, b.id))
+        ready[key] = Arranged(vm, key)
+        ready[key].layout()
+    vm.memo["ready"] = ready
+    return ready

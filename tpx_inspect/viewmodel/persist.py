@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from tpx_inspect.records import Graph
 
 __all__ = [
-    "FORMAT", "MIN_NODES", "SAVE_NODES", "VERSION", "code_version", "first_screen", "keep", "read",
-    "write",
+    "FORMAT", "MIN_NODES", "SAVE_NODES", "VERSION", "Kept", "code_version", "first_screen",
+    "keep", "kept", "read", "write",
 ]  # fmt: skip
 
 log = logging.getLogger("tpx_inspect.viewmodel")
@@ -133,6 +133,17 @@ def _first_doc(vm: ViewModel) -> dict[str, Any]:
             **wire.layout_json(layout(vm, expanded), None, 0.0)}  # fmt: skip
 
 
+def _search_entries(k: int, vm: ViewModel) -> dict[str, np.ndarray]:
+    from tpx_inspect.viewmodel import wire
+
+    found = wire.fields(vm)
+    values = {"fields": list(found), "values": [v for _, v in found.values()]}
+    return {
+        f"g{k}.codes": np.stack([c.astype(np.int32) for c, _ in found.values()]),
+        f"g{k}.values": np.frombuffer(_json.dumps(values), np.uint8),
+    }
+
+
 def write(trace_path: str | os.PathLike[str], models: dict[int, ViewModel]) -> bool:
     """Keep the view models of some graphs (by graph index) beside the trace at
     ``trace_path``, with the entries of other graphs already kept for the same trace and
@@ -144,6 +155,7 @@ def write(trace_path: str | os.PathLike[str], models: dict[int, ViewModel]) -> b
         for k, vm in models.items():
             for part, doc in (("tree", _tree_doc(vm)), ("first", _first_doc(vm))):
                 entries[f"g{int(k)}.{part}"] = np.frombuffer(_json.dumps(doc), np.uint8)
+            entries.update(_search_entries(int(k), vm))
         meta = {"format": FORMAT, "version": code_version(), "trace": digest}
         entries["meta"] = np.frombuffer(_json.dumps(meta), np.uint8)
         buf = io.BytesIO()
@@ -168,11 +180,19 @@ def keep(trace_path: str | os.PathLike[str], trace: Any, most: int = 2) -> bool:
     from tpx_inspect.viewmodel.tree import build
 
     big = [k for k, g in enumerate(trace.graphs) if len(g.nodes) >= SAVE_NODES][:most]
-    return bool(big) and write(trace_path, {k: build(trace.graphs[k]) for k in big})
+    if not big:
+        return False
+    try:
+        return write(trace_path, {k: build(trace.graphs[k]) for k in big})
+    except Exception as exc:  # NOTE: a saved trace stands without it; the server rebuilds it
+        log.warning("view model of %s not kept: %s: %s", trace_path, type(exc).__name__, exc)
+        return False
 
 
 # -- reading ------------------------------------------------------------------------------------
-def _entries(side: Path, digest: str, only: str | None = None) -> dict[str, np.ndarray] | None:
+def _entries(
+    side: Path, digest: str, only: tuple[str, ...] | None = None
+) -> dict[str, np.ndarray] | None:
     """The entries of the sidecar (every one, or ``meta`` and ``only``) when it names this
     trace and code, else None (a reason logged when it exists but is not used)."""
     if not side.is_file():
@@ -182,9 +202,9 @@ def _entries(side: Path, digest: str, only: str | None = None) -> dict[str, np.n
             if any(i.file_size > _MAX_ENTRY for i in z.infolist()):
                 raise ValueError("an entry is too large")
         with np.load(side, allow_pickle=False) as z:
-            wanted = z.files if only is None else [k for k in ("meta", only) if k in z.files]
+            wanted = z.files if only is None else [k for k in ("meta", *only) if k in z.files]
             entries = {k: z[k] for k in wanted}
-        meta = _json.loads(bytes(entries["meta"]).decode())
+        meta = _json.loads(bytes(entries["meta"]))
         if meta.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} file")
         if meta.get("version") != code_version():
@@ -206,12 +226,12 @@ def _entry(trace_path: str | os.PathLike[str], graph: int, part: str) -> Any:
         return None
     side = sidecar_path(trace_path)
     name = f"g{int(graph)}.{part}"
-    entries = _entries(side, digest, name)
+    entries = _entries(side, digest, (name,))
     blob = None if entries is None else entries.get(name)
     if blob is None:
         return None
     try:
-        doc = _json.loads(bytes(blob).decode())
+        doc = _json.loads(bytes(blob))
         if not isinstance(doc, dict):
             raise ValueError("not an object")
         return doc
@@ -248,29 +268,112 @@ def _restore(tree: dict[str, Any], g: Graph) -> ViewModel:
     if tree["nodes"] != n:
         raise ValueError(f"{tree['nodes']} nodes kept, the graph has {n}")
     groups: dict[str, Group] = {}
-    owner: list[str | None] = [None] * n
     for row in tree["groups"]:
         gid, kind, label, title, parent, kids, size, depth, scope, count, first = row
-        if (
-            gid in groups
-            or (parent is None) != (gid == ROOT)
-            or (parent is not None and parent not in groups)
-        ):
-            raise ValueError(f"group {gid!r}: not a tree listed parents first")
         groups[gid] = Group(str(gid), str(kind), str(label), str(title), parent, tuple(kids),
                             int(size), int(depth), str(scope), int(count), int(first))  # fmt: skip
-    for gid, grp in groups.items():
-        for c in grp.children:
+    owner = _owner(tree)
+    expanded = tuple(str(x) for x in tree["default_expanded"])
+    return ViewModel(groups, owner, expanded, columns(g))
+
+
+def _owner(tree: dict[str, Any]) -> tuple[str, ...]:
+    """The group holding each node, checking that the kept tree is one: parents listed
+    first, every child's group its own, every node in exactly one group."""
+    n = int(tree["nodes"])
+    parent: dict[str, str | None] = {}
+    owner: list[str | None] = [None] * n
+    for row in tree["groups"]:
+        gid, up = row[0], row[4]
+        if gid in parent or (up is None) != (gid == ROOT) or (up is not None and up not in parent):
+            raise ValueError(f"group {gid!r}: not a tree listed parents first")
+        parent[gid] = up
+    for row in tree["groups"]:
+        for c in row[5]:
             if c[0] == "n":
                 i = int(c[1:])
                 if not 0 <= i < n or owner[i] is not None:
-                    raise ValueError(f"node box {c!r} of group {gid!r}: unknown or placed twice")
-                owner[i] = gid
-            elif groups.get(c) is None or groups[c].parent != gid:
-                raise ValueError(f"child {c!r} of group {gid!r} is not its group")
+                    raise ValueError(f"node box {c!r} of group {row[0]!r}: unknown or placed twice")
+                owner[i] = row[0]
+            elif parent.get(c, "") != row[0]:
+                raise ValueError(f"child {c!r} of group {row[0]!r} is not its group")
     if None in owner:
         raise ValueError(f"node {owner.index(None)} is in no group")
-    expanded = tuple(str(x) for x in tree["default_expanded"])
-    if any(x not in groups for x in expanded):
+    if any(x not in parent for x in tree["default_expanded"]):
         raise ValueError("the first screen opens an unknown group")
-    return ViewModel(groups, tuple(owner), expanded, columns(g))  # type: ignore[arg-type]
+    return tuple(owner)  # type: ignore[arg-type]
+
+
+class Kept:
+    """The kept tree and search fields of one graph: search and the boxes showing nodes,
+    answered before the trace is read (a fresh server's first search).
+
+    ``search(query)`` as :func:`~tpx_inspect.viewmodel.wire.search`; ``boxes(expanded,
+    nodes)``: the id of the box showing each node with the groups ``expanded`` open."""
+
+    def __init__(self, tree: dict[str, Any], codes: np.ndarray, values: dict[str, Any]) -> None:
+        self.owner = _owner(tree)
+        self.n = len(self.owner)
+        self.parent = {row[0]: row[4] for row in tree["groups"]}
+        self.default_expanded = tuple(tree["default_expanded"])
+        names, lists = values["fields"], values["values"]
+        if codes.shape != (len(names), self.n) or len(lists) != len(names):
+            raise ValueError(f"search codes of shape {codes.shape} for {self.n} nodes")
+        for row, vals in zip(codes, lists):
+            if self.n and not (row.min() >= 0 and row.max() < len(vals)):
+                raise ValueError("a search code past its values")
+        self.fields = {k: (codes[j], [str(v) for v in lists[j]]) for j, k in enumerate(names)}
+
+    def search(self, query: str) -> list[int]:
+        from tpx_inspect.viewmodel.wire import match
+
+        return match(query, self.fields.__getitem__, self.n)
+
+    def boxes(self, expanded: Any, nodes: list[int]) -> list[str]:
+        opened = set(expanded) | {ROOT}
+        shown: dict[str, str | None] = {}  # group -> the outermost closed group at or above it
+
+        def outer(g: str) -> str | None:  # NOTE: iterative, each group worked out once
+            chain, up = [], g
+            while up is not None and up not in shown:
+                chain.append(up)
+                up = self.parent[up]
+            above = shown[up] if up is not None else None
+            for x in reversed(chain):
+                above = above if above is not None else (None if x in opened else x)
+                shown[x] = above
+            return shown[g]
+
+        return [outer(self.owner[i]) or f"n{i}" for i in nodes]
+
+
+_KEPT: dict[tuple, Kept] = {}
+
+
+def kept(trace_path: str | os.PathLike[str], graph: int) -> Kept | None:
+    """The :class:`Kept` tree and search fields of graph ``graph`` when current (cached per
+    trace digest), else None (logged when the sidecar is there but not used)."""
+    try:
+        digest = trace_digest(trace_path)
+    except OSError:
+        return None
+    key = (os.fspath(trace_path), digest, int(graph))
+    hit = _KEPT.get(key)
+    if hit is not None:
+        return hit
+    side = sidecar_path(trace_path)
+    names = tuple(f"g{int(graph)}.{p}" for p in ("tree", "codes", "values"))
+    entries = _entries(side, digest, names)
+    if entries is None or any(k not in entries for k in names):
+        return None
+    try:
+        tree, codes, values = entries[names[0]], entries[names[1]], entries[names[2]]
+        with paused_gc():
+            hit = Kept(_json.loads(bytes(tree)), codes, _json.loads(bytes(values)))
+    except Exception as exc:
+        log.warning("view sidecar %s ignored: %s: %s", side, type(exc).__name__, exc)
+        return None
+    while len(_KEPT) >= 4:
+        _KEPT.pop(next(iter(_KEPT)))
+    _KEPT[key] = hit
+    return hit

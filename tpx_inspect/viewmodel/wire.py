@@ -27,7 +27,9 @@ from tpx_inspect._util import paused_gc
 from tpx_inspect.viewmodel.layout import Layout
 from tpx_inspect.viewmodel.tree import ROOT, ViewModel
 
-__all__ = ["box_values", "document", "layout_json", "records", "search", "tree_json"]
+__all__ = [
+    "box_values", "document", "fields", "layout_json", "match", "records", "search", "tree_json",
+]  # fmt: skip
 
 RECORD_FIELDS = ("kind", "op", "label", "title", "scope", "source", "shape", "dtype", "group")
 
@@ -191,17 +193,32 @@ def search(vm: ViewModel, query: str) -> list[int]:
     scope, source or kind; ``op:``, ``scope:``, ``source:``, ``label:``, ``kind:`` restrict
     it to that field (``op:`` matches the op exactly). Each field's distinct values are
     matched once, then their nodes picked out as arrays."""
-    field, _, text = query.partition(":") if ":" in query else (None, "", query)
-    if field not in (None, *FIELDS):
-        field, text = None, query
+    return match(query, lambda name: _field(vm, name), len(vm.owner))
+
+
+def fields(vm: ViewModel) -> dict[str, tuple[np.ndarray, list[str]]]:
+    """Per search field: a code per node into the field's distinct lower-cased values."""
+    return {name: _field(vm, name) for name in FIELDS}
+
+
+def match(query: str, field: Any, n: int) -> list[int]:
+    """The search of :func:`search` over ``n`` nodes whose fields ``field(name)`` gives as
+    (codes, values): a model's, or those kept beside a trace.
+
+    >>> match("op:add", lambda name: (np.array([0, 1, 0]), ["add", "mul"]), 3)
+    [0, 2]
+    """
+    name_, _, text = query.partition(":") if ":" in query else (None, "", query)
+    if name_ not in (None, *FIELDS):
+        name_, text = None, query
     text = text.strip().lower()
     if not text:
         return []
-    hit = np.zeros(len(vm.owner), bool)
-    for name in (field,) if field else FIELDS[:1] + FIELDS[2:]:  # NOTE: a title is one of them
-        codes, values = _field(vm, name)
-        match = [v == text if name == "op" and field else text in v for v in values]
-        hit |= np.asarray(match, bool)[codes]
+    hit = np.zeros(n, bool)
+    for name in (name_,) if name_ else FIELDS[:1] + FIELDS[2:]:  # NOTE: a title is one of them
+        codes, values = field(name)
+        found = [v == text if name == "op" and name_ else text in v for v in values]
+        hit |= np.asarray(found, bool)[codes]
     return np.flatnonzero(hit).tolist()
 
 

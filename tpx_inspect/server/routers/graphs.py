@@ -1,12 +1,11 @@
-"""One graph: its summary, its laid-out view at an expansion state, its nodes, one node's
-detail, the backward order, check results and exports."""
+"""One graph: its summary, its nodes, one node's detail, the backward order, check results and
+exports. Its layout at an expansion state is the view model's (``routers/viewmodel.py``)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from tpx_inspect.checks.runner import GRAPH_CHECKS
@@ -19,11 +18,8 @@ from tpx_inspect.server.deps import (
     NodeId,
     Offset,
     RunId,
-    cache_of,
     graph_for,
-    settings_of,
 )
-from tpx_inspect.server.graphview import State, build_view, scopes_of
 from tpx_inspect.server.routers import jobs
 from tpx_inspect.server.store import UnknownId
 
@@ -38,50 +34,6 @@ def get_graph(request: Request, run_id: RunId, graph_id: GraphId) -> m.GraphInfo
     """The summary of one graph."""
     _, _, g = graph_for(request, run_id, graph_id)
     return views.graph_info(run_id, graph_id, g)
-
-
-ScopeList = Annotated[
-    list[Annotated[str, Query(max_length=500)]],
-    Query(max_length=1000, description="scopes opened one level (repeat the parameter)"),
-]
-
-
-@router.get("/view", response_model=m.GraphView, responses=NOT_FOUND)
-async def get_view(
-    request: Request,
-    run_id: RunId,
-    graph_id: GraphId,
-    expand: ScopeList = [],  # noqa: B006 (FastAPI copies query defaults)
-    depth: Annotated[int, Query(ge=0, le=64, description="scope depth folded; 0: none")] = 1,
-    stub: Annotated[
-        bool | None, Query(description="stub long edges (default: large graphs)")
-    ] = None,
-    span: Annotated[int, Query(ge=1, le=10_000, description="levels an edge may span")] = 6,
-) -> m.GraphView:
-    """The graph folded by scope at an expansion state, long edges stubbed, laid out by the
-    server (Graphviz ``dot`` with a timeout, else a layered fallback); cached per state."""
-    _, _, g = graph_for(request, run_id, graph_id)
-    known = set(scopes_of(g))
-    unknown = [s for s in expand if s not in known]
-    if unknown:
-        raise UnknownId(f"graph {graph_id} has no scope {unknown[0]!r}")
-    state = State(depth or None, tuple(expand), stub, span)
-    # NOTE: the cache entry holds ``g`` itself, so id(g) cannot be reused by a reloaded trace
-    key = (run_id, graph_id, id(g), state.key())
-    cache = cache_of(request)
-    built = cache.get(key)
-    hit = built is not None
-    if built is None:
-        s = settings_of(request)
-        built = await run_in_threadpool(build_view, g, state, dot=s.dot, timeout=s.layout_timeout)
-        cache.put(key, (built, g))
-    else:
-        built = built[0]
-    return m.GraphView(
-        run=run_id, graph=graph_id, expanded=sorted(set(expand)), scopes=sorted(known),
-        engine=built.engine, note=built.note, width=built.width, height=built.height,
-        nodes=built.nodes, edges=built.edges, cached=hit,
-    )  # fmt: skip
 
 
 @router.get("/nodes", response_model=m.NodeList, responses=NOT_FOUND)

@@ -90,37 +90,47 @@ class Models:
                 self.items.move_to_end(key)
                 return hit[0]
             gate = self.building.setdefault(key, threading.Lock())
+        made = None
         with gate:
             with self.lock:
                 hit = self.items.get(key)
             if hit is None:
-                hit = (_build(g, kept), g)  # NOTE: the entry holds g, so id(g) in the key stays its
+                made = _build(g, kept)
+                hit = (made[0], g)  # NOTE: the entry holds g, so id(g) in the key stays its
                 with self.lock:
                     self.items[key] = hit
                     self.building.pop(key, None)
                     while len(self.items) > self.size:
                         self.items.popitem(last=False)
+        if made is not None:  # NOTE: after the gate: requests waiting for the model go on
+            _ready(made[0], g, kept if made[1] else None)
         return hit[0]
 
 
-def _build(g: Graph, kept: tuple[Any, int] | None = None) -> ViewModel:
-    """Build a view model (or read the one kept beside the trace, when it is current), its
-    tree index and the layouts of its big repeats (see
-    :func:`~tpx_inspect.viewmodel.layout.prepare`), then move them (and the trace) out of the
-    cyclic collector's reach: they hold no cycles, and a full collection over a
-    100,000-node model's objects costs most of a second each time one runs. A model built
-    for a big graph read from disk is kept beside its trace for the next server."""
+def _build(g: Graph, kept: tuple[Any, int] | None = None) -> tuple[ViewModel, bool]:
+    """A view model (read from beside the trace when one is kept and current, else built)
+    and its tree index, then moved (with the trace) out of the cyclic collector's reach:
+    they hold no cycles, and a full collection over a 100,000-node model's objects costs
+    most of a second each time one runs. Also says whether it was built."""
     keep = kept is not None and len(g.nodes) >= persist.MIN_NODES
     with _collector_quiet(len(g.nodes)):
         vm = persist.read(kept[0], kept[1], g) if keep else None  # type: ignore[index]
         fresh = vm is None
-        if fresh:
+        if vm is None:
             vm = build(g)
         index_of(vm)
-        prepare(vm)
-    if keep and fresh:
-        persist.write(kept[0], {kept[1]: vm})  # type: ignore[index]
-    return vm
+    return vm, fresh and keep
+
+
+def _ready(vm: ViewModel, g: Graph, keep: tuple[Any, int] | None) -> None:
+    """The first screen and the states opening its big repeats arranged and encoded ahead
+    (see :func:`~tpx_inspect.viewmodel.layout.prepare`); a model just built for a big graph
+    read from disk kept beside its trace (``keep``) for the next server."""
+    with _collector_quiet(len(g.nodes)):
+        for arr in prepare(vm).values():
+            _whole(arr, len(g.nodes))
+    if keep is not None:
+        persist.write(keep[0], {keep[1]: vm})
 
 
 @contextmanager
@@ -215,6 +225,9 @@ def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list
 def _arranged(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
     """The state ``exp`` routed and placed (cached per state): a region of it, or where an
     item is, is then cheap; the whole layout is composed only when asked."""
+    ready = vm.memo.get("ready", {}).get(exp)  # NOTE: arranged ahead (layout.prepare)
+    if ready is not None:
+        return ready, True
     key = ("arranged", run_id, graph_id, id(g), exp)
     cache = cache_of(request)
     hit = cache.get(key)
@@ -241,18 +254,35 @@ def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     arr, cached = _arranged(request, run_id, graph_id, g, vm, exp)
     vp = body.viewport
     whole = vp is None and not body.min_size
-    if whole:
-        with _collector_quiet(len(vm.owner)):
-            doc = wire.layout_json(arr.layout())
-    else:  # NOTE: only what meets the viewport is composed (see viewmodel.region)
-        doc = region_json(arr, None if vp is None else (vp.x, vp.y, vp.w, vp.h), body.min_size)
     every = len(exp) == len(vm.groups)  # NOTE: a region of it need not list 17k group ids
-    doc.update(
-        run=run_id, graph=graph_id, key=_states(request).put(run_id, graph_id, exp),
-        expanded=list(exp) if whole or not every else None, expand_all=every, unknown=unknown,
-        cached=cached, seconds=round(time.perf_counter() - t0, 4),
-    )  # fmt: skip
-    return dumps(doc)
+    head = {
+        "run": run_id, "graph": graph_id, "key": _states(request).put(run_id, graph_id, exp),
+        "expanded": list(exp) if whole or not every else None, "expand_all": every,
+        "unknown": unknown, "cached": cached,
+    }  # fmt: skip
+    if whole:
+        body_bytes = _whole(arr, len(vm.owner))
+    else:  # NOTE: only what meets the viewport is composed (see viewmodel.region)
+        rect = None if vp is None else (vp.x, vp.y, vp.w, vp.h)
+        body_bytes = dumps(region_json(arr, rect, body.min_size))
+    head["seconds"] = round(time.perf_counter() - t0, 4)
+    return dumps(head)[:-2] + b"," + body_bytes[1:]  # NOTE: two JSON objects' fields joined
+
+
+KEEP_BYTES = 4 << 20
+"""Whole layout answers up to this size are kept encoded with their state."""
+
+
+def _whole(arr: Arranged, nodes: int) -> bytes:
+    """The whole layout of a state as JSON (kept with the state when not too big: a state
+    asked again, by key or by name, is then answered without composing or encoding)."""
+    hit = arr.memo.get("whole")
+    if hit is None:
+        with _collector_quiet(nodes):
+            hit = dumps(wire.layout_json(arr.layout()))
+        if len(hit) <= KEEP_BYTES:
+            arr.memo["whole"] = hit
+    return hit
 
 
 @router.get("/tree", responses=NOT_FOUND)
@@ -374,11 +404,26 @@ def get_search(
 ) -> Response:
     """Nodes matching ``q`` (server-side), and how many hits each visible box of state
     ``key`` (default: the first screen) holds."""
-    _, vm = view_model(request, run_id, graph_id)
-    hits = wire.search(vm, q)
-    ix, shown = _shown(request, run_id, graph_id, key)
-    boxes = Counter(ix.boxes(shown, np.asarray(hits, np.int64)))
+    kept = _kept(request, run_id, graph_id)
+    if kept is not None:  # NOTE: the trace is not read yet: the fields kept beside it
+        hits = kept.search(q)
+        exp = kept.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
+        boxes = Counter(kept.boxes(exp, hits))
+    else:
+        _, vm = view_model(request, run_id, graph_id)
+        hits = wire.search(vm, q)
+        ix, shown = _shown(request, run_id, graph_id, key)
+        boxes = Counter(ix.boxes(shown, np.asarray(hits, np.int64)))
     return _json({"q": q, "total": len(hits), "nodes": hits[:limit], "boxes": dict(boxes)})
+
+
+def _kept(request: Request, run_id: str, graph_id: int) -> persist.Kept | None:
+    """The tree and search fields kept beside a trace that is not read yet (None when read,
+    live, or nothing current is kept)."""
+    entry = run_for(request, run_id)
+    if entry.live or entry.path is None or entry.loaded:
+        return None
+    return persist.kept(entry.path, graph_id)
 
 
 Metric = Literal[tuple(vals.METRICS)]  # type: ignore[valid-type]
