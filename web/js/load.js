@@ -188,7 +188,8 @@ async function fetchView() {
   return api.view(state.run, state.graph, [...state.expanded], state.stub);
 }
 
-const graphSize = () => state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
+// Not known yet (the graph list comes after the first frame): counted as big.
+const graphSize = () => state.graphs.find((g) => g.id === state.graph)?.nodes ?? state.tree?.nodes ?? Infinity;
 
 // What is on screen: a cancelled layout puts the state back to it.
 let shown = { expanded: new Set(), expandAll: false };
