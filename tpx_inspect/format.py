@@ -87,12 +87,7 @@ def save(
     stores the sidecar's members uncompressed (three times faster, for checkpoints).
     """
     with paused_gc():
-        paths = _save(trace, path, sidecar, compress)
-    if sidecar is None:  # NOTE: not a checkpoint: big graphs' view models kept beside (i14s)
-        from tpx_inspect.viewmodel.persist import keep
-
-        keep(path, trace)
-    return paths
+        return _save(trace, path, sidecar, compress)
 
 
 def _save(trace: Trace, path: str, sidecar: str | None, compress: bool) -> tuple[str, str]:

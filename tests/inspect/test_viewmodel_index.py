@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-import tpx_inspect.server.routers.viewmodel as vm_router
+import tpx_inspect.server.vm_store as vm_store
 from tests.inspect.test_viewmodel import blocks_graph, scalar_mlp_graph
 from tpx_inspect.viewmodel import build, layout
 from tpx_inspect.viewmodel._index import index_of
@@ -105,8 +105,8 @@ def test_the_server_builds_one_view_model_per_graph_for_requests_arriving_togeth
         calls.append(g)
         return build(g)
 
-    monkeypatch.setattr(vm_router, "build", counting_build)
-    models = vm_router.Models()
+    monkeypatch.setattr(vm_store, "build", counting_build)
+    models = vm_store.Models()
     got: list = []
     threads = [
         threading.Thread(target=lambda: got.append(models.get(("run", 0, id(graph)), graph)))

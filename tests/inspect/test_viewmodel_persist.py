@@ -123,25 +123,28 @@ def test_kept_search_and_boxes_answer_as_the_model_does(kept):
         for q in ("tanh", "op:matmul", "scope:blocks.2", "param", "nothing"):
             hits = search(vm, q)
             assert light.search(q) == hits, q
-            assert light.boxes(state, hits[::-1])[::-1] == ix.boxes(ix.shown(state), np.asarray(hits, np.int64)), q
+            assert light.boxes(state, hits[::-1])[::-1] == ix.boxes(
+                ix.shown(state), np.asarray(hits, np.int64)
+            ), q
 
 
-def test_saving_a_big_trace_keeps_its_model_but_a_checkpoint_does_not(tmp_path, monkeypatch):
+def test_keep_writes_big_graphs_models_and_a_failing_build_only_logs(tmp_path, monkeypatch):
     monkeypatch.setattr(persist, "SAVE_NODES", 10)
     g = blocks_graph(blocks=3)
     trace = trace_of(g)
-    tpx_inspect.save(trace, str(tmp_path / "a.json"))
-    assert persist.read(tmp_path / "a.json", 0, g) is not None
-    tpx_inspect.save(trace, str(tmp_path / "b.json"), sidecar="b-1.npz")
-    assert not persist.sidecar_path(tmp_path / "b.json").exists()
+    path = saved(tmp_path / "a", g)
+    assert not persist.sidecar_path(path).exists(), "saving alone writes no view model"
+    assert persist.keep(path, trace) and persist.read(path, 0, g) is not None
+    monkeypatch.setattr(persist, "SAVE_NODES", 10**6)
+    assert not persist.keep(saved(tmp_path / "b", g), trace)
 
     def broken(graph):
         raise RuntimeError("a bug in the view model")
 
+    monkeypatch.setattr(persist, "SAVE_NODES", 10)
     monkeypatch.setattr("tpx_inspect.viewmodel.tree.build", broken)
-    tpx_inspect.save(trace, str(tmp_path / "c.json"))  # the trace is saved all the same
-    assert tpx_inspect.load(str(tmp_path / "c.json")).graphs[0].nodes == g.nodes
-    assert not persist.sidecar_path(tmp_path / "c.json").exists()
+    other = saved(tmp_path / "c", g)
+    assert not persist.keep(other, trace) and not persist.sidecar_path(other).exists()
 
 
 def test_a_fresh_server_shows_the_first_frame_without_reading_the_trace(tmp_path, monkeypatch):

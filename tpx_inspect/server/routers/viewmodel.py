@@ -8,15 +8,11 @@ validation: a fully expanded 20,000-node layout has tens of thousands of boxes).
 
 from __future__ import annotations
 
-import gc
-import hashlib
 import json
 import logging
 import threading
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections import Counter
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -29,11 +25,18 @@ from tpx_inspect._json import dumps
 from tpx_inspect.records import Graph
 from tpx_inspect.server import models as m
 from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for, run_for
-from tpx_inspect.server.store import UnknownId, graph_of, may_freeze
-from tpx_inspect.viewmodel import ViewModel, build, persist, wire
+from tpx_inspect.server.store import UnknownId, graph_of
+from tpx_inspect.server.vm_store import (  # noqa: F401  (Models: the app makes one)
+    PREPARE_WAIT,
+    Models,
+    States,
+    collector_quiet,
+    whole,
+)
+from tpx_inspect.viewmodel import ViewModel, persist, wire
 from tpx_inspect.viewmodel import values as vals
 from tpx_inspect.viewmodel._index import TreeIndex, index_of
-from tpx_inspect.viewmodel.layout import Arranged, prepare
+from tpx_inspect.viewmodel.layout import Arranged
 from tpx_inspect.viewmodel.region import locate, region_json
 
 router = APIRouter(prefix="/api/runs/{run_id}/graphs/{graph_id}", tags=["view model"])
@@ -70,85 +73,6 @@ def _bytes(body: bytes) -> Response:
     return Response(body, media_type="application/json")
 
 
-class Models:
-    """View models of the loaded graphs, built once per graph (a lock per graph: requests
-    arriving together wait for one build instead of each making its own), kept apart from
-    the layout cache so that many layouts never push a model out."""
-
-    def __init__(self, size: int = 8) -> None:
-        self.items: OrderedDict[tuple, tuple[ViewModel, Graph]] = OrderedDict()
-        self.building: dict[tuple, threading.Lock] = {}
-        self.size = size
-        self.lock = threading.Lock()
-
-    def get(self, key: tuple, g: Graph, kept: tuple[Any, int] | None = None) -> ViewModel:
-        """The model of graph ``g``; ``kept`` = (trace path, graph index) of a graph read
-        from disk, whose model may be kept beside the trace (see ``viewmodel.persist``)."""
-        with self.lock:
-            hit = self.items.get(key)
-            if hit is not None:
-                self.items.move_to_end(key)
-                return hit[0]
-            gate = self.building.setdefault(key, threading.Lock())
-        made = None
-        with gate:
-            with self.lock:
-                hit = self.items.get(key)
-            if hit is None:
-                made = _build(g, kept)
-                hit = (made[0], g)  # NOTE: the entry holds g, so id(g) in the key stays its
-                with self.lock:
-                    self.items[key] = hit
-                    self.building.pop(key, None)
-                    while len(self.items) > self.size:
-                        self.items.popitem(last=False)
-        if made is not None:  # NOTE: after the gate: requests waiting for the model go on
-            _ready(made[0], g, kept if made[1] else None)
-        return hit[0]
-
-
-def _build(g: Graph, kept: tuple[Any, int] | None = None) -> tuple[ViewModel, bool]:
-    """A view model (read from beside the trace when one is kept and current, else built)
-    and its tree index, then moved (with the trace) out of the cyclic collector's reach:
-    they hold no cycles, and a full collection over a 100,000-node model's objects costs
-    most of a second each time one runs. Also says whether it was built."""
-    keep = kept is not None and len(g.nodes) >= persist.MIN_NODES
-    with _collector_quiet(len(g.nodes)):
-        vm = persist.read(kept[0], kept[1], g) if keep else None  # type: ignore[index]
-        fresh = vm is None
-        if vm is None:
-            vm = build(g)
-        index_of(vm)
-    return vm, fresh and keep
-
-
-def _ready(vm: ViewModel, g: Graph, keep: tuple[Any, int] | None) -> None:
-    """The first screen and the states opening its big repeats arranged and encoded ahead
-    (see :func:`~tpx_inspect.viewmodel.layout.prepare`); a model just built for a big graph
-    read from disk kept beside its trace (``keep``) for the next server."""
-    with _collector_quiet(len(g.nodes)):
-        for arr in prepare(vm).values():
-            _whole(arr, len(g.nodes))
-    if keep is not None:
-        persist.write(keep[0], {keep[1]: vm})
-
-
-@contextmanager
-def _collector_quiet(nodes: int) -> Iterator[None]:
-    """The cyclic collector off while a model or layout is made; what a big graph's made
-    then moves out of its reach when allowed (see ``store.may_freeze``): it holds no cycles,
-    and a full collection over a 100k model's objects costs most of a second each time."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-        if may_freeze(nodes):
-            gc.freeze()
-    finally:
-        if was:
-            gc.enable()
-
-
 def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, ViewModel]:
     """The graph and its view model (built once per loaded graph, kept)."""
     entry, _, g = graph_for(request, run_id, graph_id)
@@ -172,39 +96,15 @@ def _first_kept(request: Request, run_id: str, graph_id: int) -> dict[str, Any] 
 
 
 def _warm(app: Any, run_id: str, graph_id: int) -> None:
-    """Read a run's trace and the model of one graph (a background thread)."""
+    """Read the kept search fields, then a run's trace and the model of one graph (a
+    background thread)."""
     try:
         entry = app.state.store.get(run_id)
+        persist.kept(entry.path, graph_id)  # NOTE: first: a search may come before the trace
         g = graph_of(entry.trace(), graph_id)
         app.state.vm_models.get((run_id, graph_id, id(g)), g, (entry.path, graph_id))
     except Exception as exc:  # NOTE: the request that needs it will say what is wrong
         log.info("run %s, graph %d not read ahead: %s", run_id, graph_id, exc)
-
-
-class States:
-    """Short keys for expansion states, so that a link or a later request names one."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self.items: OrderedDict[str, tuple] = OrderedDict()
-        self.size = size
-        self.lock = threading.Lock()
-
-    def put(self, run_id: str, graph_id: int, expanded: tuple[str, ...]) -> str:
-        text = "\x1f".join((run_id, str(graph_id), *expanded))
-        key = "k" + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
-        with self.lock:
-            self.items[key] = (run_id, graph_id, expanded)
-            self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return key
-
-    def get(self, key: str, run_id: str, graph_id: int) -> tuple[str, ...]:
-        with self.lock:
-            hit = self.items.get(key)
-        if hit is None or hit[:2] != (run_id, graph_id):
-            raise UnknownId(f"no view state {key!r} for graph {graph_id} of run {run_id!r}")
-        return hit[2]
 
 
 def _states(request: Request) -> States:
@@ -225,6 +125,9 @@ def _expanded(vm: ViewModel, body: LayoutRequest) -> tuple[tuple[str, ...], list
 def _arranged(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewModel, exp) -> tuple:
     """The state ``exp`` routed and placed (cached per state): a region of it, or where an
     item is, is then cheap; the whole layout is composed only when asked."""
+    preparing = vm.memo.get("preparing")
+    if preparing is not None:  # NOTE: the states arranged ahead are being made: wait for them
+        preparing.wait(PREPARE_WAIT)
     ready = vm.memo.get("ready", {}).get(exp)  # NOTE: arranged ahead (layout.prepare)
     if ready is not None:
         return ready, True
@@ -233,7 +136,7 @@ def _arranged(request: Request, run_id: str, graph_id: int, g: Graph, vm: ViewMo
     hit = cache.get(key)
     if hit is not None:
         return hit[0], True  # type: ignore[index]
-    with _collector_quiet(len(vm.owner)):
+    with collector_quiet(len(vm.owner)):
         arr = Arranged(vm, exp)
     cache.put(key, (arr, g))
     return arr, False
@@ -253,36 +156,20 @@ def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     exp, unknown = _expanded(vm, body)
     arr, cached = _arranged(request, run_id, graph_id, g, vm, exp)
     vp = body.viewport
-    whole = vp is None and not body.min_size
+    entire = vp is None and not body.min_size
     every = len(exp) == len(vm.groups)  # NOTE: a region of it need not list 17k group ids
     head = {
         "run": run_id, "graph": graph_id, "key": _states(request).put(run_id, graph_id, exp),
-        "expanded": list(exp) if whole or not every else None, "expand_all": every,
+        "expanded": list(exp) if entire or not every else None, "expand_all": every,
         "unknown": unknown, "cached": cached,
     }  # fmt: skip
-    if whole:
-        body_bytes = _whole(arr, len(vm.owner))
+    if entire:
+        body_bytes = whole(arr, len(vm.owner))
     else:  # NOTE: only what meets the viewport is composed (see viewmodel.region)
         rect = None if vp is None else (vp.x, vp.y, vp.w, vp.h)
         body_bytes = dumps(region_json(arr, rect, body.min_size))
     head["seconds"] = round(time.perf_counter() - t0, 4)
     return dumps(head)[:-2] + b"," + body_bytes[1:]  # NOTE: two JSON objects' fields joined
-
-
-KEEP_BYTES = 4 << 20
-"""Whole layout answers up to this size are kept encoded with their state."""
-
-
-def _whole(arr: Arranged, nodes: int) -> bytes:
-    """The whole layout of a state as JSON (kept with the state when not too big: a state
-    asked again, by key or by name, is then answered without composing or encoding)."""
-    hit = arr.memo.get("whole")
-    if hit is None:
-        with _collector_quiet(nodes):
-            hit = dumps(wire.layout_json(arr.layout()))
-        if len(hit) <= KEEP_BYTES:
-            arr.memo["whole"] = hit
-    return hit
 
 
 @router.get("/tree", responses=NOT_FOUND)
