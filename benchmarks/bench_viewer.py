@@ -14,8 +14,11 @@ the trace and builds its view model); the page is then opened again (warm). For 
 - expanding the biggest folded box until its frame is drawn, goal <= 0.3 s (request, worker,
   page split);
 - ``tpx-inspect export --format svg`` of the 20k and the unscoped graph, goal <= 5 s (wall);
-- on the 100k graph: Expand all (with the page's longest task meanwhile) and, fully expanded,
-  the frame time while panning (render + rasterization, p95, at Fit and at zoom 1), goal
+- the page's longest task (performance timeline, long-task observer) from navigation until the
+  group tree is in place, goal: none over 50 ms;
+- on the 100k graph: Expand all (its first frame: small frames as blocks; then, zoomed to 1,
+  the region about the middle; the page's longest task meanwhile) and, fully expanded, the
+  frame time while panning (render + rasterization, p95, at Fit and at zoom 1), goal
   <= 33 ms, beside the interval between animation frames.
 
 It ends with one table of every must-show figure and its goal.
@@ -171,6 +174,10 @@ def measure(browser, url: str, run: str, full: bool) -> dict:
         r["requests"] = requests(page)
         r["timeline"] = timeline(page)
         page.wait_for_selector("body[data-interactive]", timeout=WAIT_MS)
+        # the group tree (asked when idle on a big graph) parsed and packed by the worker: the
+        # page's longest task from navigation until it is in place
+        page.wait_for_function("() => window.tpxViewer.state.tree", timeout=WAIT_MS)
+        r["open_longest"] = page.evaluate("() => Math.max(0, ...window.__longTasks)")
         r["expand"] = page.evaluate("() => window.tpxViewer.measure.expandOne()")
         if full:
             page.evaluate("() => { window.__longTasks = []; }")
@@ -178,8 +185,10 @@ def measure(browser, url: str, run: str, full: bool) -> dict:
             r["expand_all"]["longest_task"] = page.evaluate(
                 "() => Math.max(0, ...window.__longTasks)"
             )
+            page.evaluate("() => window.tpxViewer.measure.fitView()")
             r["pan_fit"] = page.evaluate("() => window.tpxViewer.measure.panFrames(60, 40)")
             r["pan_1"] = page.evaluate("() => window.tpxViewer.measure.panFrames(60, 40, 1)")
+            page.evaluate("() => { window.__longTasks = []; }")
             r["screenshot"] = screenshot(page)
     except Exception as err:  # a step that fails or times out is reported, not hidden
         r["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
@@ -192,7 +201,9 @@ def screenshot(page) -> Path:
     """docs/viewer-100k.png (with TPX_UPDATE_SCREENSHOTS=1): the fully expanded graph at a
     readable zoom about its middle (frames round the expanded blocks), with a search's hits
     ringed and the minimap showing where the view is."""
-    page.evaluate("() => { const m = window.tpxViewer.main; m.fit(); m.zoomBy(0.6 / m.cam.k); }")
+    page.evaluate(
+        "() => { window.tpxViewer.main.fit(); return window.tpxViewer.measure.zoomTo(0.6); }"
+    )
     page.fill("#search", "softmax")
     page.wait_for_function(
         "() => /^\\d+ hits$/.test(document.getElementById('hits').textContent)", timeout=WAIT_MS
@@ -264,6 +275,11 @@ def report(run: str, nodes: int, r: dict) -> None:
         )
         print(f"  warm requests     slowest, ms: {r['requests']}")
         print(f"    split (warm)    {shares(r['timeline'])}")
+    if "open_longest" in r:
+        print(
+            f"  longest page task {r['open_longest']:6.0f} ms from navigation until the group tree "
+            "is in place (goal: none over 50 ms)"
+        )
     if "expand" in r:
         e = r["expand"]
         s = None if e["ms"] is None else e["ms"] / 1000
@@ -274,15 +290,29 @@ def report(run: str, nodes: int, r: dict) -> None:
         )
     if "expand_all" in r:
         a = r["expand_all"]
-        w = a["whole"]
         print(
             f"  expand all        first frame {a['ms'] / 1000:6.2f} s ({a['boxes']} boxes, "
             f"{a['coarse']} small frames as blocks; {split(a)})"
         )
-        print(
-            f"                    whole layout {w['ms'] / 1000:6.2f} s ({w['boxes']} boxes; "
-            f"{split(w)}); longest page task {a['longest_task']:.0f} ms"
-        )
+        if "fit" in a:
+            f = a["fit"]
+            print(
+                f"                    the Fit view's region drawn at {f['ms'] / 1000:6.2f} s "
+                f"({f['boxes']} boxes, {f['coarse']} frames as blocks; {split(f)})"
+            )
+        if "region" in a:
+            g = a["region"]
+            print(
+                f"                    zoom 1 about the middle: region in {g['ms'] / 1000:6.2f} s "
+                f"({g['boxes']} boxes, {g['coarse']} blocks left; {split(g)})"
+            )
+        else:
+            w = a["whole"]
+            print(
+                f"                    whole layout {w['ms'] / 1000:6.2f} s ({w['boxes']} boxes; "
+                f"{split(w)})"
+            )
+        print(f"                    longest page task {a['longest_task']:.0f} ms")
     for key, where in (("pan_fit", "at Fit"), ("pan_1", "at zoom 1")):
         if key in r:
             p = r[key]
@@ -321,10 +351,18 @@ def must_show(run: str, nodes: int, r: dict, export: float | None) -> list[tuple
         if key in r:
             rows.append((f"pan frame p95 {where} (render+raster)", r[key]["frame"]["p95"], "ms",
                          GOALS["pan_ms"]))  # fmt: skip
+    if "open_longest" in r:
+        rows.append(("longest page task, open + tree", r["open_longest"], "ms", 50.0))
     if "expand_all" in r:
-        rows.append(("Expand all, first frame (no goal)", r["expand_all"]["ms"] / 1000, "s", None))
-        rows.append(("Expand all, whole layout", r["expand_all"]["whole"]["ms"] / 1000, "s", None))
-        rows.append(("  its longest page task", r["expand_all"]["longest_task"], "ms", None))
+        a = r["expand_all"]
+        rows.append(("Expand all, first frame (no goal)", a["ms"] / 1000, "s", None))
+        if "fit" in a:
+            rows.append(("Expand all, Fit view's region drawn", a["fit"]["ms"] / 1000, "s", None))
+        if "region" in a:
+            rows.append(("Expand all, then zoom 1: region", a["region"]["ms"] / 1000, "s", None))
+        else:
+            rows.append(("Expand all, whole layout", a["whole"]["ms"] / 1000, "s", None))
+        rows.append(("  longest page task meanwhile", a["longest_task"], "ms", 50.0))
     return [(f"{run} ({nodes})", *row) for row in rows]
 
 

@@ -67,8 +67,10 @@ export const http = {
   // The view model (issue 14): the group tree once, layouts of a state, records on demand,
   // search and colour statistics computed by the server, value figures.
   tree: (run, graph) => optional(get(`${graphPath(run, graph)}/tree`)),
+  treeUrl: (run, graph) => new URL(`${graphPath(run, graph)}/tree`, location.href).href,
   layout: (run, graph, body) => optional(post(`${graphPath(run, graph)}/layout`, body)),
   layoutUrl: (run, graph) => new URL(`${graphPath(run, graph)}/layout`, location.href).href,
+  locate: (run, graph, node, key) => optional(get(`${graphPath(run, graph)}/locate?node=${enc(node)}&key=${enc(key)}`)),
   layoutByKey: (run, graph, key) => optional(get(`${graphPath(run, graph)}/layout?key=${enc(key)}`)),
   records: (run, graph, ids, fields) => post(`${graphPath(run, graph)}/records`, { ids, fields }),
   search: (run, graph, q, key, limit = 1000) =>
@@ -95,9 +97,11 @@ export function embedded(data) {
     exportUrl: () => null,
     feed: async () => ({ new: [], status: "ok" }),
     tree: async () => null,
+    treeUrl: () => null,
     layout: async () => null,
     layoutUrl: () => null,
     layoutByKey: async () => null,
+    locate: async () => null,
     heatmap: async () => null,
     histogram: async () => null,
   };

@@ -17,9 +17,12 @@ export const state = {
   // Load generations: a pick made while an earlier one is still loading wins; stale replies are
   // dropped instead of overwriting what the user asked for last.
   loadSeq: 0, viewSeq: 0,
-  // Expand all on graphs bigger than this is drawn coarse first (frames under coarseMinSize
-  // points as blocks), then whole.
-  coarseFrom: 20_000, coarseMinSize: 4096,
+  // Expand all on graphs bigger than this is drawn from a base (frames under coarseMinSize
+  // points as blocks: by default only the outermost frames, a small answer that brings the
+  // graph's size) and regions about the camera at the detail its zoom can show (load.js).
+  // The same for a named state with more than regionalFrom groups open (Expand all, then one
+  // group closed).
+  coarseFrom: 20_000, coarseMinSize: 1e9, regionalFrom: 1000,
 };
 
 export const main = new GraphView($("canvas"));

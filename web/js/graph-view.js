@@ -3,7 +3,8 @@
 // drawn as aggregates per cell), frames around expanded scopes, highlights and colour overrides.
 
 import { kindColor, themeColors } from "./colors.js";
-import { medianHeight, rowRoom, SpatialIndex } from "./spatial.js";
+import { fitLabel } from "./labels.js";
+import { labelRoom, medianHeight, SpatialIndex } from "./spatial.js";
 
 const TINY = 4; // screen px: boxes lower than this are drawn as aggregates
 const MANY = 5000; // more boxes than this in view: no labels, fills batched per colour
@@ -45,7 +46,7 @@ export class GraphView {
     this.byId = graph.byId || new Map(graph.nodes.map((n) => [n.id, n]));
     this.index = new SpatialIndex(graph.nodes, graph.edges, graph.points, packed);
     this.boxHeight = graph.boxHeight ?? medianHeight(graph.nodes);
-    this.room = graph.nodes.length <= MANY ? rowRoom(graph.nodes) : null;
+    this.room = new Map(); // box -> the width its label may take (labelRoom), when first asked
     this.draw();
   }
 
@@ -68,10 +69,16 @@ export class GraphView {
     return this.canvas.height / this.dpr;
   }
 
+  // The zoom at which the whole graph fits the view (zooming out stops there, or at 0.01).
+  fitZoom() {
+    const { width, height } = this.graph;
+    return Math.min(this.viewWidth / (width + 40), this.viewHeight / (height + 40), 2);
+  }
+
   fit() {
     const { width, height } = this.graph;
     if (!width || !height) return;
-    const k = Math.min(this.viewWidth / (width + 40), this.viewHeight / (height + 40), 2);
+    const k = this.fitZoom();
     this.cam = { k, x: width / 2 - this.viewWidth / (2 * k), y: height / 2 - this.viewHeight / (2 * k) };
     this.draw();
   }
@@ -79,7 +86,7 @@ export class GraphView {
   zoomBy(factor, sx = this.viewWidth / 2, sy = this.viewHeight / 2) {
     const { x, y, k } = this.cam;
     const wx = x + sx / k, wy = y + sy / k;
-    const nk = Math.min(8, Math.max(0.01, k * factor));
+    const nk = Math.min(8, Math.max(Math.min(0.01, this.fitZoom()), k * factor));
     this.cam = { k: nk, x: wx - sx / nk, y: wy - sy / nk };
     this.draw();
   }
@@ -136,6 +143,7 @@ export class GraphView {
     const view = { x0: cam.x, y0: cam.y, x1: cam.x + this.viewWidth / cam.k, y1: cam.y + this.viewHeight / cam.k };
     this.drawnNodes = 0;
     this.labelled = 0;
+    this.labels = this.keepLabels ? [] : null; // [label, drawn text, readable] (tests, bench)
     this.aggregated = 0;
     if (!this.index) return;
     this._drawFrames(view, colors);
@@ -156,25 +164,32 @@ export class GraphView {
     this.emit("render", this.lastRenderMs);
   }
 
-  // Expanded scopes as frames: an outline with the scope's name at its top left.
+  // Expanded scopes as frames: an outline with the scope's name at its top left, legible at
+  // Fit too (enlarged like box labels; ``titled`` keeps the frames whose whole name is drawn:
+  // only inside those may a box leave out the part of its name the frame gives).
   // Frames smaller than a few pixels are left out; outlines go in one path, one stroke.
   _drawFrames(view, colors) {
     const { ctx, cam } = this;
     const min = 6 / cam.k, labels = [];
+    const size = Math.max(11, LEGIBLE / cam.k);
+    this.titled = new Set();
     ctx.lineWidth = 1.5 / cam.k;
     ctx.strokeStyle = colors["kind-scope"];
+    ctx.font = `bold ${size.toFixed(1)}px sans-serif`;
     ctx.beginPath();
     for (const f of this.graph.frames) {
       if (f.w < min || f.h < min) continue;
       const x0 = f.x - f.w / 2, y0 = f.y - f.h / 2;
       if (x0 + f.w < view.x0 || x0 > view.x1 || y0 + f.h < view.y0 || y0 > view.y1) continue;
       ctx.rect(x0, y0, f.w, f.h);
-      if (cam.k * 11 >= 6 && f.w * cam.k > 40) labels.push([f.label, x0 + 6, y0 + 3]);
+      if (f.w * cam.k < 30) continue;
+      const [lines, readable] = fitLabel(f.label, f.w - 8, (t) => ctx.measureText(t).width);
+      if (readable) this.titled.add(f.id);
+      labels.push([lines[0], x0 + 4, y0 + 2]);
     }
     ctx.stroke();
     ctx.textAlign = "left";
     ctx.textBaseline = "top";
-    ctx.font = "bold 11px sans-serif";
     ctx.fillStyle = colors.edgeLabel;
     for (const [text, x, y] of labels) ctx.fillText(text, x, y);
   }
@@ -236,7 +251,6 @@ export class GraphView {
   _drawNodes(boxes, colors) {
     const { ctx, cam } = this;
     const many = boxes.length > MANY;
-    const showSub = cam.k > 0.6;
     this.drawnNodes = boxes.length;
     if (many) return this._fillBatched(boxes, colors);
     ctx.textAlign = "center";
@@ -257,18 +271,37 @@ export class GraphView {
       // tall enough to hold them (the text then fills more of the box).
       const size = Math.min(Math.max(12, LEGIBLE / cam.k), 0.7 * n.h);
       if (size * cam.k < LEGIBLE - 1.5) continue; // short boxes (stubs) take slightly smaller text
-      this.labelled += 1;
       ctx.fillStyle = custom ? textOn(custom) : colors.text;
-      ctx.font = `bold ${size.toFixed(1)}px sans-serif`;
-      const sub = showSub && n.sublabel && size <= 12;
-      // a label enlarged to stay legible may run a little past its box, into the free space
-      // beside it in its row, before it is cut: "tok_emb.weight", not "tok_emb…"
-      const room = size > 12 ? Math.min(n.w * OVERRUN, this.room?.get(n) ?? n.w) : n.w;
-      ctx.fillText(clip(n.label, room, size), n.x, sub ? n.y - 7 : n.y);
-      if (sub) {
-        ctx.font = "10px sans-serif";
-        ctx.fillText(clip(n.sublabel, n.w, 10), n.x, n.y + 8);
-      }
+      this._label(n, size);
+    }
+  }
+
+  // A box's label: whole, on two lines, or abbreviated (labels.js) in the room it has; cut
+  // with "…" only when none of those fits, and then not counted as labelled. An enlarged label
+  // may run a little past its box, into the free space beside it in its row.
+  _label(n, size) {
+    const { ctx, cam } = this;
+    const room = size > 12 ? Math.min(n.w * OVERRUN, this._roomOf(n)) : n.w - 2;
+    const two = Math.min(size, 0.42 * n.h); // the size of each of two lines
+    const twoLines = two * cam.k >= LEGIBLE - 1.5 && !(cam.k > 0.6 && n.sublabel && size <= 12);
+    ctx.font = `bold ${size.toFixed(1)}px sans-serif`;
+    let [lines, readable] = fitLabel(n.label, room, (t) => ctx.measureText(t).width, { scope: this._frameScope(n.parent) });
+    if (lines.length === 1 && !readable && twoLines) {
+      ctx.font = `bold ${two.toFixed(1)}px sans-serif`;
+      [lines, readable] = fitLabel(n.label, room, (t) => ctx.measureText(t).width, { twoLines, scope: this._frameScope(n.parent) });
+    }
+    if (readable) this.labelled += 1;
+    this.labels?.push([n.label, lines.join("\n"), readable]);
+    const sub = lines.length === 1 && cam.k > 0.6 && n.sublabel && size <= 12;
+    if (lines.length === 2) {
+      ctx.fillText(lines[0], n.x, n.y - 0.55 * two);
+      ctx.fillText(lines[1], n.x, n.y + 0.55 * two);
+      return;
+    }
+    ctx.fillText(lines[0], n.x, sub ? n.y - 7 : n.y);
+    if (sub) {
+      ctx.font = "10px sans-serif";
+      ctx.fillText(clip(n.sublabel, n.w, 10), n.x, n.y + 8);
     }
   }
 
@@ -289,6 +322,24 @@ export class GraphView {
       const mark = this.marked.get(n.id);
       if (mark) this._ring(n, colors[mark], mark === "skipped");
     }
+  }
+
+  // The room of a box's label beside it (labelRoom over the boxes near its row), once per box.
+  _roomOf(n) {
+    let room = this.room.get(n);
+    if (room === undefined) {
+      const reach = n.w * OVERRUN;
+      const near = this.index.boxesIn({ x0: n.x - reach, x1: n.x + reach, y0: n.y - n.h / 2, y1: n.y + n.h / 2 });
+      this.room.set(n, (room = labelRoom(n, near)));
+    }
+    return room;
+  }
+
+  // The scope path the enclosing frame names on screen ("s:model.ln_f" -> "model.ln_f"), ""
+  // when its name is not drawn whole (then a box's name is never shortened by it).
+  _frameScope(id) {
+    if (!id || !this.titled?.has(id)) return "";
+    return id.startsWith("s:") ? id.slice(2) : "";
   }
 
   // A status ring outside the border, so a selected failing node shows both.
@@ -332,7 +383,12 @@ export class GraphView {
       c.setPointerCapture(ev.pointerId);
     });
     c.addEventListener("pointermove", (ev) => {
-      if (!drag) return;
+      if (!drag) {
+        // the whole label as a tooltip: a box may show a shortened one (labels.js)
+        const n = this.nodeAt(ev.offsetX, ev.offsetY);
+        c.title = n ? [n.label, n.sublabel].filter(Boolean).join("\n") : "";
+        return;
+      }
       const dx = ev.offsetX - drag.x, dy = ev.offsetY - drag.y;
       if (Math.abs(dx) + Math.abs(dy) > 2) drag.moved = true;
       drag.x = ev.offsetX;

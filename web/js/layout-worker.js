@@ -1,22 +1,42 @@
 // The layout worker: asks the server for a layout, decodes the answer and builds the spatial
 // index away from the page's thread, so a big layout (100k boxes: tens of MB of JSON) never
-// freezes the page. Messages in: {id, url, body} (a request: POST, or GET when body is null),
-// {cancel: id} (abort it).
+// freezes the page. Messages in: {id, url, body} (a request: POST, or GET when body is null;
+// ``keep``: a token, kept as the base of later regions), {id, url, body, region: {base: token,
+// x0, y0, x1, y1}} (a region of the kept base's state: drawn over the base, region.js), {id, tree: url} (the view model's group tree,
+// packed: tree.js), {cancel: id} (abort it).
 // Out: {id, meta, cols (boxes, edges, frames as columns), points, packed, ms},
 // {id, status, detail} (an HTTP error) or {id, aborted, error}; {ready} once loaded.
 
 import { columnBuffers, columns, drawableLayout } from "./drawable.js";
+import { compose } from "./region.js";
 import { medianHeight, pack, transferables } from "./spatial.js";
+import { packTree, treeBuffers } from "./tree.js";
 
 const pending = new Map();
+let base = null; // the kept layout regions are drawn over: {key, graph}
 self.postMessage({ ready: true });
 
 self.onmessage = ({ data }) => {
   if (data.cancel !== undefined) pending.get(data.cancel)?.abort();
+  else if (data.tree) tree(data);
   else layout(data);
 };
 
-async function layout({ id, url, body }) {
+async function tree({ id, tree: url }) {
+  try {
+    const res = await fetch(url, { headers: { Accept: "application/json" } });
+    if (!res.ok) {
+      self.postMessage({ id, status: res.status, detail: await detailOf(res) });
+      return;
+    }
+    const packed = packTree(await res.json());
+    self.postMessage({ id, packedTree: packed }, treeBuffers(packed));
+  } catch (err) {
+    self.postMessage({ id, error: String(err) });
+  }
+}
+
+async function layout({ id, url, body, keep = false, region = null }) {
   const control = new AbortController();
   pending.set(id, control);
   const t0 = performance.now();
@@ -32,7 +52,17 @@ async function layout({ id, url, body }) {
     const text = await res.text();
     const t1 = performance.now();
     const answer = JSON.parse(text);
-    const graph = drawableLayout(answer);
+    let graph = drawableLayout(answer);
+    if (keep) base = { keep, graph: { ...graph, points: graph.points.slice() } };
+    if (region) {
+      if (!base || base.keep !== region.base) throw new Error(`no base layout kept for ${region.base}`);
+      graph = compose(base.graph, graph, region);
+      answer.coarse = graph.nodes.filter((n) => n.block).length;
+      // a region holding the whole graph (the Fit view's) is the better base: kept instead, so
+      // that what lies outside later regions (and the minimap) shows its blocks
+      if (region.x0 <= 0 && region.y0 <= 0 && region.x1 >= graph.width && region.y1 >= graph.height) base.graph = { ...graph, points: graph.points.slice() };
+      answer.region = region;
+    }
     const packed = pack(graph.nodes, graph.edges, graph.points);
     const meta = { ...answer, boxes: undefined, edges: undefined, frames: undefined };
     const cols = { nodes: columns(graph.nodes), edges: columns(graph.edges), frames: columns(graph.frames) };

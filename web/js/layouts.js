@@ -40,6 +40,7 @@ function answer(data) {
   if (!w) return;
   waiting.delete(data.id);
   if (data.meta) w.resolve(received(data));
+  else if (data.packedTree) w.resolve(data.packedTree);
   else if (data.status === 404 || data.status === 405) w.resolve(null); // an older server
   else if (data.status) w.reject(new ApiError(`${data.status}: ${data.detail}`));
   else w.reject(data.aborted ? new Cancelled("layout cancelled") : new Error(data.error));
@@ -67,7 +68,7 @@ async function received({ meta, cols, points, boxHeight, packed, ms }) {
 // A pause that lets the page answer input and draw before the next slice of work.
 export const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-const SLICE = 10_000;
+const SLICE = 5_000;
 
 // The worker's requests on the page's clock (ms from navigation), for the benchmark's timeline.
 export const requests = [];
@@ -80,29 +81,52 @@ export function startWorker() {
 // {meta, graph, packed, ms} from the worker, {res} from the page, or null (no view model).
 // While the worker is still starting, a small layout (not every group open) is asked for here:
 // the first screen does not wait for the worker's modules.
-export async function fetchLayout(url, body, inPage) {
-  if (url && ensureWorker() && (ready || body.expand_all)) {
-    const id = ++next;
+// ``extra``: {keep: true} (the worker keeps this layout as the base of regions) or
+// {region: rect} (a GET of a region, drawn over the kept base: worker only, else null).
+export async function fetchLayout(url, body, inPage, extra = {}) {
+  if (url && ensureWorker() && (ready || body?.expand_all || extra.region)) {
     try {
-      return await new Promise((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, url, body });
-      });
+      return await ask({ url, body, ...extra });
     } catch (err) {
       if (!(err instanceof WorkerGone)) throw err;
     }
   }
+  if (extra.region) return null;
   const res = await inPage();
   return res && { res };
+}
+
+function ask(message) {
+  const id = ++next;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject, tree: Boolean(message.tree) });
+    worker.postMessage({ id, ...message });
+  });
+}
+
+// The view model's group tree, fetched, parsed and packed by the worker (tree.js); from the
+// page (``inPage``) when no worker runs. Null: the server has no view model.
+export async function fetchTree(url, inPage) {
+  if (url && ensureWorker()) {
+    try {
+      return await ask({ tree: url });
+    } catch (err) {
+      if (!(err instanceof WorkerGone)) throw err;
+    }
+  }
+  return inPage();
 }
 
 // Abort every layout in flight (the page's view stays as it was).
 export function cancelLayouts() {
   if (!worker) return false;
-  for (const id of waiting.keys()) worker.postMessage({ cancel: id });
-  return waiting.size > 0;
+  const ids = layoutIds();
+  for (const id of ids) worker.postMessage({ cancel: id });
+  return ids.length > 0;
 }
 
 export function layoutsInFlight() {
-  return waiting.size;
+  return layoutIds().length;
 }
+
+const layoutIds = () => [...waiting].filter(([, w]) => !w.tree).map(([id]) => id);

@@ -9,7 +9,8 @@ import { showCompare } from "./compare.js";
 import { markHits, search, select } from "./picking.js";
 import { applyMarks, stopPlay } from "./playback.js";
 import { updateURL } from "./url.js";
-import { Cancelled, cancelLayouts, fetchLayout, pause } from "./layouts.js";
+import { Cancelled, cancelLayouts, fetchLayout, fetchTree, pause } from "./layouts.js";
+import { regionFor } from "./region.js";
 import { allGroups, setTree, viewOfLayout, viewOfWorker } from "./vm.js";
 
 export async function loadRuns() {
@@ -129,7 +130,8 @@ export function ensureTree() {
   if (!state.vm) return Promise.resolve();
   if (!state.treeLoad) {
     const token = state.loadSeq;
-    state.treeLoad = api.tree(state.run, state.graph).catch(() => null).then((tree) => {
+    const inPage = () => api.tree(state.run, state.graph);
+    state.treeLoad = fetchTree(api.treeUrl(state.run, state.graph), inPage).catch(() => null).then((tree) => {
       if (token !== state.loadSeq) return;
       setTree(tree);
       applyMarks();
@@ -175,16 +177,19 @@ async function fetchView() {
   if (state.vm) {
     const named = state.expandAll || state.expanded.size;
     const body = state.expandAll ? { expand_all: true } : { expanded: named ? [...state.expanded] : null };
-    if (state.expandAll && graphSize() > state.coarseFrom) body.min_size = state.coarseMinSize;
+    // a big graph with many groups open (Expand all, or most of it): a base, then regions
+    const coarse = graphSize() > state.coarseFrom && (state.expandAll || state.expanded.size > state.regionalFrom);
+    if (coarse) body.min_size = state.coarseMinSize;
     const url = api.layoutUrl(state.run, state.graph);
-    const got = await fetchLayout(url, body, () => api.layout(state.run, state.graph, body));
+    const got = await fetchLayout(url, body, () => api.layout(state.run, state.graph, body), coarse ? { keep: state.viewSeq } : {});
     if (got) return got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]);
     state.vm = false;
   }
   return api.view(state.run, state.graph, [...state.expanded], state.stub);
 }
 
-const graphSize = () => state.graphs.find((g) => g.id === state.graph)?.nodes ?? 0;
+// Not known yet (the graph list comes after the first frame): counted as big.
+const graphSize = () => state.graphs.find((g) => g.id === state.graph)?.nodes ?? state.tree?.nodes ?? Infinity;
 
 // What is on screen: a cancelled layout puts the state back to it.
 let shown = { expanded: new Set(), expandAll: false };
@@ -206,8 +211,11 @@ export async function refreshView() {
   }
   if (seq !== state.viewSeq) return false; // a newer layout was asked for: drop this one
   if (view.serverExpanded && !state.expandAll) state.expanded = new Set(view.serverExpanded);
+  state.region = null;
   await show(view, t0, performance.now());
-  if (view.coarse) fillDetail(seq, view.key);
+  // a base kept by the worker: regions of it as the camera moves; else the whole layout
+  if (view.coarse && view.drawable) state.region = { seq, key: view.key, baseMin: state.coarseMinSize, rect: null, min: Infinity, loading: null };
+  else if (view.coarse) fillDetail(seq, view.key);
   return true;
 }
 
@@ -229,7 +237,7 @@ async function show(view, t0, t1) {
   shown = { expanded: new Set(state.expanded), expandAll: state.expandAll };
   const ms = (t2 - t0).toFixed(0);
   const g = state.graphs.find((x) => x.id === state.graph);
-  const coarse = view.coarse ? ` · ${view.coarse} small frames as blocks, the rest on its way` : "";
+  const coarse = view.coarse ? ` · ${view.coarse} small frames as blocks (${view.drawable ? "zoom in for their contents" : "the rest on its way"})` : "";
   status(`${view.nodes.length} boxes (${g ? g.nodes : "?"} nodes) · layout ${view.engine}${view.cached ? " (cached)" : ""} · ${ms} ms (here ${(t2 - t1).toFixed(0)} ms)${view.note ? " · " + view.note : ""}${coarse}`);
   document.body.dataset.ready = `${state.run}/${state.graph}/${state.expandAll ? "*" : [...state.expanded].join(",")}`;
 }
@@ -249,6 +257,71 @@ async function fillDetail(seq, key) {
   if (seq !== state.viewSeq || !got) return;
   await show(got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]), t0, performance.now());
   if (seq === state.viewSeq) document.body.dataset.detail = String(seq);
+}
+
+// -- regions of a big Expand all -------------------------------------------------------------
+// The base (every frame smaller than coarseMinSize as one block) stays; where the camera looks
+// closer than the base can show, the region around the view is asked by the state's key at a
+// finer min_size and drawn over the base (the worker composes them: region.js). Never the
+// whole layout (35 MB at 100k nodes).
+
+// {rect, minSize} of the region the camera needs now, or null when what is drawn will do.
+export function regionWanted() {
+  const r = state.region;
+  if (!r || r.seq !== state.viewSeq) return null;
+  const { cam } = main;
+  const view = { x0: cam.x, y0: cam.y, x1: cam.x + main.viewWidth / cam.k, y1: cam.y + main.viewHeight / cam.k };
+  const want = regionFor(view, cam.k);
+  if (want.minSize >= r.baseMin) return null; // the base shows this zoom as well as a region
+  const inside = r.rect && view.x0 >= r.rect.x0 && view.x1 <= r.rect.x1 && view.y0 >= r.rect.y0 && view.y1 <= r.rect.y1;
+  return inside && want.minSize >= r.min / 2 ? null : want;
+}
+
+let regionTimer = null;
+
+// Called on every frame drawn: a region asked once the camera rests for a moment.
+export function watchRegion() {
+  if (regionTimer !== null || !regionWanted()) return;
+  regionTimer = setTimeout(() => {
+    regionTimer = null;
+    loadRegion();
+  }, 120);
+}
+
+// The region the camera needs, asked and drawn (one at a time); resolves when none is needed.
+export async function loadRegion() {
+  const r = state.region;
+  const want = regionWanted();
+  if (!r || !want) return;
+  if (!r.loading) r.loading = askRegion(r, want).finally(() => (r.loading = null));
+  await r.loading;
+  if (regionWanted()) watchRegion(); // the camera moved on meanwhile
+}
+
+// Asked by the base's state key with a viewport: the server places a state once and composes
+// only what meets the viewport (tens of ms, a few kB).
+async function askRegion(r, { rect, minSize }) {
+  const vp = [rect.x0, rect.y0, rect.x1 - rect.x0, rect.y1 - rect.y0].map(Math.round).join(",");
+  const url = `${api.layoutUrl(state.run, state.graph)}?key=${encodeURIComponent(r.key)}&viewport=${vp}&min_size=${minSize}`;
+  const t0 = performance.now();
+  let got = null;
+  try {
+    got = await fetchLayout(url, null, null, { region: { ...rect, base: r.seq } });
+  } catch (err) {
+    if (!(err instanceof Cancelled)) status(`error: ${err}`);
+  }
+  if (!got || state.region !== r || r.seq !== state.viewSeq) return;
+  r.rect = rect;
+  r.min = minSize;
+  await show(viewOfWorker(got, [...state.expanded]), t0, performance.now());
+  document.body.dataset.detail = String(r.seq);
+}
+
+// Until the region the camera needs is drawn (a few rounds at most: the camera may move).
+export async function settleRegion() {
+  for (let i = 0; i < 4 && state.region && (regionWanted() || state.region.loading); i++) {
+    await (state.region.loading || loadRegion());
+  }
 }
 
 // A layout taking long: say so, and offer to cancel it (the button, or Escape).

@@ -8,9 +8,9 @@ import { boxOf } from "./boxes.js";
 import { runChecks } from "./checks-ui.js";
 import { openCompare } from "./compare.js";
 import { bindControls, setTheme } from "./controls.js";
-import { fillCompare, fillGraphs, follow, loadRuns, refreshView, selectGraph, selectRun } from "./load.js";
+import { fillCompare, fillGraphs, follow, loadRuns, refreshView, selectGraph, selectRun, watchRegion } from "./load.js";
 import { select, toggle, activate, clickBox } from "./picking.js";
-import { expandAll, expandOne, panFrames } from "./measure.js";
+import { expandAll, expandOne, fitView, panFrames, zoomTo } from "./measure.js";
 import { requests, startWorker } from "./layouts.js";
 import { initPlan } from "./plan.js";
 import { step } from "./playback.js";
@@ -18,6 +18,7 @@ import { readURL } from "./url.js";
 
 main.on("click", clickBox);
 main.on("activate", activate);
+main.on("render", watchRegion); // a big Expand all: the region the camera looks at, when it rests
 bindControls();
 
 window.addEventListener("error", (e) => status(`error: ${e.message}`));
@@ -103,7 +104,7 @@ window.addEventListener("hashchange", async () => {
   }
 });
 
-window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf, measure: { expandOne, expandAll, panFrames, workerRequests: () => requests } };
+window.tpxViewer = { state, main, select, toggle, runChecks, step, boxOf, measure: { expandOne, expandAll, panFrames, zoomTo, fitView, workerRequests: () => requests } };
 initPlan(); // the tpx.compile plan beside the graph (web/js/plan.js)
 startWorker(); // layouts decoded off this thread once it is up
 

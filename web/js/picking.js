@@ -2,8 +2,8 @@
 // search and its hits, and stepping through the backward order.
 
 import { $, api, main, state } from "./app.js";
-import { boxOf } from "./boxes.js";
-import { ensureRecords, ensureTree, refreshView } from "./load.js";
+import { blockOf, boxOf } from "./boxes.js";
+import { ensureRecords, ensureTree, refreshView, settleRegion } from "./load.js";
 import { containersOf, groupsBelow, knownNode } from "./vm.js";
 import { renderBox, renderMessage, renderNode } from "./panel.js";
 import { updateURL } from "./url.js";
@@ -12,8 +12,35 @@ export async function reveal(nodeId) {
   await ensureTree();
   const box = boxOf(nodeId);
   if (box && box.group === null) return box;
+  if (state.region) return revealInRegion(nodeId);
   for (const g of containersOf(nodeId)) if (state.vm || state.scopes.includes(g)) state.expanded.add(g);
   await refreshView();
+  return boxOf(nodeId);
+}
+
+// Expand all of a big graph: a node whose box is not loaded here is asked where it is
+// (GET /locate: its box's place in the whole layout), the camera goes there and the region
+// there is loaded. An older server: the camera goes to the block holding it (via the group
+// tree), zoomed so that it fills the view, and loads that region; a block inside it may come
+// next (a few rounds).
+async function revealInRegion(nodeId) {
+  const at = await api.locate(state.run, state.graph, nodeId, state.view.key).catch(() => null);
+  if (at) {
+    const { cam } = main, k = Math.max(cam.k, 0.8);
+    main.cam = { k, x: at.x - main.viewWidth / (2 * k), y: at.y - main.viewHeight / (2 * k) };
+    main.draw();
+    await settleRegion();
+    return boxOf(nodeId);
+  }
+  for (let round = 0; round < 6; round++) {
+    const box = boxOf(nodeId);
+    if (box && box.group === null) return box;
+    const block = blockOf(nodeId);
+    if (!block) return null;
+    const k = Math.min(0.8, 0.9 * Math.min(main.viewWidth / block.w, main.viewHeight / block.h));
+    main.centerOn(block.id, k);
+    await settleRegion();
+  }
   return boxOf(nodeId);
 }
 
@@ -75,7 +102,7 @@ export function clickBox(box) {
 // -- search ---------------------------------------------------------------------------------------
 // The boxes showing the hits (after a re-layout too: box ids are stable, boxes may be new).
 export function markHits() {
-  main.hits = new Set(state.hits.map((id) => boxOf(id)?.id).filter(Boolean));
+  main.hits = new Set(state.hits.map((id) => (boxOf(id) || blockOf(id))?.id).filter(Boolean));
   main.draw();
 }
 

@@ -5,7 +5,7 @@
 // function the layout worker runs, so the page only wraps what the worker sends.
 
 export const CELL = 256; // world units per cell of level 0
-const LONG = 64; // an edge whose bounding box covers more cells than this is kept in a list
+const LONG = 64; // an edge or box whose bounding box covers more cells than this: kept in a list
 
 export class SpatialIndex {
   constructor(nodes, edges, points, packed = null) {
@@ -16,7 +16,9 @@ export class SpatialIndex {
     this.edgeCells = new Grid(p.edges);
     this.edgeBox = p.edgeBox; // x0, y0, x1, y1 per edge
     this.longEdges = Array.from(p.long);
-    this.levels = p.levels.map((level) => level.map((a) => ({ ...a, rep: nodes[a.rep] })));
+    this.bigBoxes = Array.from(p.big || []); // boxes over too many cells (a block of a big frame)
+    this.levels = p.levels; // packed: objects made only for the aggregates drawn
+    this.kinds = p.kinds;
     this.seenBox = new Uint32Array(nodes.length);
     this.seenEdge = new Uint32Array(edges.length);
     this.stamp = 0;
@@ -24,7 +26,7 @@ export class SpatialIndex {
 
   // The boxes whose cell holds the world point (candidates for a hit test).
   boxesAt(wx, wy) {
-    return Array.from(this.cells.items(cellKey(wx, wy)), (i) => this.nodes[i]);
+    return Array.from(this.cells.items(cellKey(wx, wy)), (i) => this.nodes[i]).concat(this.bigBoxes.map((i) => this.nodes[i]));
   }
 
   // Every box meeting the rectangle, once each.
@@ -33,7 +35,9 @@ export class SpatialIndex {
       const n = this.nodes[i];
       return n.x + n.w / 2 >= view.x0 && n.x - n.w / 2 <= view.x1 && n.y + n.h / 2 >= view.y0 && n.y - n.h / 2 <= view.y1;
     };
-    return this._collect(this.cells, this.seenBox, view, keep).map((i) => this.nodes[i]);
+    const near = this._collect(this.cells, this.seenBox, view, keep);
+    for (const i of this.bigBoxes) if (keep(i)) near.push(i);
+    return near.map((i) => this.nodes[i]);
   }
 
   edgesIn(view) {
@@ -59,7 +63,7 @@ export class SpatialIndex {
       for (const i of grid.all) take(i);
       return out;
     }
-    for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) for (const i of grid.items(gx + "," + gy)) take(i);
+    for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) for (const i of grid.items(key(gx, gy))) take(i);
     return out;
   }
 
@@ -68,40 +72,60 @@ export class SpatialIndex {
   aggregatesIn(view, k, px) {
     let level = 0;
     while (level < this.levels.length - 1 && CELL * 4 ** level * k < px) level += 1;
-    return this.levels[level].filter((a) => intersects(a, view));
+    const { box, rep, kind } = this.levels[level], out = [];
+    for (let i = 0; i < rep.length; i++) {
+      const x0 = box[5 * i], y0 = box[5 * i + 1], x1 = box[5 * i + 2], y1 = box[5 * i + 3];
+      if (x1 < view.x0 || x0 > view.x1 || y1 < view.y0 || y0 > view.y1) continue;
+      out.push({ x0, y0, x1, y1, count: box[5 * i + 4], kind: this.kinds[kind[i]], rep: this.nodes[rep[i]] });
+    }
+    return out;
   }
 }
 
-// Packed buckets: cell key -> a run of item indices.
+// Packed buckets: cell key -> a run of item indices. Keys are numbers (key()), sorted, in a
+// typed array: found by binary search, nothing to build on the page.
 class Grid {
   constructor({ keys, start, items }) {
-    this.slot = new Map(keys.map((k, i) => [k, i]));
+    this.keys = keys;
     this.start = start;
     this.all = items;
     this.size = keys.length;
   }
 
   items(key) {
-    const s = this.slot.get(key);
-    return s === undefined ? EMPTY : this.all.subarray(this.start[s], this.start[s + 1]);
+    let lo = 0, hi = this.keys.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1, k = this.keys[mid];
+      if (k === key) return this.all.subarray(this.start[mid], this.start[mid + 1]);
+      if (k < key) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return EMPTY;
   }
 }
 
 const EMPTY = new Int32Array(0);
+const OFF = 2 ** 20; // cells from -2^20 to 2^20 on each axis
+
+// The number naming cell (gx, gy).
+export function key(gx, gy) {
+  return (gx + OFF) * 2 ** 22 + (gy + OFF);
+}
 
 function cellKey(wx, wy) {
-  return Math.floor(wx / CELL) + "," + Math.floor(wy / CELL);
+  return key(Math.floor(wx / CELL), Math.floor(wy / CELL));
 }
 
 // Everything the index needs, in arrays a worker can hand over: boxes and edges bucketed by
 // cell, each edge's bounding box, edges too long to bucket, and the aggregate pyramid (an
 // aggregate's ``rep`` is the index of one of its boxes).
 export function pack(nodes, edges, points) {
-  const boxCells = new Map();
+  const boxCells = new Map(), big = [];
   nodes.forEach((n, i) => {
     const x0 = Math.floor((n.x - n.w / 2) / CELL), x1 = Math.floor((n.x + n.w / 2) / CELL);
     const y0 = Math.floor((n.y - n.h / 2) / CELL), y1 = Math.floor((n.y + n.h / 2) / CELL);
-    for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(boxCells, gx + "," + gy, i);
+    if ((x1 - x0 + 1) * (y1 - y0 + 1) > LONG) big.push(i);
+    else for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(boxCells, key(gx, gy), i);
   });
   const edgeCells = new Map(), edgeBox = new Float64Array(4 * edges.length), long = [];
   edges.forEach((e, i) => {
@@ -114,13 +138,28 @@ export function pack(nodes, edges, points) {
     const x0 = Math.floor(b.x0 / CELL), x1 = Math.floor(b.x1 / CELL);
     const y0 = Math.floor(b.y0 / CELL), y1 = Math.floor(b.y1 / CELL);
     if ((x1 - x0 + 1) * (y1 - y0 + 1) > LONG) long.push(i);
-    else for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(edgeCells, gx + "," + gy, i);
+    else for (let gx = x0; gx <= x1; gx++) for (let gy = y0; gy <= y1; gy++) push(edgeCells, key(gx, gy), i);
   });
-  return { boxes: packCells(boxCells), edges: packCells(edgeCells), edgeBox, long: Int32Array.from(long), levels: buildLevels(nodes) };
+  const kinds = [];
+  const levels = buildLevels(nodes).map((level) => packLevel(level, kinds));
+  return { boxes: packCells(boxCells), edges: packCells(edgeCells), edgeBox, long: Int32Array.from(long), big: Int32Array.from(big), levels, kinds };
+}
+
+// A level of aggregates as typed arrays: x0, y0, x1, y1, count per aggregate; its
+// representative box's index; its kind's index in ``kinds``.
+function packLevel(level, kinds) {
+  const box = new Float64Array(5 * level.length), rep = new Int32Array(level.length), kind = new Uint8Array(level.length);
+  level.forEach((a, i) => {
+    box.set([a.x0, a.y0, a.x1, a.y1, a.count], 5 * i);
+    rep[i] = a.rep;
+    if (!kinds.includes(a.kind)) kinds.push(a.kind);
+    kind[i] = kinds.indexOf(a.kind);
+  });
+  return { box, rep, kind };
 }
 
 function packCells(cells) {
-  const keys = [...cells.keys()], start = new Int32Array(keys.length + 1);
+  const keys = Float64Array.from(cells.keys()).sort(), start = new Int32Array(keys.length + 1);
   let total = 0;
   keys.forEach((k, s) => {
     start[s] = total;
@@ -134,7 +173,8 @@ function packCells(cells) {
 
 // The typed arrays of a pack, for postMessage's transfer list (moved, not copied).
 export function transferables(p) {
-  return [p.boxes.start.buffer, p.boxes.items.buffer, p.edges.start.buffer, p.edges.items.buffer, p.edgeBox.buffer, p.long.buffer];
+  const levels = p.levels.flatMap((l) => [l.box.buffer, l.rep.buffer, l.kind.buffer]);
+  return [p.boxes.keys.buffer, p.boxes.start.buffer, p.boxes.items.buffer, p.edges.keys.buffer, p.edges.start.buffer, p.edges.items.buffer, p.edgeBox.buffer, p.long.buffer, p.big.buffer, ...levels];
 }
 
 // Level 0: one aggregate per occupied cell (by box centre); each next level merges 4x4 cells.
@@ -193,16 +233,16 @@ export function intersects(b, v) {
   return !(b.x1 < v.x0 || b.x0 > v.x1 || b.y1 < v.y0 || b.y0 > v.y1);
 }
 
-// How wide a label centred on each box may be without reaching the next box in its row:
-// the box's width plus twice the smaller gap beside it (a few points kept clear).
-export function rowRoom(nodes) {
-  const rows = [...nodes].sort((a, b) => Math.round(a.y) - Math.round(b.y) || a.x - b.x);
-  const room = new Map();
-  rows.forEach((n, i) => {
-    const gap = (m) => (m && Math.round(m.y) === Math.round(n.y) ? Math.abs(m.x - n.x) - (m.w + n.w) / 2 : Infinity);
-    room.set(n, n.w + 2 * Math.max(0, Math.min(gap(rows[i - 1]), gap(rows[i + 1])) - 4));
-  });
-  return room;
+// How wide a label centred on box ``n`` may be without reaching the next box beside it (one of
+// ``near`` whose height overlaps its own, wherever its centre is): the box's width plus twice
+// the smaller gap beside it (a few points kept clear).
+export function labelRoom(n, near) {
+  let gap = Infinity;
+  for (const m of near) {
+    if (m === n || Math.abs(m.y - n.y) > ((m.h || 0) + (n.h || 0)) / 2) continue;
+    gap = Math.min(gap, Math.abs(m.x - n.x) - (m.w + n.w) / 2);
+  }
+  return n.w + 2 * Math.max(0, gap - 4);
 }
 
 export function medianHeight(nodes) {

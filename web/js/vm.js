@@ -6,16 +6,11 @@
 import { state } from "./app.js";
 import { ancestors } from "./boxes.js";
 import { blocksOf, GROUP_KINDS } from "./drawable.js";
+import { packTree, TreeIndex } from "./tree.js";
 
+// ``tree``: the server's /tree answer, or the layout worker's packed one (tree.js).
 export function setTree(tree) {
-  if (!tree) {
-    state.tree = null;
-    return;
-  }
-  const groups = new Map(tree.groups.map((g) => [g.id, g]));
-  const parent = new Map();
-  for (const g of tree.groups) for (const c of g.children) parent.set(c, g.id);
-  state.tree = { groups, parent, nodes: tree.nodes, root: tree.root, defaults: tree.default_expanded || [] };
+  state.tree = tree ? new TreeIndex(tree.ids ? tree : packTree(tree)) : null;
 }
 
 // The group a folded box stands for (what expanding it opens), or null for a node or stub.
@@ -28,22 +23,14 @@ export function groupOf(box) {
 export function containersOf(nodeId) {
   if (!state.vm) return ancestors(state.byNode.get(nodeId)?.scope || "").reverse();
   if (!state.tree) return []; // still on its way: only boxes of nodes themselves are found
-  const out = [];
-  for (let g = state.tree.parent.get("n" + nodeId); g && g !== state.tree.root; g = state.tree.parent.get(g)) out.push(g);
-  return out;
+  return state.tree.containers(nodeId);
 }
 
 // Every group below ``group`` (itself included).
 export function groupsBelow(group) {
   if (state.vm && !state.tree) return new Set([group]);
   if (!state.vm) return new Set([...state.expanded].filter((s) => s === group || s.startsWith(group + ".")));
-  const out = new Set(), stack = [group];
-  while (stack.length) {
-    const g = stack.pop();
-    out.add(g);
-    for (const c of state.tree.groups.get(g)?.children || []) if (state.tree.groups.has(c)) stack.push(c);
-  }
-  return out;
+  return state.tree.below(group);
 }
 
 export function knownNode(nodeId) {
@@ -54,7 +41,7 @@ export function knownNode(nodeId) {
 // Every group that can be expanded (the "scopes" of an older server).
 export function allGroups() {
   if (!state.vm) return state.scopes;
-  return state.tree ? [...state.tree.groups.keys()].filter((g) => g !== "root") : [...state.expanded].filter((g) => g !== "root");
+  return state.tree ? state.tree.groups() : [...state.expanded].filter((g) => g !== "root");
 }
 
 // A layout of the view model as the view the rest of the viewer draws.
