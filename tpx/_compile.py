@@ -115,10 +115,13 @@ class CompiledFunction:
         finally:
             rec.close()
         self.stats.records += 1
-        self._store(key, _EAGER if plan is None else plan)
+        if plan is None or not rec.retry:  # NOTE: a step that made its state: record again
+            self._store(key, _EAGER if plan is None else plan)
         if plan is None:
             assert rec.stopped is not None
             self._warn(*rec.stopped)
+        for reason, where in rec.notes:
+            self._warn(reason, where, "runs an optimizer step as an eager island")
         return result
 
     def _store(self, key: tuple, entry: Plan | str) -> None:
@@ -128,13 +131,13 @@ class CompiledFunction:
             self._plans.popitem(last=False)
             self.stats.evictions += 1
 
-    def _warn(self, reason: str, where: str) -> None:
+    def _warn(self, reason: str, where: str, what: str = "runs eagerly") -> None:
         if reason in self._warned:
             return
         self._warned.add(reason)
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         warnings.warn(
-            f"tpx.compile({name}) runs eagerly: {reason} at {where}", CompileWarning, stacklevel=3
+            f"tpx.compile({name}) {what}: {reason} at {where}", CompileWarning, stacklevel=3
         )
 
     def plans(self) -> list[Plan]:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from p10._tensor import wrap as p10_wrap
 from tpx._plan import Plan, _bind, _copy, _output_slots, fill_key, resolve
+from tpx._tensor import wrap as tpx_wrap
 
 
 def time_kernels(plan: Plan, flat_args: list[Any]) -> list[float]:
@@ -23,6 +25,8 @@ def time_kernels(plan: Plan, flat_args: list[Any]) -> list[float]:
         _bind(b, i, plan.slots[i], flat_args, holders)
     seconds: list[float] = []
     for seg in plan.segments:
+        if seg.prologue is not None and not seg.prologue(b):
+            raise NotImplementedError("time_kernels: an optimizer step that changed shape")
         for step in seg.steps:
             args = [b[x] if x.__class__ is int else x[1] for x in step.inputs]
             start = time.perf_counter()
@@ -34,8 +38,12 @@ def time_kernels(plan: Plan, flat_args: list[Any]) -> list[float]:
             seconds.append(time.perf_counter() - start)
             if step.out is not None:
                 b[step.out] = out
+        for h, i in seg.writeback:
+            holders[h].grad = None if i is None else tpx_wrap(p10_wrap(b[i], plan.backend_of[i]))
         if seg.island is not None:
             raise NotImplementedError("time_kernels: a plan with an eager island")
+        for i in seg.bindings:
+            _bind(b, i, plan.slots[i], flat_args, holders)
     return seconds
 
 

@@ -27,6 +27,8 @@ from tpx._plan import (
     CAPTURE,
     CONST,
     KERNEL,
+    OPTSTATE,
+    SCALAR,
     ArgRef,
     Plan,
     Slot,
@@ -128,7 +130,9 @@ def lower(plan: Plan) -> Plan:
     plan.bind = generate_bind(plan.slots, plan.arg_bindings, plan.arg_is_p10)
     for seg in plan.segments:
         seg.bindings = [i for i in seg.bindings if i in last]
-        seg.bind = generate_bind(plan.slots, seg.bindings, plan.arg_is_p10)
+        seg.bind = (
+            generate_bind(plan.slots, seg.bindings, plan.arg_is_p10) if seg.bindings else None
+        )
     live, peak = 0, 0
     const_bytes = sum(s.nbytes for i, s in enumerate(plan.slots) if s.kind == CONST and i in last)
     position = 0
@@ -308,6 +312,8 @@ def _broadcasts_itself(plan: Plan, user: Step, slot: int, src: int) -> bool:
     other = b if a == slot else a
     if (a == slot) == (b == slot) or other.__class__ is not int:
         return False
+    if plan.slots[other].kind == SCALAR:
+        return False
     shape = plan.slots[user.out].shape
     return plan.slots[other].shape == shape and len(plan.slots[src].shape) <= len(shape)
 
@@ -324,7 +330,9 @@ def _fresh_constants(plan: Plan) -> list[int]:
 
 
 def _owned(plan: Plan, i: int) -> bool:
-    return plan.slots[i].kind != CONST  # constants stay counted: the plan holds them
+    # NOTE: constants stay counted (the plan holds them); an optimizer's scalars and state
+    # arrays are set by its prologue at every replay, never freed
+    return plan.slots[i].kind not in (CONST, SCALAR, OPTSTATE)
 
 
 def _last_uses(plan: Plan) -> dict[int, int]:

@@ -33,8 +33,12 @@ from tpx._plan import (
     key_with_slots,
     slot_for,
 )
+from tpx._plan_optim import RETRY, lowering_reason, record_step
 from tpx._record_source import (
     Stop,
+    _first,
+    _has_array,
+    _params_of,
     creation_kind,
     host_copy,
     inside_asarray,
@@ -74,6 +78,10 @@ class Recorder:
         self.mark = 0
         self.aliased: set[int] = set()
         self.backward_ran = False
+        self.lowering: Any = None  # the optimizer step being lowered (tpx._plan_optim)
+        self.notes: list[tuple[str, str]] = []  # (reason, line): steps left as islands
+        self.retry = False  # an optimizer made its state: record again at the next call
+        self.optimizers: list[Any] = []  # whose steps are lowered
         self.live = self.peak = 0
         self.weak_ok = True
         self._finalizers: list[Any] = []
@@ -127,6 +135,8 @@ class Recorder:
             return i
         if id(array) in self.island_made:
             raise Stop("a value computed inside an eager island is read by the plan")
+        if self.lowering is not None:
+            raise Stop("the optimizer step reads an array the plan does not know")
         # NOTE: an array from before the call (a closed-over tensor): held by reference, so
         # in-place updates are seen, as eager code sees them
         return self._new_slot(array, backend, CAPTURE, array, False)
@@ -183,12 +193,16 @@ class Recorder:
         for a in args:
             if a.__class__ is backend.array_type:
                 inputs.append(self.input_slot(a, backend))
-            elif a is None or isinstance(a, (bool, int, float, complex)):
+            elif a is not None and self.lowering is not None and isinstance(a, _NUMBERS):
+                inputs.append(self.lowering.scalar(a, op))
+            elif a is None or isinstance(a, _NUMBERS):
                 inputs.append(("c", a))
             else:
                 raise Stop(f"{op.value}: an operand of type {type(a).__name__}")
         if any(_has_array(v, backend) for v in params.values()):
             raise Stop(f"{op.value}: an array inside the kernel's params")
+        if self.lowering is not None:
+            self.lowering.check_params(op, params)
         if out is None or kind == "inplace":
             self._step(Step(kind, op.value, fn, tuple(inputs), params, None))
             return
@@ -215,6 +229,8 @@ class Recorder:
     def to_numpy(self, backend: Any, array: Any, result: np.ndarray) -> None:
         if self.pending is not None:
             raise Stop("a data-dependent read", self.pending[2])
+        if self.lowering is not None:
+            raise Stop("the optimizer step reads a value to the host")
         if not inside_asarray():
             raise Stop("a data-dependent read (.item(), bool(t), .tolist(), .numpy())")
         # NOTE: p10.asarray(t, copy=True) reads the value to the host and makes it again: a
@@ -222,6 +238,8 @@ class Recorder:
         self.pending = (self.input_slot(array, backend), result, user_line())
 
     def from_numpy(self, backend: Any, host: Any, array: Any, originals: tuple) -> None:
+        if self.lowering is not None:
+            raise Stop("the optimizer step makes a tensor from host data")
         pending, self.pending = self.pending, None
         if pending is not None:
             src, seen, where = pending
@@ -269,6 +287,13 @@ class Recorder:
             for p in _params_of(a):
                 self.add_holder(p)
         self.boundary()
+        reason = lowering_reason(fn, args, kwargs)
+        if reason is None and not seg.island_inputs:
+            return record_step(self, fn, args, kwargs)
+        if reason == RETRY:
+            self.retry = True
+        elif reason:
+            self.notes.append((reason, user_line()))
         seg.island = (fn, args, kwargs)
         seg.island_index = len(self.island_results)
         self.in_island += 1
@@ -279,13 +304,17 @@ class Recorder:
         self.island_results.append(result)
         self.segments.append(Segment([]))
         self.mark = 0
+        self.rebind_holders()
+        return result
+
+    def rebind_holders(self) -> None:
+        """Read every holder's value and ``.grad`` anew after an island."""
         for h, t in enumerate(self.holders):
             self.data_of[h] = t._value._data
             self._bind_new(t._value._data, t._value._backend, STATE, (h, "data"))
             self.last_grad[h] = None if t.grad is None else t.grad._value._data
             if t.grad is not None:
                 self._bind_new(t.grad._value._data, t.grad._value._backend, STATE, (h, "grad"))
-        return result
 
     # -- the end ------------------------------------------------------------------------------
     def finish(self, result: Any) -> Plan:
@@ -307,6 +336,7 @@ class Recorder:
             aliased=self.aliased,
             state_meta=self._state_meta(),
             arg_is_p10=self.arg_is_p10,
+            optimizers=self.optimizers,
         )
         return plan
 
@@ -368,10 +398,7 @@ class Recorder:
         self._keep.clear()
 
 
-def _has_array(v: Any, backend: Any) -> bool:
-    if isinstance(v, (tuple, list)):
-        return any(_has_array(x, backend) for x in v)
-    return v.__class__ is backend.array_type or isinstance(v, np.ndarray)
+_NUMBERS = (bool, int, float, complex)
 
 
 def _plan_slot(rec: Recorder, a: Any) -> int | None:
@@ -381,16 +408,3 @@ def _plan_slot(rec: Recorder, a: Any) -> int | None:
         return None
     i = rec.slot_of.get(id(raw._data))
     return i if i is not None and rec.slots[i].kind in (KERNEL, CONST) else None
-
-
-def _first(a: Any) -> Any:
-    if isinstance(a, (list, tuple)) and a:
-        return a[0]
-    return None
-
-
-def _params_of(a: Any) -> list[Any]:
-    groups = getattr(a, "param_groups", None)
-    if isinstance(groups, list):
-        return [p for g in groups for p in g.get("params", ())]
-    return []
