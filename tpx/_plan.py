@@ -112,7 +112,7 @@ class Plan:
     grad_checks: list[tuple[int, bool]] = field(default_factory=list)  # (holder, must be None)
     eager_peak_bytes: int | None = None
     peak_bytes: int = 0
-    kernel_seconds: list[float] | None = None
+    kernel_seconds: list[float | None] | None = None
     fixed: list[tuple[int, Any]] = field(default_factory=list)  # CAPTURE/CONST slots
     fresh: list[int] = field(default_factory=list)  # CONST slots copied at every call
     aliased: set[int] = field(default_factory=set)  # slots that may share memory with another
