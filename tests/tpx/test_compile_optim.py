@@ -267,3 +267,26 @@ def test_the_prologue_is_generated_code_over_the_live_optimizer() -> None:
     source = seg.prologue.source
     assert "opt._plan_token() != token" in source and "advance(groups[0]" in source
     assert "n['lr/(1-b1^t)']" in source and "s['exp_avg_sq']._value._data" in source
+
+
+@pytest.mark.slow
+def test_the_tiny_transformer_example_lowers_adamw_and_matches_eager(monkeypatch: Any) -> None:
+    from tests.nn.test_examples import load
+
+    example = load("tiny_transformer")
+    eager = example.train(steps=6)
+    made: list[Any] = []
+    real = tp.compile
+
+    def spy(fn: Any = None, **kwargs: Any) -> Any:
+        made.append(real(fn, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(tp, "compile", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tp.CompileWarning)
+        compiled = example.train(steps=6, compile=True)
+    (run,) = made
+    assert _lowered(run) and run.stats.replays >= 3
+    for p, q in zip(eager["model"].parameters(), compiled["model"].parameters()):
+        assert p.numpy().tobytes() == q.numpy().tobytes()
