@@ -240,11 +240,14 @@ def _reuse_dying(plan: Plan, last: dict[int, int]) -> None:
     """Buffer reuse by liveness: an elementwise ``add/sub/mul/div`` whose operand dies at this
     step (made by the plan, shares memory with nothing, of the output's shape and dtype, large)
     writes its result into that operand with the backend's in-place kernel. ``add``/``mul``
-    may reuse either operand (IEEE addition and multiplication commute, bit for bit)."""
+    may reuse either operand (IEEE addition and multiplication commute, bit for bit). A
+    buffer that leaves the plan (a ``.grad`` a lowered optimizer step reads after its write
+    back, an output) is never reused."""
+    escaping = escape_slots(plan)
     position = 0
     for seg in plan.segments:
         for k, step in enumerate(seg.steps):
-            target = _dying_operand(plan, step, last, position)
+            target = _dying_operand(plan, step, last, position, escaping)
             if target is not None:
                 a, other = target
                 kernel = plan.backend_of[a].inplace.get(Op(step.op))
@@ -254,7 +257,9 @@ def _reuse_dying(plan: Plan, last: dict[int, int]) -> None:
         position += 1
 
 
-def _dying_operand(plan: Plan, step: Step, last: dict, position: int) -> tuple | None:
+def _dying_operand(
+    plan: Plan, step: Step, last: dict, position: int, escaping: set[int]
+) -> tuple | None:
     if step.kind != "kernel" or step.op not in _INPLACE_OPS or step.out is None or step.params:
         return None
     out = plan.slots[step.out]
@@ -270,6 +275,7 @@ def _dying_operand(plan: Plan, step: Step, last: dict, position: int) -> tuple |
             and a != other
             and plan.slots[a].kind == KERNEL
             and a not in plan.aliased
+            and a not in escaping
             and last.get(a) == position
             and plan.slots[a].shape == out.shape
             and plan.slots[a].dtype == out.dtype

@@ -290,3 +290,27 @@ def test_the_tiny_transformer_example_lowers_adamw_and_matches_eager(monkeypatch
     assert _lowered(run) and run.stats.replays >= 3
     for p, q in zip(eager["model"].parameters(), compiled["model"].parameters()):
         assert p.numpy().tobytes() == q.numpy().tobytes()
+
+
+@pytest.mark.parametrize("name", ["sgd", "sgd-wd", "adamw"])
+def test_a_large_gradient_read_last_by_the_step_is_not_overwritten(name: str) -> None:
+    # NOTE: a buffer that dies at an elementwise step is reused in place when it is large
+    # (>= 64 kB); a gradient escapes to .grad before the lowered step reads it: never reused
+    def run(compiled: bool) -> tuple:
+        w = tp.asarray(np.linspace(-1, 1, 128 * 160).reshape(128, 160).astype(np.float32),
+                       requires_grad=True)  # fmt: skip
+        opt = OPTIONS[name]([w])
+
+        def step(x: tp.Tensor) -> None:
+            opt.zero_grad()
+            (w * x).sum().backward()
+            opt.step()
+
+        fn = tp.compile(step) if compiled else step
+        for k in range(4):
+            fn(tp.full((128, 160), 0.5 + k, dtype=tp.float32))
+        return w.numpy().tobytes(), w.grad.numpy().tobytes(), fn
+
+    weights, grad, _ = run(False)
+    weights2, grad2, fn = run(True)
+    assert _lowered(fn) and grad2 == grad and weights2 == weights
