@@ -96,6 +96,7 @@ class Segment:
     # state arrays before ``run`` (False: the step changed shape, ``fallback`` runs eagerly)
     prologue: Callable[[list], bool] | None = None
     fallback: Any = None  # (function, args, kwargs) of the eager step
+    fallback_writeback: list[tuple[int, int | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -125,6 +126,8 @@ class Plan:
     bind: Callable[[list, list, list], None] | None = None  # reads ``arg_bindings`` (generated)
     guard: Callable[[list], bool] | None = None  # the state checks of a replay (generated)
     optimizers: list[Any] = field(default_factory=list)  # whose steps are lowered kernels
+    # (optimizer, ids of its parameters per group): its zero_grad(set_to_none=True) ran inside
+    param_guards: list[tuple[Any, tuple]] = field(default_factory=list)
 
     @property
     def steps(self) -> list[Step]:
@@ -204,7 +207,7 @@ def replay(plan: Plan, flat_args: list[Any]) -> Any:
             seg.run(b)
             island_results.append(None)
         else:
-            island_results.append(_fall_back(plan, seg))
+            island_results.append(_fall_back(plan, seg, b, holders))
         for h, i in seg.writeback:
             holder = holders[h]
             holder.grad = None if i is None else tpx_wrap(p10_wrap(b[i], plan.backend_of[i]))
@@ -232,10 +235,13 @@ def _island(plan: Plan, seg: Segment, b: list, flat_args: list) -> Any:
     return fn(*args, **kwargs)
 
 
-def _fall_back(plan: Plan, seg: Segment) -> Any:
+def _fall_back(plan: Plan, seg: Segment, b: list, holders: list) -> Any:
     """Run a lowered optimizer step eagerly (its groups or state changed shape since the
-    plan was recorded); the plan's guard then fails, so the next call records again."""
+    plan was recorded), after writing back the ``.grad`` the plan set; the plan's guard then
+    fails, so the next call records again."""
     plan.guard = _stale
+    for h, i in seg.fallback_writeback:
+        holders[h].grad = None if i is None else tpx_wrap(p10_wrap(b[i], plan.backend_of[i]))
     fn, args, kwargs = seg.fallback
     return fn(*args, **kwargs)
 

@@ -36,7 +36,7 @@ def time_kernels(plan: Plan, flat_args: list[Any]) -> list[float | None]:
     seconds: list[float | None] = []
     for seg in plan.segments:
         if seg.prologue is not None and not seg.prologue(b):
-            _fall_back(plan, seg)
+            _fall_back(plan, seg, b, holders)
             seconds += [None] * len(seg.steps)
             continue
         for step in seg.steps:

@@ -13,9 +13,12 @@ numbers and the state tensors' arrays (momentum buffers, ``exp_avg``...) into th
 and the segment's kernels run: the same kernels on the same values as the eager step.
 
 Before that the prologue compares the optimizer's ``_plan_token()`` (groups, the options
-that choose kernels, which gradients are None, the state's keys, shapes and dtypes) with the
-recorded one; when it differs (a param group added, a state loaded with other keys) the
-step runs eagerly for that call and the plan is recorded again at the next call. Whatever
+that choose kernels, the state's keys, shapes and dtypes) with the recorded one, and checks
+that each ``.grad`` the plan did not set itself is None or set as when recorded; when either
+differs (a param group added, a state loaded with other keys) the ``.grad`` the plan set are
+written back, the step runs eagerly for that call and the plan is recorded again at the next
+call. The ``.grad`` are otherwise not written back before the step (a ``zero_grad()`` after
+it, which sets them to None in the plan, lets them die inside the plan). Whatever
 the lowering cannot name (an operand that is not a Python float from ``_advance``, a tensor
 made inside the step, an optimizer without the split) makes the step an eager island, with
 one warning naming the reason.
@@ -32,6 +35,7 @@ from tpx._plan import OPTSTATE, SCALAR, Segment, Slot
 from tpx._record_source import Stop, user_line
 
 RETRY = "the step creates the optimizer's state (its first step)"
+INLINE = "zero_grad(set_to_none=True): the .grad set to None, written back as any .grad"
 
 
 def _copy(v: float) -> float:
@@ -43,7 +47,12 @@ def lowering_reason(fn: Any, args: tuple, kwargs: dict) -> str | None:
     """Why the eager island ``fn(*args, **kwargs)`` is not lowered; None when it is, and
     ``""`` when it is no optimizer step at all (zero_grad, a scheduler, clipping)."""
     opt = args[0] if args else None
-    if getattr(fn, "__name__", "") != "step" or not hasattr(opt, "_plan_token"):
+    if not hasattr(opt, "_plan_token"):
+        return ""
+    if getattr(fn, "__name__", "") == "zero_grad":
+        to_none = args[1] if len(args) > 1 else kwargs.get("set_to_none", True)
+        return INLINE if to_none is True else ""
+    if getattr(fn, "__name__", "") != "step":
         return ""
     name = type(opt).__name__
     base = next(k for k in type(opt).__mro__ if "_plan_token" in vars(k))
@@ -57,6 +66,12 @@ def lowering_reason(fn: Any, args: tuple, kwargs: dict) -> str | None:
             if p.grad is not None and not opt._ready(group, opt.state.get(index, {})):
                 return RETRY
     return None
+
+
+def param_ids(opt: Any) -> tuple:
+    """The ids of ``opt``'s parameters, per group: a plan in which its ``zero_grad()`` set
+    them to None is only replayed while they are the same (see ``generate_guard``)."""
+    return tuple([tuple([id(p) for p in g["params"]]) for g in opt.param_groups])
 
 
 def _index(opt: Any, group: dict, k: int) -> int:
@@ -85,13 +100,14 @@ def record_step(rec: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
     rec.island_results[seg.island_index] = result
     if low.failed is None:
         seg.prologue, seg.fallback = low.prologue(), (fn, args, kwargs)
+        seg.fallback_writeback = low.changes
         rec.optimizers.append(args[0])
-        rec.boundary()
     rec.segments.append(Segment([]))
     rec.mark = 0
     if low.failed is not None:  # NOTE: the step already ran eagerly: an island from now on
         rec.notes.append((low.failed, low.where))
         seg.steps, seg.island = [], (fn, args, kwargs)
+        rec.segments[-3].writeback += low.changes  # NOTE: the island sees them, as eager
         rec.rebind_holders()
     return result
 
@@ -109,6 +125,23 @@ class Lowering:
         self.params: list[tuple[int, int, list, list]] = []  # (group, index, scalars, state)
         self.where = user_line()
         self.label_from = 0
+        # NOTE: no write-back before the step: the .grad changed since the last boundary are
+        # written back only when the step falls back to eager (they may die inside the plan)
+        self.changes = rec.grad_changes()
+        self.grad_checks = self._grad_checks()
+
+    def _grad_checks(self) -> list[tuple[int, int, bool]]:
+        """(group, position, is None) of each parameter whose ``.grad`` the plan did not set
+        since the last boundary: the live ``.grad`` then tells, at a replay, whether the
+        step updates it (the others are the plan's own)."""
+        rec, changed = self.rec, {h for h, _ in self.changes}
+        checks = []
+        for gi, group in enumerate(self.opt.param_groups):
+            for j, p in enumerate(group["params"]):
+                h = rec.holder_index.get(id(p))
+                if h is None or h not in changed:
+                    checks.append((gi, j, p.grad is None))
+        return checks
 
     def fail(self, reason: str) -> None:
         if self.failed is None:
@@ -199,6 +232,9 @@ class Lowering:
             "        return False",
             "    groups, state, advance = opt.param_groups, opt.state, opt._advance",
         ]
+        for gi, j, none in self.grad_checks:
+            lines.append(f"    if (groups[{gi}]['params'][{j}].grad is None) is not {none}:")
+            lines.append("        return False")
         for gi, index, scalars, arrays in self.params:
             lines.append(f"    s = state.setdefault({index}, {{}})")
             lines.append(f"    n = advance(groups[{gi}], s)")

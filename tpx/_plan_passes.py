@@ -123,7 +123,7 @@ def lower(plan: Plan) -> Plan:
     plan.state_meta = [m for m in plan.state_meta if m[0] in last]
     plan.has_arg_holders = any(h.__class__ is ArgRef for h in plan.holders)
     plan.grad_checks = [(h, none) for h, none in enumerate(plan.grad_none) if none is not None]
-    plan.guard = generate_guard(plan.grad_checks, plan.state_meta)
+    plan.guard = generate_guard(plan.grad_checks, plan.state_meta, plan.param_guards)
     plan.template = [None] * len(plan.slots)
     for i, array in plan.fixed:
         plan.template[i] = array
@@ -331,6 +331,7 @@ def _fresh_constants(plan: Plan) -> list[int]:
     for seg in plan.segments:
         touched |= {s.inputs[0] for s in seg.steps if s.kind in ("inplace", "setitem")}
         touched |= {i for _, i in seg.writeback if i is not None}
+        touched |= {i for _, i in seg.fallback_writeback if i is not None}
         touched |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
     return sorted(i for i in touched if i.__class__ is int and plan.slots[i].kind == CONST)
 
@@ -346,6 +347,9 @@ def _last_uses(plan: Plan) -> dict[int, int]:
     last: dict[int, int] = {}
     position = 0
     for seg in plan.segments:
+        for _, slot in seg.fallback_writeback:  # NOTE: written back before an eager step
+            if slot is not None:
+                last[slot] = max(last.get(slot, -1), position)
         for step in seg.steps:
             for i in step_reads(step):
                 last[i] = position

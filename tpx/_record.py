@@ -33,7 +33,7 @@ from tpx._plan import (
     key_with_slots,
     slot_for,
 )
-from tpx._plan_optim import RETRY, lowering_reason, record_step
+from tpx._plan_optim import INLINE, RETRY, lowering_reason, param_ids, record_step
 from tpx._record_source import (
     Stop,
     _first,
@@ -82,6 +82,7 @@ class Recorder:
         self.notes: list[tuple[str, str]] = []  # (reason, line): steps left as islands
         self.retry = False  # an optimizer made its state: record again at the next call
         self.optimizers: list[Any] = []  # whose steps are lowered
+        self.param_guards: list[tuple[Any, tuple]] = []  # (optimizer, its parameters' ids)
         self.live = self.peak = 0
         self.weak_ok = True
         self._finalizers: list[Any] = []
@@ -165,21 +166,24 @@ class Recorder:
 
     def boundary(self) -> None:
         """End a segment: the ``.grad`` changes to write back at replay."""
-        seg = self.segments[-1]
+        self.segments[-1].writeback += self.grad_changes()
+        for h, t in enumerate(self.holders):
+            self.last_grad[h] = None if t.grad is None else t.grad._value._data
+
+    def grad_changes(self) -> list[tuple[int, int | None]]:
+        """The ``.grad`` set since the last boundary: (holder, slot or None)."""
+        changes: list[tuple[int, int | None]] = []
         for h, t in enumerate(self.holders):
             if t._value._data is not self.data_of[h]:
                 raise Stop("the value of a parameter was rebound (not written in place)")
             grad = None if t.grad is None else t.grad._value._data
             if grad is self.last_grad[h]:
                 continue
-            if grad is None:
-                seg.writeback.append((h, None))
-            else:
-                i = self.slot_of.get(id(grad))
-                if i is None:
-                    raise Stop("a .grad was set to a value the plan does not know")
-                seg.writeback.append((h, i))
-            self.last_grad[h] = grad
+            i = None if grad is None else self.slot_of.get(id(grad))
+            if grad is not None and i is None:
+                raise Stop("a .grad was set to a value the plan does not know")
+            changes.append((h, i))
+        return changes
 
     # -- events -------------------------------------------------------------------------------
     def kernel(
@@ -271,13 +275,14 @@ class Recorder:
         if self.pending is not None:
             raise Stop("a data-dependent read", self.pending[2])
         seg = self.segments[-1]
+        inputs = []
         for k, a in enumerate(args):
             if id(a) in self.arg_of:  # the call's own argument: the new one at a replay
-                seg.island_inputs.append((k, self.arg_of[id(a)], "arg"))
+                inputs.append((k, self.arg_of[id(a)], "arg"))
                 continue
             i = _plan_slot(self, a)
             if i is not None:
-                seg.island_inputs.append((k, i, "p10" if isinstance(a, p10.Tensor) else "tpx"))
+                inputs.append((k, i, "p10" if isinstance(a, p10.Tensor) else "tpx"))
         for a in (*args, *kwargs.values()):
             if _plan_slot(self, a) is None and _plan_slot(self, _first(a)) is not None:
                 raise Stop(
@@ -286,10 +291,15 @@ class Recorder:
                 )
             for p in _params_of(a):
                 self.add_holder(p)
-        self.boundary()
         reason = lowering_reason(fn, args, kwargs)
-        if reason is None and not seg.island_inputs:
+        if reason == INLINE:  # NOTE: .grad = None, seen by the next boundary
+            if all(o is not args[0] for o, _ in self.param_guards):
+                self.param_guards.append((args[0], param_ids(args[0])))
+            return fn(*args, **kwargs)
+        if reason is None and not inputs:
             return record_step(self, fn, args, kwargs)
+        seg.island_inputs += inputs
+        self.boundary()
         if reason == RETRY:
             self.retry = True
         elif reason:
@@ -337,6 +347,7 @@ class Recorder:
             state_meta=self._state_meta(),
             arg_is_p10=self.arg_is_p10,
             optimizers=self.optimizers,
+            param_guards=self.param_guards,
         )
         return plan
 
@@ -353,10 +364,14 @@ class Recorder:
         """Per holder: whether its ``.grad`` must be None (True), must be set (False) when a
         replay starts, or may be either (None): only the first segment, before any island
         such as ``zero_grad``, depends on it (eager code adds into a set gradient)."""
-        first = self.segments[0]
-        read = {i for step in first.steps for i in step.inputs if i.__class__ is int}
-        read |= {i for _, i in first.writeback if i is not None}
-        written = {h for h, _ in first.writeback}
+        first = []  # NOTE: the segments before the first island (a lowered step is none)
+        for seg in self.segments:
+            first.append(seg)
+            if seg.island is not None:
+                break
+        read = {i for seg in first for step in seg.steps for i in step.inputs if i.__class__ is int}
+        read |= {i for seg in first for _, i in seg.writeback if i is not None}
+        written = {h for seg in first for h, _ in seg.writeback}
         guards: list[bool | None] = []
         for h, none in enumerate(self.grad_none):
             starts = [i for i in self.arg_bindings if self.slots[i].source == (h, "grad")]

@@ -107,18 +107,17 @@ class Optimizer:
 
     def _plan_token(self) -> tuple:
         """What a lowered step was recorded for: the groups' parameters and kernel-choosing
-        options, which gradients are None, the state's keys, shapes and dtypes (numbers in
-        the state, such as ``step``, are read live instead)."""
+        options, the state's keys, shapes and dtypes (numbers in the state, such as
+        ``step``, are read live instead; which ``.grad`` are None is checked apart)."""
         groups = tuple(
             (tuple([id(p) for p in g["params"]]), self._path(g)) for g in self.param_groups
         )
-        grads = tuple([p.grad is None for g in self.param_groups for p in g["params"]])
         state = tuple(
             (i, tuple([_entry_token(k, v) for k, v in s.items()]))
             for i, s in self.state.items()
             if s
         )
-        return groups, grads, state
+        return groups, state
 
     # -- state ------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
