@@ -292,25 +292,62 @@ def test_the_tiny_transformer_example_lowers_adamw_and_matches_eager(monkeypatch
         assert p.numpy().tobytes() == q.numpy().tobytes()
 
 
+@pytest.mark.parametrize("zero_grad_at", ["start", "end"])
 @pytest.mark.parametrize("name", ["sgd", "sgd-wd", "adamw"])
-def test_a_large_gradient_read_last_by_the_step_is_not_overwritten(name: str) -> None:
+def test_a_large_gradient_read_last_by_the_step_is_not_overwritten(
+    name: str, zero_grad_at: str
+) -> None:
     # NOTE: a buffer that dies at an elementwise step is reused in place when it is large
-    # (>= 64 kB); a gradient escapes to .grad before the lowered step reads it: never reused
+    # (>= 64 kB): a gradient that leaves the plan (zero_grad at the start: .grad is set
+    # after the call) is never reused; one set to None after the step (zero_grad at the end)
+    # dies inside the plan and may be
     def run(compiled: bool) -> tuple:
         w = tp.asarray(np.linspace(-1, 1, 128 * 160).reshape(128, 160).astype(np.float32),
                        requires_grad=True)  # fmt: skip
         opt = OPTIONS[name]([w])
 
         def step(x: tp.Tensor) -> None:
-            opt.zero_grad()
+            if zero_grad_at == "start":
+                opt.zero_grad()
             (w * x).sum().backward()
             opt.step()
+            if zero_grad_at == "end":
+                opt.zero_grad()
 
         fn = tp.compile(step) if compiled else step
         for k in range(4):
             fn(tp.full((128, 160), 0.5 + k, dtype=tp.float32))
-        return w.numpy().tobytes(), w.grad.numpy().tobytes(), fn
+        grad = None if w.grad is None else w.grad.numpy().tobytes()
+        return w.numpy().tobytes(), grad, fn
 
     weights, grad, _ = run(False)
     weights2, grad2, fn = run(True)
     assert _lowered(fn) and grad2 == grad and weights2 == weights
+
+
+def test_zero_grad_to_none_runs_inside_the_plan_and_zeros_stay_an_island() -> None:
+    for to_none, islands in ((True, 0), (False, 1)):
+        _, run = _train(OPTIONS["adam"], True, set_to_none=to_none, schedule=False)
+        plan = run.plans()[-1]
+        names = [s.island[0].__name__ for s in plan.segments if s.island is not None]
+        assert names.count("zero_grad") == islands, names
+        assert plan.optimizers and (plan.param_guards != []) is to_none
+
+
+def test_a_grad_set_outside_the_plan_is_checked_before_the_lowered_step() -> None:
+    # NOTE: the step only: every .grad comes from outside; w2's is None when recorded
+    def run(compiled: bool) -> tuple:
+        w1, w2 = tp.ones(3, requires_grad=True), tp.ones(2, requires_grad=True)
+        opt = optim.SGD([w1, w2], lr=0.5)
+        fn = tp.compile(opt.step) if compiled else opt.step
+        for k in range(4):
+            w1.grad = tp.full((3,), 1.0 + k)
+            if k >= 2:
+                w2.grad = tp.full((2,), 2.0 + k)
+            fn()
+        return w1.numpy().tobytes(), w2.numpy().tobytes(), fn
+
+    a1, a2, _ = run(False)
+    b1, b2, fn = run(True)
+    assert (a1, a2) == (b1, b2)
+    assert fn.stats.records >= 2  # NOTE: w2's .grad set: the step ran eagerly, then recorded
