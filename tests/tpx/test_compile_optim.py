@@ -351,3 +351,28 @@ def test_a_grad_set_outside_the_plan_is_checked_before_the_lowered_step() -> Non
     b1, b2, fn = run(True)
     assert (a1, a2) == (b1, b2)
     assert fn.stats.records >= 2  # NOTE: w2's .grad set: the step ran eagerly, then recorded
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+        ("Adam", {"lr": 0.1, "weight_decay": 0.1, "amsgrad": True}),
+        ("AdamW", {"lr": 0.1, "weight_decay": 0.1}),
+    ],
+)
+def test_maximize_matches_torch(name: str, kwargs: dict) -> None:
+    torch = pytest.importorskip("torch")
+    start = np.array([0.5, -1.5, 2.0])
+    w = tp.asarray(start.copy(), requires_grad=True)
+    v = torch.tensor(start.copy(), requires_grad=True)
+    mine = getattr(optim, name)([w], maximize=True, **kwargs)
+    theirs = getattr(torch.optim, name)([v], maximize=True, **kwargs)
+    for k in range(3):
+        mine.zero_grad()
+        theirs.zero_grad()
+        (w * w * (k + 1.0)).sum().backward()
+        (v * v * (k + 1.0)).sum().backward()
+        mine.step()
+        theirs.step()
+    np.testing.assert_allclose(w.numpy(), v.detach().numpy(), rtol=1e-12, atol=1e-12)
