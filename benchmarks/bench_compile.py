@@ -6,8 +6,9 @@ Every ratio is compiled / peer from one run, contenders timed in alternation, BL
 thread, best round of each (process CPU time, as ``bench_tpx.py``).
 
 Goals (issue 19): chain <= 0.25x PyTorch eager, deep <= 0.3x PyTorch, 1,000 consumers <= 0.5x
-PyTorch, MLP SGD step <= 1.0x NumPy hand-written, tiny transformer step <= 0.8x TPX eager; the
-plan's peak memory <= the eager call's peak (printed per case).
+PyTorch, MLP SGD step <= 1.0x NumPy hand-written (the hand-written update, and ``mlp-optim``:
+``tpx.optim.SGD``, lowered into the plan), tiny transformer step (AdamW, lowered) <= 0.8x TPX
+eager; the plan's peak memory <= the eager call's peak (printed per case).
 
     python benchmarks/bench_compile.py [--rounds N] [--quick]
 """
@@ -76,6 +77,31 @@ def transformer(compile_step: bool) -> bt.Timed:
     return setup
 
 
+def mlp_optim() -> bt.Timed:
+    """The MLP step of ``bench_tpx.tpx_mlp`` with ``tpx.optim.SGD`` (``opt.step()``, then
+    ``opt.zero_grad()``) instead of the hand-written update: under ``tp.compile`` the step is
+    lowered into plan kernels."""
+
+    def setup() -> Callable[[], object]:
+        import tpx.optim as optim
+
+        arrays, xa, ya = bt._mlp_arrays()
+        params = [tp.asarray(a, requires_grad=True) for a in arrays]
+        x, onehot = tp.asarray(xa), tp.asarray(ya)
+        opt = optim.SGD(params, lr=bt.LR)
+
+        def step() -> None:
+            logp = tp.log_softmax(bt._mlp_logits(params, x, tp.Tensor.relu), axis=-1)
+            loss = -(logp * onehot).sum() / bt.BATCH
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+
+        return step
+
+    return setup
+
+
 def cases(quick: bool = False) -> list[bt.Case]:
     """Each case: ``tpx`` is the compiled step (the numerator of every ratio)."""
     deep = 2000 if quick else 20_000
@@ -124,6 +150,17 @@ def cases(quick: bool = False) -> list[bt.Case]:
                 "eager": bt.tpx_mlp(),
                 "numpy": bt.numpy_mlp(),
                 **({"torch": bt.torch_mlp()} if torch else {}),
+            },
+            {"numpy": 1.0},
+        ),
+        bt.Case(
+            "mlp-optim",
+            "the same with tpx.optim.SGD (lowered)",
+            1,
+            {
+                "tpx": compiled("mlp-optim", mlp_optim()),
+                "eager": mlp_optim(),
+                "numpy": bt.numpy_mlp(),
             },
             {"numpy": 1.0},
         ),
@@ -198,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     print(report(rows))
     for name, fn in PLANS.items():
         s = fn.stats
-        print(f"{name}: {s.records} record(s), {s.replays} replays, {s.eager_calls} eager calls")
+        lowered = sum(d.get("optimizer_steps", 0) for d in fn.describe()[-1:])
+        islands = sum(d.get("islands", 0) for d in fn.describe()[-1:])
+        print(
+            f"{name}: {s.records} record(s), {s.replays} replays, {s.eager_calls} eager calls, "
+            f"{lowered} optimizer step(s) lowered into kernels, {islands} eager island(s)"
+        )
     return 0
 
 

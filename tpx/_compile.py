@@ -115,10 +115,13 @@ class CompiledFunction:
         finally:
             rec.close()
         self.stats.records += 1
-        self._store(key, _EAGER if plan is None else plan)
+        if plan is None or not rec.retry:  # NOTE: a step that made its state: record again
+            self._store(key, _EAGER if plan is None else plan)
         if plan is None:
             assert rec.stopped is not None
             self._warn(*rec.stopped)
+        for reason, where in rec.notes:
+            self._warn(reason, where, "runs an optimizer step as an eager island")
         return result
 
     def _store(self, key: tuple, entry: Plan | str) -> None:
@@ -128,19 +131,32 @@ class CompiledFunction:
             self._plans.popitem(last=False)
             self.stats.evictions += 1
 
-    def _warn(self, reason: str, where: str) -> None:
+    def _warn(self, reason: str, where: str, what: str = "runs eagerly") -> None:
         if reason in self._warned:
             return
         self._warned.add(reason)
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         warnings.warn(
-            f"tpx.compile({name}) runs eagerly: {reason} at {where}", CompileWarning, stacklevel=3
+            f"tpx.compile({name}) {what}: {reason} at {where}", CompileWarning, stacklevel=3
         )
 
     def plans(self) -> list[Plan]:
         """The recorded plans, least recently used first (signatures that run eagerly are
         left out)."""
         return [p for p in self._plans.values() if isinstance(p, Plan)]
+
+    def has_plan(self, *args: Any, **kwargs: Any) -> bool:
+        """Whether a plan is recorded for the signature of these arguments (its guards, such
+        as which ``.grad`` are None, may still send the next call to record again).
+
+        >>> import tpx as tp
+        >>> f = tp.compile(lambda x: x * 2)
+        >>> f.has_plan(tp.ones(2)), f(tp.ones(2)) is not None, f.has_plan(tp.ones(2))
+        (False, True, True)
+        """
+        flat: list[Any] = []
+        key, reason = signature(args, kwargs, flat)
+        return reason is None and isinstance(self._plans.get(key), Plan)
 
     def describe(self) -> list[dict[str, Any]]:
         """:func:`tpx._plan.describe` of each plan."""
@@ -149,8 +165,8 @@ class CompiledFunction:
     def inspect_plan(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         """The description of the plan for this call's signature (recorded by one eager call
         when there is none yet), with the seconds of each kernel from one replay run step by
-        step: the call's effects (in-place writes, ``.grad``) happen as in a replay. None when
-        the signature runs eagerly; ``kernel_seconds`` is None for a plan with an eager island.
+        step: the call's effects (in-place writes, ``.grad``, eager islands such as
+        ``zero_grad``) happen as in a replay. None when the signature runs eagerly.
 
         >>> import tpx as tp
         >>> d = tp.compile(lambda x: (x * 2).exp()).inspect_plan(tp.ones(3))
@@ -166,8 +182,7 @@ class CompiledFunction:
         plan = self._plans.get(key)
         if not isinstance(plan, Plan):
             return None
-        has_island = any(seg.island is not None for seg in plan.segments)
-        plan.kernel_seconds = None if has_island else time_kernels(plan, flat)
+        plan.kernel_seconds = time_kernels(plan, flat)
         return describe(plan)
 
     @staticmethod

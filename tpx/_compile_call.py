@@ -89,7 +89,8 @@ def island_state(plan: Plan) -> list[tuple[str, Any]]:
     named values: arrays and numbers as the state dict holds them."""
     owners: list[Any] = []
     for seg in plan.segments:
-        args = seg.island[1] if seg.island is not None else ()
+        island = seg.island if seg.island is not None else seg.fallback
+        args = island[1] if island is not None else ()
         # NOTE: a method marked eager_island gets its object first
         if (
             args

@@ -31,6 +31,8 @@ STATE = "state"  # a state tensor's value or .grad, read at a boundary (before a
 CAPTURE = "capture"  # an array that existed before the call, held by reference
 CONST = "const"  # an array made inside the call from no input (ones for a backward root)
 KERNEL = "kernel"  # the output of a step
+SCALAR = "scalar"  # a Python number of a lowered optimizer step, set by its prologue
+OPTSTATE = "optstate"  # an optimizer state tensor's array (momentum, exp_avg...), ditto
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,11 @@ class Segment:
     frees: list[list[int]] = field(default_factory=list)  # per step: slots dead after it
     run: Callable[[list], None] | None = None
     bind: Callable[[list, list, list], None] | None = None  # reads ``bindings`` (generated)
+    # a lowered optimizer step (see tpx._plan_optim): ``prologue(b)`` sets its scalars and
+    # state arrays before ``run`` (False: the step changed shape, ``fallback`` runs eagerly)
+    prologue: Callable[[list], bool] | None = None
+    fallback: Any = None  # (function, args, kwargs) of the eager step
+    fallback_writeback: list[tuple[int, int | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -106,7 +113,7 @@ class Plan:
     grad_checks: list[tuple[int, bool]] = field(default_factory=list)  # (holder, must be None)
     eager_peak_bytes: int | None = None
     peak_bytes: int = 0
-    kernel_seconds: list[float] | None = None
+    kernel_seconds: list[float | None] | None = None
     fixed: list[tuple[int, Any]] = field(default_factory=list)  # CAPTURE/CONST slots
     fresh: list[int] = field(default_factory=list)  # CONST slots copied at every call
     aliased: set[int] = field(default_factory=set)  # slots that may share memory with another
@@ -118,6 +125,9 @@ class Plan:
     template: list[Any] = field(default_factory=list)  # the buffer list with ``fixed`` set
     bind: Callable[[list, list, list], None] | None = None  # reads ``arg_bindings`` (generated)
     guard: Callable[[list], bool] | None = None  # the state checks of a replay (generated)
+    optimizers: list[Any] = field(default_factory=list)  # whose steps are lowered kernels
+    # (optimizer, ids of its parameters per group): its zero_grad(set_to_none=True) ran inside
+    param_guards: list[tuple[Any, tuple]] = field(default_factory=list)
 
     @property
     def steps(self) -> list[Step]:
@@ -191,12 +201,19 @@ def replay(plan: Plan, flat_args: list[Any]) -> Any:
     plan.bind(b, flat_args, holders)
     island_results: list[Any] = []
     for seg in plan.segments:
-        seg.run(b)
+        if seg.prologue is None:
+            seg.run(b)
+        elif seg.prologue(b):
+            seg.run(b)
+            island_results.append(None)
+        else:
+            island_results.append(_fall_back(plan, seg, b, holders))
         for h, i in seg.writeback:
             holder = holders[h]
             holder.grad = None if i is None else tpx_wrap(p10_wrap(b[i], plan.backend_of[i]))
         if seg.island is not None:
             island_results.append(_island(plan, seg, b, flat_args))
+        if seg.bind is not None:
             seg.bind(b, flat_args, holders)
     outputs = plan.outputs
     if outputs.__class__ is tuple and len(outputs) == 2 and outputs[0] == "value":
@@ -216,6 +233,21 @@ def _island(plan: Plan, seg: Segment, b: list, flat_args: list) -> Any:
             raw = p10_wrap(b[i], plan.backend_of[i])
             args[k] = tpx_wrap(raw) if kind == "tpx" else raw
     return fn(*args, **kwargs)
+
+
+def _fall_back(plan: Plan, seg: Segment, b: list, holders: list) -> Any:
+    """Run a lowered optimizer step eagerly (its groups or state changed shape since the
+    plan was recorded), after writing back the ``.grad`` the plan set; the plan's guard then
+    fails, so the next call records again."""
+    plan.guard = _stale
+    for h, i in seg.fallback_writeback:
+        holders[h].grad = None if i is None else tpx_wrap(p10_wrap(b[i], plan.backend_of[i]))
+    fn, args, kwargs = seg.fallback
+    return fn(*args, **kwargs)
+
+
+def _stale(holders: list) -> bool:
+    return False
 
 
 def _bind(b: list, i: int, slot: Slot, flat_args: list, holders: list) -> None:

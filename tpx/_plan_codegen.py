@@ -160,13 +160,19 @@ def generate_bind(
 
 
 def generate_guard(
-    grad_checks: list[tuple[int, bool]], state_meta: list[tuple]
+    grad_checks: list[tuple[int, bool]], state_meta: list[tuple], param_guards: list = ()
 ) -> Callable[[list], bool]:
     """``guard(h)``: whether the holders ``h`` still look as when the plan was recorded:
     each checked ``.grad`` None or set as it was, each state value read at the start of the
-    same shape and dtype (one expression: a replay runs it at every call)."""
+    same shape and dtype, each optimizer whose ``zero_grad()`` the plan holds with the same
+    parameters (one expression: a replay runs it at every call)."""
     names: dict[str, Any] = {}
     terms = [f"(h[{h}].grad is None) is {none}" for h, none in grad_checks]
+    for k, (opt, ids) in enumerate(param_guards):
+        names[f"o{k}"], names[f"i{k}"] = opt, ids
+        terms.append(
+            f"tuple([tuple([id(p) for p in g['params']]) for g in o{k}.param_groups]) == i{k}"
+        )
     for k, (_, h, attr, shape, dtype) in enumerate(state_meta):
         names[f"s{k}"], names[f"d{k}"] = shape, dtype
         value = f"h[{h}]{_TPX_DATA}" if attr == "data" else f"h[{h}].grad{_TPX_DATA}"

@@ -27,6 +27,8 @@ from tpx._plan import (
     CAPTURE,
     CONST,
     KERNEL,
+    OPTSTATE,
+    SCALAR,
     ArgRef,
     Plan,
     Slot,
@@ -121,14 +123,16 @@ def lower(plan: Plan) -> Plan:
     plan.state_meta = [m for m in plan.state_meta if m[0] in last]
     plan.has_arg_holders = any(h.__class__ is ArgRef for h in plan.holders)
     plan.grad_checks = [(h, none) for h, none in enumerate(plan.grad_none) if none is not None]
-    plan.guard = generate_guard(plan.grad_checks, plan.state_meta)
+    plan.guard = generate_guard(plan.grad_checks, plan.state_meta, plan.param_guards)
     plan.template = [None] * len(plan.slots)
     for i, array in plan.fixed:
         plan.template[i] = array
     plan.bind = generate_bind(plan.slots, plan.arg_bindings, plan.arg_is_p10)
     for seg in plan.segments:
         seg.bindings = [i for i in seg.bindings if i in last]
-        seg.bind = generate_bind(plan.slots, seg.bindings, plan.arg_is_p10)
+        seg.bind = (
+            generate_bind(plan.slots, seg.bindings, plan.arg_is_p10) if seg.bindings else None
+        )
     live, peak = 0, 0
     const_bytes = sum(s.nbytes for i, s in enumerate(plan.slots) if s.kind == CONST and i in last)
     position = 0
@@ -236,11 +240,14 @@ def _reuse_dying(plan: Plan, last: dict[int, int]) -> None:
     """Buffer reuse by liveness: an elementwise ``add/sub/mul/div`` whose operand dies at this
     step (made by the plan, shares memory with nothing, of the output's shape and dtype, large)
     writes its result into that operand with the backend's in-place kernel. ``add``/``mul``
-    may reuse either operand (IEEE addition and multiplication commute, bit for bit)."""
+    may reuse either operand (IEEE addition and multiplication commute, bit for bit). A
+    buffer that leaves the plan (a ``.grad`` a lowered optimizer step reads after its write
+    back, an output) is never reused."""
+    escaping = escape_slots(plan)
     position = 0
     for seg in plan.segments:
         for k, step in enumerate(seg.steps):
-            target = _dying_operand(plan, step, last, position)
+            target = _dying_operand(plan, step, last, position, escaping)
             if target is not None:
                 a, other = target
                 kernel = plan.backend_of[a].inplace.get(Op(step.op))
@@ -250,7 +257,9 @@ def _reuse_dying(plan: Plan, last: dict[int, int]) -> None:
         position += 1
 
 
-def _dying_operand(plan: Plan, step: Step, last: dict, position: int) -> tuple | None:
+def _dying_operand(
+    plan: Plan, step: Step, last: dict, position: int, escaping: set[int]
+) -> tuple | None:
     if step.kind != "kernel" or step.op not in _INPLACE_OPS or step.out is None or step.params:
         return None
     out = plan.slots[step.out]
@@ -266,6 +275,7 @@ def _dying_operand(plan: Plan, step: Step, last: dict, position: int) -> tuple |
             and a != other
             and plan.slots[a].kind == KERNEL
             and a not in plan.aliased
+            and a not in escaping
             and last.get(a) == position
             and plan.slots[a].shape == out.shape
             and plan.slots[a].dtype == out.dtype
@@ -308,6 +318,8 @@ def _broadcasts_itself(plan: Plan, user: Step, slot: int, src: int) -> bool:
     other = b if a == slot else a
     if (a == slot) == (b == slot) or other.__class__ is not int:
         return False
+    if plan.slots[other].kind == SCALAR:
+        return False
     shape = plan.slots[user.out].shape
     return plan.slots[other].shape == shape and len(plan.slots[src].shape) <= len(shape)
 
@@ -319,12 +331,15 @@ def _fresh_constants(plan: Plan) -> list[int]:
     for seg in plan.segments:
         touched |= {s.inputs[0] for s in seg.steps if s.kind in ("inplace", "setitem")}
         touched |= {i for _, i in seg.writeback if i is not None}
+        touched |= {i for _, i in seg.fallback_writeback if i is not None}
         touched |= {i for _, i, kind in seg.island_inputs if kind != "arg"}
     return sorted(i for i in touched if i.__class__ is int and plan.slots[i].kind == CONST)
 
 
 def _owned(plan: Plan, i: int) -> bool:
-    return plan.slots[i].kind != CONST  # constants stay counted: the plan holds them
+    # NOTE: constants stay counted (the plan holds them); an optimizer's scalars and state
+    # arrays are set by its prologue at every replay, never freed
+    return plan.slots[i].kind not in (CONST, SCALAR, OPTSTATE)
 
 
 def _last_uses(plan: Plan) -> dict[int, int]:
@@ -332,6 +347,9 @@ def _last_uses(plan: Plan) -> dict[int, int]:
     last: dict[int, int] = {}
     position = 0
     for seg in plan.segments:
+        for _, slot in seg.fallback_writeback:  # NOTE: written back before an eager step
+            if slot is not None:
+                last[slot] = max(last.get(slot, -1), position)
         for step in seg.steps:
             for i in step_reads(step):
                 last[i] = position

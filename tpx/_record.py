@@ -33,8 +33,12 @@ from tpx._plan import (
     key_with_slots,
     slot_for,
 )
+from tpx._plan_optim import INLINE, RETRY, lowering_reason, param_ids, record_step
 from tpx._record_source import (
     Stop,
+    _first,
+    _has_array,
+    _params_of,
     creation_kind,
     host_copy,
     inside_asarray,
@@ -74,6 +78,11 @@ class Recorder:
         self.mark = 0
         self.aliased: set[int] = set()
         self.backward_ran = False
+        self.lowering: Any = None  # the optimizer step being lowered (tpx._plan_optim)
+        self.notes: list[tuple[str, str]] = []  # (reason, line): steps left as islands
+        self.retry = False  # an optimizer made its state: record again at the next call
+        self.optimizers: list[Any] = []  # whose steps are lowered
+        self.param_guards: list[tuple[Any, tuple]] = []  # (optimizer, its parameters' ids)
         self.live = self.peak = 0
         self.weak_ok = True
         self._finalizers: list[Any] = []
@@ -127,6 +136,8 @@ class Recorder:
             return i
         if id(array) in self.island_made:
             raise Stop("a value computed inside an eager island is read by the plan")
+        if self.lowering is not None:
+            raise Stop("the optimizer step reads an array the plan does not know")
         # NOTE: an array from before the call (a closed-over tensor): held by reference, so
         # in-place updates are seen, as eager code sees them
         return self._new_slot(array, backend, CAPTURE, array, False)
@@ -155,21 +166,24 @@ class Recorder:
 
     def boundary(self) -> None:
         """End a segment: the ``.grad`` changes to write back at replay."""
-        seg = self.segments[-1]
+        self.segments[-1].writeback += self.grad_changes()
+        for h, t in enumerate(self.holders):
+            self.last_grad[h] = None if t.grad is None else t.grad._value._data
+
+    def grad_changes(self) -> list[tuple[int, int | None]]:
+        """The ``.grad`` set since the last boundary: (holder, slot or None)."""
+        changes: list[tuple[int, int | None]] = []
         for h, t in enumerate(self.holders):
             if t._value._data is not self.data_of[h]:
                 raise Stop("the value of a parameter was rebound (not written in place)")
             grad = None if t.grad is None else t.grad._value._data
             if grad is self.last_grad[h]:
                 continue
-            if grad is None:
-                seg.writeback.append((h, None))
-            else:
-                i = self.slot_of.get(id(grad))
-                if i is None:
-                    raise Stop("a .grad was set to a value the plan does not know")
-                seg.writeback.append((h, i))
-            self.last_grad[h] = grad
+            i = None if grad is None else self.slot_of.get(id(grad))
+            if grad is not None and i is None:
+                raise Stop("a .grad was set to a value the plan does not know")
+            changes.append((h, i))
+        return changes
 
     # -- events -------------------------------------------------------------------------------
     def kernel(
@@ -183,12 +197,16 @@ class Recorder:
         for a in args:
             if a.__class__ is backend.array_type:
                 inputs.append(self.input_slot(a, backend))
-            elif a is None or isinstance(a, (bool, int, float, complex)):
+            elif a is not None and self.lowering is not None and isinstance(a, _NUMBERS):
+                inputs.append(self.lowering.scalar(a, op))
+            elif a is None or isinstance(a, _NUMBERS):
                 inputs.append(("c", a))
             else:
                 raise Stop(f"{op.value}: an operand of type {type(a).__name__}")
         if any(_has_array(v, backend) for v in params.values()):
             raise Stop(f"{op.value}: an array inside the kernel's params")
+        if self.lowering is not None:
+            self.lowering.check_params(op, params)
         if out is None or kind == "inplace":
             self._step(Step(kind, op.value, fn, tuple(inputs), params, None))
             return
@@ -215,6 +233,8 @@ class Recorder:
     def to_numpy(self, backend: Any, array: Any, result: np.ndarray) -> None:
         if self.pending is not None:
             raise Stop("a data-dependent read", self.pending[2])
+        if self.lowering is not None:
+            raise Stop("the optimizer step reads a value to the host")
         if not inside_asarray():
             raise Stop("a data-dependent read (.item(), bool(t), .tolist(), .numpy())")
         # NOTE: p10.asarray(t, copy=True) reads the value to the host and makes it again: a
@@ -222,6 +242,8 @@ class Recorder:
         self.pending = (self.input_slot(array, backend), result, user_line())
 
     def from_numpy(self, backend: Any, host: Any, array: Any, originals: tuple) -> None:
+        if self.lowering is not None:
+            raise Stop("the optimizer step makes a tensor from host data")
         pending, self.pending = self.pending, None
         if pending is not None:
             src, seen, where = pending
@@ -253,13 +275,14 @@ class Recorder:
         if self.pending is not None:
             raise Stop("a data-dependent read", self.pending[2])
         seg = self.segments[-1]
+        inputs = []
         for k, a in enumerate(args):
             if id(a) in self.arg_of:  # the call's own argument: the new one at a replay
-                seg.island_inputs.append((k, self.arg_of[id(a)], "arg"))
+                inputs.append((k, self.arg_of[id(a)], "arg"))
                 continue
             i = _plan_slot(self, a)
             if i is not None:
-                seg.island_inputs.append((k, i, "p10" if isinstance(a, p10.Tensor) else "tpx"))
+                inputs.append((k, i, "p10" if isinstance(a, p10.Tensor) else "tpx"))
         for a in (*args, *kwargs.values()):
             if _plan_slot(self, a) is None and _plan_slot(self, _first(a)) is not None:
                 raise Stop(
@@ -268,7 +291,19 @@ class Recorder:
                 )
             for p in _params_of(a):
                 self.add_holder(p)
+        reason = lowering_reason(fn, args, kwargs)
+        if reason == INLINE:  # NOTE: .grad = None, seen by the next boundary
+            if all(o is not args[0] for o, _ in self.param_guards):
+                self.param_guards.append((args[0], param_ids(args[0])))
+            return fn(*args, **kwargs)
+        if reason is None and not inputs:
+            return record_step(self, fn, args, kwargs)
+        seg.island_inputs += inputs
         self.boundary()
+        if reason == RETRY:
+            self.retry = True
+        elif reason:
+            self.notes.append((reason, user_line()))
         seg.island = (fn, args, kwargs)
         seg.island_index = len(self.island_results)
         self.in_island += 1
@@ -279,13 +314,17 @@ class Recorder:
         self.island_results.append(result)
         self.segments.append(Segment([]))
         self.mark = 0
+        self.rebind_holders()
+        return result
+
+    def rebind_holders(self) -> None:
+        """Read every holder's value and ``.grad`` anew after an island."""
         for h, t in enumerate(self.holders):
             self.data_of[h] = t._value._data
             self._bind_new(t._value._data, t._value._backend, STATE, (h, "data"))
             self.last_grad[h] = None if t.grad is None else t.grad._value._data
             if t.grad is not None:
                 self._bind_new(t.grad._value._data, t.grad._value._backend, STATE, (h, "grad"))
-        return result
 
     # -- the end ------------------------------------------------------------------------------
     def finish(self, result: Any) -> Plan:
@@ -307,6 +346,8 @@ class Recorder:
             aliased=self.aliased,
             state_meta=self._state_meta(),
             arg_is_p10=self.arg_is_p10,
+            optimizers=self.optimizers,
+            param_guards=self.param_guards,
         )
         return plan
 
@@ -323,10 +364,14 @@ class Recorder:
         """Per holder: whether its ``.grad`` must be None (True), must be set (False) when a
         replay starts, or may be either (None): only the first segment, before any island
         such as ``zero_grad``, depends on it (eager code adds into a set gradient)."""
-        first = self.segments[0]
-        read = {i for step in first.steps for i in step.inputs if i.__class__ is int}
-        read |= {i for _, i in first.writeback if i is not None}
-        written = {h for h, _ in first.writeback}
+        first = []  # NOTE: the segments before the first island (a lowered step is none)
+        for seg in self.segments:
+            first.append(seg)
+            if seg.island is not None:
+                break
+        read = {i for seg in first for step in seg.steps for i in step.inputs if i.__class__ is int}
+        read |= {i for seg in first for _, i in seg.writeback if i is not None}
+        written = {h for seg in first for h, _ in seg.writeback}
         guards: list[bool | None] = []
         for h, none in enumerate(self.grad_none):
             starts = [i for i in self.arg_bindings if self.slots[i].source == (h, "grad")]
@@ -368,10 +413,7 @@ class Recorder:
         self._keep.clear()
 
 
-def _has_array(v: Any, backend: Any) -> bool:
-    if isinstance(v, (tuple, list)):
-        return any(_has_array(x, backend) for x in v)
-    return v.__class__ is backend.array_type or isinstance(v, np.ndarray)
+_NUMBERS = (bool, int, float, complex)
 
 
 def _plan_slot(rec: Recorder, a: Any) -> int | None:
@@ -381,16 +423,3 @@ def _plan_slot(rec: Recorder, a: Any) -> int | None:
         return None
     i = rec.slot_of.get(id(raw._data))
     return i if i is not None and rec.slots[i].kind in (KERNEL, CONST) else None
-
-
-def _first(a: Any) -> Any:
-    if isinstance(a, (list, tuple)) and a:
-        return a[0]
-    return None
-
-
-def _params_of(a: Any) -> list[Any]:
-    groups = getattr(a, "param_groups", None)
-    if isinstance(groups, list):
-        return [p for g in groups for p in g.get("params", ())]
-    return []

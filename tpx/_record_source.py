@@ -86,3 +86,22 @@ def host_copy(originals: tuple, dtype: np.dtype) -> Any:
         return from_numpy(np.array(to_numpy(a), dtype=dtype))
 
     return copy
+
+
+def _has_array(v: Any, backend: Any) -> bool:
+    if isinstance(v, (tuple, list)):
+        return any(_has_array(x, backend) for x in v)
+    return v.__class__ is backend.array_type or isinstance(v, np.ndarray)
+
+
+def _first(a: Any) -> Any:
+    if isinstance(a, (list, tuple)) and a:
+        return a[0]
+    return None
+
+
+def _params_of(a: Any) -> list[Any]:
+    groups = getattr(a, "param_groups", None)
+    if isinstance(groups, list):
+        return [p for g in groups for p in g.get("params", ())]
+    return []

@@ -72,7 +72,10 @@ def _guarded(rec: Recorder, event: Any) -> None:
     try:
         event()
     except Stop as e:
-        rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else user_line())
+        if rec.lowering is not None:  # NOTE: the optimizer step stays an eager island
+            rec.lowering.fail(e.args[0])
+        else:
+            rec.stopped = (e.args[0], e.args[1] if len(e.args) > 1 else user_line())
 
 
 def _wrap_kernel(rec: Recorder, backend: Any, op: Any, fn: Any, kind: str) -> Any:

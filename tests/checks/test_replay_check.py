@@ -148,8 +148,9 @@ def test_a_script_without_compile_has_no_replay_row(tmp_path) -> None:
 
 
 def plant_step_count_bug(monkeypatch) -> None:
-    """A planted bug in the replay of an optimizer island: it counts one step too many. The
-    parameters of that call are still right (the bias corrections were computed before)."""
+    """A planted bug in the replay of an optimizer step (an island, or the prologue of a step
+    lowered into kernels): it counts one step too many. The parameters of that call are
+    still right (the bias corrections were computed before)."""
     import tpx._compile as compile_module
 
     lower = compile_module.lower
@@ -163,15 +164,52 @@ def plant_step_count_bug(monkeypatch) -> None:
 
         return step
 
+    def counting_prologue(prologue, opt):
+        def wrong_prologue(b):
+            ok = prologue(b)
+            for entry in opt.state.values():
+                entry["step"] = entry.get("step", 0) + 1
+            return ok
+
+        return wrong_prologue
+
     def wrong(plan):
         plan = lower(plan)
         for seg in plan.segments:
             if seg.island is not None and seg.island[0].__name__ == "step":
                 fn, args, kwargs = seg.island
                 seg.island = (counting_twice(fn), args, kwargs)
+            if seg.prologue is not None:
+                seg.prologue = counting_prologue(seg.prologue, seg.fallback[1][0])
         return plan
 
     monkeypatch.setattr(compile_module, "lower", wrong)
+
+
+def test_check_script_fails_on_a_wrong_bias_correction_in_lowered_kernels(
+    tmp_path, monkeypatch
+) -> None:
+    import tpx._plan_optim as plan_optim
+
+    real = plan_optim.Lowering.prologue
+
+    def wrong(self):
+        fn = real(self)
+        slots = [i for _, _, scalars, _ in self.params for n, i in scalars if n == "lr/(1-b1^t)"]
+
+        def prologue(b):
+            ok = fn(b)
+            for i in slots:  # NOTE: the planted bug: a bias correction off by one step
+                b[i] = b[i] * 1.0001
+            return ok
+
+        return prologue
+
+    monkeypatch.setattr(plan_optim.Lowering, "prologue", wrong)
+    code, results = check_script(tmp_path)
+    replay = results["replay"]
+    assert code == 1 and replay["status"] == "fail"
+    assert any("differs from eager" in f["message"] for f in replay["findings"])
 
 
 def test_check_script_compares_optimizer_state(tmp_path, monkeypatch) -> None:

@@ -50,6 +50,27 @@ def test_plan_is_captured_saved_and_loaded(tmp_path) -> None:
     assert len(loaded.graphs) == 1
 
 
+def test_a_lowered_optimizer_step_is_captured_with_its_labels() -> None:
+    rng = np.random.default_rng(0)
+    w = tp.asarray(rng.normal(size=(4, 3)).astype(np.float32), requires_grad=True)
+    opt = optim.Adam([w], lr=0.1)
+
+    def step(x: tp.Tensor) -> None:
+        opt.zero_grad()
+        (x @ w).tanh().sum().backward()
+        opt.step()
+
+    trace = tpx_inspect.capture_plan(tp.compile(step), tp.ones((2, 4)))
+    (plan,) = trace.plans
+    steps = [k for k in plan["kernels"] if k["phase"] == "optimizer"]
+    assert plan["optimizer_steps"] == 1 and len(steps) >= 8
+    assert {k["node"] for k in steps} == {"Adam group 0 param 0"}
+    assert all(k["node_id"] is None for k in steps)  # made by no GradFn node
+    backward = [k for k in plan["kernels"] if k["phase"] == "backward"]
+    assert backward and all(k["node_id"] is not None for k in backward)
+    assert len(plan["kernel_seconds"]) == len(plan["kernels"])
+
+
 def test_old_traces_without_plans_load_and_bad_plans_are_refused(tmp_path) -> None:
     x = tp.ones(2, requires_grad=True)
     doc, _ = tpx_inspect.to_json(tpx_inspect.trace(lambda: x.exp().sum().backward()), inline=True)

@@ -131,7 +131,10 @@ def test_training_step_replays_bitwise(make_opt: Any) -> None:
     _assert_same(eager_losses, losses)
     _assert_same(eager_params, params)
     _assert_same([p.grad for p in eager_params], [p.grad for p in params])
-    assert run.stats.records == 1 and run.stats.replays == 3
+    # NOTE: the first step makes the optimizer's state (an island, not cached): the second
+    # call records the plan with the step lowered into kernels, the others replay it
+    assert run.stats.records == 2 and run.stats.replays == 2
+    assert any(plan.optimizers for plan in run.plans())
 
 
 # -- guards and graph breaks ------------------------------------------------------------------

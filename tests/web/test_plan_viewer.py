@@ -68,6 +68,14 @@ def test_plan_panel_links_kernels_and_nodes(browser, plan_site) -> None:
         rows = page.eval_on_selector_all("#plan-panel li", "ls => ls.map(l => l.textContent)")
         assert len(rows) == len(plan["kernels"])
         assert "sgd-step" in page.inner_text("#plan-panel h2")
+        # the SGD step lowered into the plan: labelled with optimizer, group, param; no node
+        steps = page.eval_on_selector_all(
+            "#plan-panel li.optimizer", "ls => ls.map(l => l.textContent)"
+        )
+        assert steps and all("SGD group 0 param" in t and "optimizer" in t for t in steps), steps
+        assert (
+            page.eval_on_selector_all("#plan-panel li.optimizer[data-node]", "ls => ls.length") == 0
+        )
         # a backward kernel -> its GradFn node is selected in the graph and shown in the panel
         k = next(k for k in plan["kernels"] if k["phase"] == "backward" and k["node_id"])
         page.click(f"#plan-panel li[data-kernel='{k['index']}']")

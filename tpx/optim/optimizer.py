@@ -82,7 +82,42 @@ class Optimizer:
         return loss
 
     def _update(self, p: tp.Tensor, g: tp.Tensor, group: dict, state: dict) -> None:
+        """One parameter's update: the Python part (:meth:`_advance`), then the tensor part
+        (:meth:`_apply`). ``tpx.compile`` lowers the tensor part into plan kernels and calls
+        ``_advance`` itself at every replay (subclasses that override ``_update`` instead run
+        as an eager island)."""
+        self._apply(p, g, group, state, self._advance(group, state))
+
+    def _advance(self, group: dict, state: dict) -> dict[str, Any]:
+        """Advance one parameter's counters and return the Python numbers its tensor update
+        uses (every number :meth:`_apply` gives a kernel comes from here)."""
         raise NotImplementedError
+
+    def _apply(self, p: tp.Tensor, g: tp.Tensor, group: dict, state: dict, s: dict) -> None:
+        raise NotImplementedError
+
+    def _path(self, group: dict) -> tuple:
+        """The options of ``group`` that choose which kernels :meth:`_apply` runs."""
+        return ()
+
+    def _ready(self, group: dict, state: dict) -> bool:
+        """Whether a parameter's state exists already (a step that creates it, as the first,
+        is not lowered: it runs as an eager island, and the next call records again)."""
+        return True
+
+    def _plan_token(self) -> tuple:
+        """What a lowered step was recorded for: the groups' parameters and kernel-choosing
+        options, the state's keys, shapes and dtypes (numbers in the state, such as
+        ``step``, are read live instead; which ``.grad`` are None is checked apart)."""
+        groups = tuple(
+            (tuple([id(p) for p in g["params"]]), self._path(g)) for g in self.param_groups
+        )
+        state = tuple(
+            (i, tuple([_entry_token(k, v) for k, v in s.items()]))
+            for i, s in self.state.items()
+            if s
+        )
+        return groups, state
 
     # -- state ------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -134,6 +169,12 @@ class Optimizer:
         return "\n".join(lines) + "\n)"
 
 
+def _entry_token(key: str, v: Any) -> tuple:
+    if isinstance(v, tp.Tensor):
+        return (key, v._value.shape, v._value.dtype.str, v._value._backend.name)
+    return (key,)
+
+
 def _to_numpy(v: Any) -> Any:
     return np.array(v.numpy(), copy=True) if isinstance(v, tp.Tensor) else v
 
@@ -150,7 +191,7 @@ def _from_numpy(v: Any, p: tp.Tensor, key: str) -> Any:
 
 class SGD(Optimizer):
     """Stochastic gradient descent with optional momentum, dampening, Nesterov momentum and
-    L2 weight decay, exactly as ``torch.optim.SGD``:
+    L2 weight decay, exactly as ``torch.optim.SGD`` (``maximize`` ascends: ``g = -g`` first):
 
     ``g += wd * p``; ``b = mu * b + (1 - dampening) * g`` (``b = g`` at the first step);
     ``g = g + mu * b`` if nesterov else ``b``; ``p -= lr * g``.
@@ -172,6 +213,7 @@ class SGD(Optimizer):
         dampening: float = 0.0,
         weight_decay: float = 0.0,
         nesterov: bool = False,
+        maximize: bool = False,
     ) -> None:
         if lr < 0 or momentum < 0 or weight_decay < 0:
             raise ValueError(
@@ -185,28 +227,51 @@ class SGD(Optimizer):
             "dampening": dampening,
             "weight_decay": weight_decay,
             "nesterov": nesterov,
+            "maximize": maximize,
         }
         super().__init__(params, defaults)
 
-    def _update(self, p: tp.Tensor, g: tp.Tensor, group: dict, state: dict) -> None:
+    def _advance(self, group: dict, state: dict) -> dict[str, Any]:
+        s = {"lr": group["lr"]}
         if group["weight_decay"]:
-            g = g + p * group["weight_decay"]
-        mu = group["momentum"]
-        if mu:
+            s["wd"] = group["weight_decay"]
+        if group["momentum"]:
+            s["mu"] = group["momentum"]
+            s["1-dampening"] = 1.0 - group["dampening"]
+        return s
+
+    def _ready(self, group: dict, state: dict) -> bool:
+        return not group["momentum"] or "momentum_buffer" in state
+
+    def _path(self, group: dict) -> tuple:
+        return (
+            bool(group["weight_decay"]),
+            bool(group["momentum"]),
+            group["nesterov"],
+            group.get("maximize", False),
+        )
+
+    def _apply(self, p: tp.Tensor, g: tp.Tensor, group: dict, state: dict, s: dict) -> None:
+        if group.get("maximize", False):
+            g = -g
+        if "wd" in s:
+            g = g + p * s["wd"]
+        if "mu" in s:
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = state["momentum_buffer"] = tp.asarray(g, copy=True)
             else:
-                buf.copy_(buf * mu + g * (1.0 - group["dampening"]))
-            g = g + buf * mu if group["nesterov"] else buf
-        p.sub_(g * group["lr"])
+                buf.copy_(buf * s["mu"] + g * s["1-dampening"])
+            g = g + buf * s["mu"] if group["nesterov"] else buf
+        p.sub_(g * s["lr"])
 
 
 class Adam(Optimizer):
     """Adam (Kingma & Ba) with L2 ``weight_decay`` added to the gradient, as ``torch.optim.Adam``:
 
     ``m = b1 m + (1 - b1) g``; ``v = b2 v + (1 - b2) g^2``;
-    ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
+    ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``; ``amsgrad`` uses the
+    running maximum of ``v``, ``maximize`` ascends (``g = -g`` first).
 
     >>> import tpx as tp, tpx.optim as optim
     >>> w = tp.asarray([1.0, -1.0], requires_grad=True)
@@ -226,6 +291,7 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
         amsgrad: bool = False,
+        maximize: bool = False,
     ) -> None:
         if lr < 0 or eps < 0 or weight_decay < 0 or not all(0 <= b < 1 for b in betas):
             raise ValueError(
@@ -238,29 +304,49 @@ class Adam(Optimizer):
             "eps": eps,
             "weight_decay": weight_decay,
             "amsgrad": amsgrad,
+            "maximize": maximize,
         }
         super().__init__(params, defaults)
 
-    def _update(self, p: tp.Tensor, g: tp.Tensor, group: dict, state: dict) -> None:
+    def _advance(self, group: dict, state: dict) -> dict[str, Any]:
         lr, wd, (b1, b2) = group["lr"], group["weight_decay"], group["betas"]
+        state["step"] = state.get("step", 0) + 1  # NOTE: the moments are made in _apply
+        t = state["step"]
+        s = {"b1": b1, "1-b1": 1.0 - b1, "b2": b2, "1-b2": 1.0 - b2}
         if wd and self._decoupled:
-            p.mul_(1.0 - lr * wd)
+            s["decay"] = 1.0 - lr * wd
         elif wd:
-            g = g + p * wd
-        if not state:
-            state.update(step=0, exp_avg=tp.zeros_like(p), exp_avg_sq=tp.zeros_like(p))
+            s["wd"] = wd
+        s["sqrt(1-b2^t)"] = math.sqrt(1.0 - b2**t)
+        s["eps"] = group["eps"]
+        s["lr/(1-b1^t)"] = lr / (1.0 - b1**t)
+        return s
+
+    def _ready(self, group: dict, state: dict) -> bool:
+        return "exp_avg" in state and (not group["amsgrad"] or "max_exp_avg_sq" in state)
+
+    def _path(self, group: dict) -> tuple:
+        return (bool(group["weight_decay"]), group["amsgrad"], group.get("maximize", False))
+
+    def _apply(self, p: tp.Tensor, g: tp.Tensor, group: dict, state: dict, s: dict) -> None:
+        if group.get("maximize", False):
+            g = -g
+        if "decay" in s:  # NOTE: p.mul_(x) with x made a 0-d tensor of p's dtype: same bits
+            p.copy_(p * s["decay"])
+        elif "wd" in s:
+            g = g + p * s["wd"]
+        if "exp_avg" not in state:
+            state.update(exp_avg=tp.zeros_like(p), exp_avg_sq=tp.zeros_like(p))
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = tp.zeros_like(p)
-        state["step"] += 1
         m, v = state["exp_avg"], state["exp_avg_sq"]
-        m.copy_(m * b1 + g * (1.0 - b1))
-        v.copy_(v * b2 + g * g * (1.0 - b2))
+        m.copy_(m * s["b1"] + g * s["1-b1"])
+        v.copy_(v * s["b2"] + g * g * s["1-b2"])
         if group["amsgrad"]:
             state["max_exp_avg_sq"].copy_(tp.maximum(state["max_exp_avg_sq"], v))
             v = state["max_exp_avg_sq"]
-        t = state["step"]
-        denom = tp.sqrt(v) / math.sqrt(1.0 - b2**t) + group["eps"]
-        p.sub_(m / denom * (lr / (1.0 - b1**t)))
+        denom = tp.sqrt(v) / s["sqrt(1-b2^t)"] + s["eps"]
+        p.sub_(m / denom * s["lr/(1-b1^t)"])
 
 
 class AdamW(Adam):
@@ -284,5 +370,6 @@ class AdamW(Adam):
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
+        maximize: bool = False,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)

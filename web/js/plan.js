@@ -12,6 +12,7 @@ main.compare.with-plan { grid-template-columns: minmax(0, 1fr) minmax(0, 1fr) 34
 #plan-panel li.island, #plan-panel li.unlinked { cursor: default; color: var(--muted); }
 #plan-panel li.marked { background: var(--line); font-weight: bold; }
 #plan-panel .phase { color: var(--muted); }
+#plan-panel li.optimizer { color: inherit; border-left: 3px solid var(--muted); }
 `;
 
 const plansOf = new Map(); // run -> its plans (fetched once)
@@ -39,15 +40,22 @@ function kernelRow(k) {
   li.className = "mono";
   li.dataset.kernel = k.index;
   const time = k.seconds === null || k.seconds === undefined ? "" : ` · ${(k.seconds * 1e6).toFixed(1)} µs`;
-  const target = k.node_id === null || k.node_id === undefined ? "" : ` → ${k.node} #${k.node_id}`;
+  const linked = !(k.node_id === null || k.node_id === undefined);
+  const optimizer = k.phase === "optimizer";
+  // A lowered optimizer step's kernels name the optimizer, group and parameter: no GradFn node.
+  const target = linked ? ` → ${k.node} #${k.node_id}` : optimizer && k.node ? ` · ${k.node}` : "";
   li.textContent = `${k.index} ${k.kind === "inplace" ? k.op + "_" : k.op}${target}${time}`;
   const phase = document.createElement("span");
   phase.className = "phase";
   phase.textContent = ` ${k.phase || ""}`;
   li.append(phase);
-  if (k.node_id === null || k.node_id === undefined) {
+  if (optimizer) {
+    li.classList.add("unlinked", "optimizer");
+    li.dataset.optimizer = k.node || "";
+    li.title = `optimizer step lowered into the plan: ${k.node || "?"}${k.source ? " at " + k.source : ""}`;
+  } else if (!linked) {
     li.classList.add("unlinked");
-    li.title = "made by no captured node (an optimizer step, a write-back)";
+    li.title = "made by no captured node (an eager island, a write-back)";
   } else {
     li.dataset.node = k.node_id;
     li.dataset.graph = k.graph;
@@ -64,6 +72,7 @@ function render(panel, plans) {
     const info = document.createElement("p");
     info.className = "muted";
     info.textContent = `${p.kernels.length} kernels · ${p.buffers} buffers · ${p.islands} eager island(s) · ` +
+      `${p.optimizer_steps || 0} optimizer step(s) lowered · ` +
       `peak ${bytes(p.peak_bytes)} (eager ${bytes(p.eager_peak_bytes)})`;
     const list = document.createElement("ol");
     list.append(...p.kernels.map(kernelRow));
