@@ -33,6 +33,7 @@ from tpx_inspect._trace_load import (
 )
 from tpx_inspect._util import paused_gc, replace_file
 from tpx_inspect._version import version_fields
+from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     SUMMARY_COLUMNS,
     Graph,
@@ -89,6 +90,14 @@ def save(
     moment leaves the previous trace or the new one, never half of one. ``compress=False``
     stores the sidecar's members uncompressed (three times faster, for checkpoints).
     """
+    if trace.meta.get("values") == "raw":
+        # NOTE: a "raw" capture keeps values without statistics; saved, its summaries would
+        # read as zero NaN/Inf counts, a verdict nobody computed
+        raise TraceFormatError(
+            f"cannot save {path}: this trace was captured with values='raw' (values for the "
+            "live checks, no statistics), so its NaN/Inf counts were never computed; capture "
+            "with values='all' (or 'small') to save it"
+        )
     with paused_gc():
         return _save(trace, path, sidecar, compress)
 

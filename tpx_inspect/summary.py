@@ -26,17 +26,15 @@ STAT_FIELDS = ("min", "max", "mean", "std", "norm", "nan", "inf", "zeros")
 class TensorSummary:
     """What a trace knows about one tensor value.
 
-        Statistics are over the finite elements (``None`` when there are none, or for
-        non-numeric dtypes); ``nan``/``inf``/``zeros`` count elements.
+    Statistics are over the finite elements (``None`` when there are none, or for
+    non-numeric dtypes); ``nan``/``inf``/``zeros`` count elements.
 
-        >>> import numpy as np
-
-    from tpx import observe
-        >>> s = summarize(np.array([3.0, 0.0, np.nan, -4.0]))
-        >>> s.shape, s.min, s.max, s.nan, s.zeros, s.norm
-        ((4,), -4.0, 3.0, 1, 1, 5.0)
-        >>> s.finite
-        False
+    >>> import numpy as np
+    >>> s = summarize(np.array([3.0, 0.0, np.nan, -4.0]))
+    >>> s.shape, s.min, s.max, s.nan, s.zeros, s.norm
+    ((4,), -4.0, 3.0, 1, 1, 5.0)
+    >>> s.finite
+    False
     """
 
     shape: tuple[int, ...]
