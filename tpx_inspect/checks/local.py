@@ -34,6 +34,7 @@ from tpx_inspect.checks._differences import (
     nan_reason,
     reproduced,
     stack_batch,
+    stack_columns,
     stack_recorded,
     usable,
     without_kinks,
@@ -125,7 +126,8 @@ class _Batch:
         grads = {name: replay.vjp(xs, y, u) for name, u in us}
         if recorded[0] is not None and us and us[0][0] == "incoming gradient":
             us.insert(0, ("recorded gradient", us[0][1]))
-            grads["recorded gradient"] = stack_recorded(recorded)
+            given = None if stacked is None else stacked.recorded
+            grads["recorded gradient"] = stack_recorded(recorded) if given is None else given
         self.slots = []
         for i in differentiable:
             for _ in range(opts.directions):
@@ -296,9 +298,13 @@ def _layout(a: Any) -> tuple | None:
     return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
 
 
-def check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
+def check_group(items: list, opts: LocalOptions, columns: tuple | None = None) -> dict[int, tuple]:
     """Outcomes of nodes of one layout: their values stacked once, the nodes with NaN values
-    skipped, the others checked in one batch per kind of incoming gradient (usable or not)."""
+    skipped, the others checked in one batch per kind of incoming gradient (usable or not).
+
+    ``columns``: the group's values already stacked (``(inputs, output, grad_output,
+    grad_inputs)``, as :func:`~tpx_inspect.checks.cluster.pack` ships them), read instead of
+    stacking the nodes' values again."""
     reason = complex_reason(items[0][0])  # NOTE: one dtype for all nodes of a layout
     if reason is not None:
         return {node.id: (reason, None, None) for node, _ in items}
@@ -311,7 +317,8 @@ def check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
     try:
         replay = BatchReplay([node for node, _ in items])
         grads = None if items[0][1] is None else [ex.grad_output for _, ex in items]
-        stacked = stack_batch(replay, grads)
+        given = None if columns is None else stack_columns(replay, *columns)
+        stacked = stack_batch(replay, grads, given)
     except Exception:  # NOTE: values that do not stack: each node on its own
         return {k: v for item in items for k, v in check_group([item], opts).items()}
     out = {items[r][0].id: (NAN_VALUES, None, None) for r in np.flatnonzero(stacked.nan)}
