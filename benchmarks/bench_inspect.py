@@ -222,7 +222,7 @@ def bench_cluster(n: int, rounds: int = 2) -> None:
 
     from tpx_inspect.checks import LocalOptions, capture_call, local_check
     from tpx_inspect.checks.cluster import cluster_outcomes, connect
-    from tpx_inspect.checks.local import backward_order, check_group, plan
+    from tpx_inspect.checks.local import backward_order, check_group, groups_of, replayable
 
     f, inputs = build(n)
     graph = capture_call(f, inputs)
@@ -245,8 +245,9 @@ def bench_cluster(n: int, rounds: int = 2) -> None:
                 f"({sum(workers) / cpu1:.2f}x one process's), same findings: {same}"
             )
         stats: dict[str, Any] = {}
-        _, groups = plan(graph, backward_order(graph), LocalOptions())
-        cluster_outcomes(client, groups, LocalOptions(), check_group, stats=stats)
+        _, todo = replayable(graph, backward_order(graph))
+        groups = groups_of(todo, LocalOptions())  # NOTE: as local_check: made while shipped
+        cluster_outcomes(client, groups, LocalOptions(), check_group, stats=stats, total=len(todo))
     print(
         f"  breakdown of a cluster run (wall): client pack {stats['pack_s']:.2f} s + scatter "
         f"{stats['scatter_s']:.2f} s (overlapping the workers' checks), then waiting "

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -37,17 +37,20 @@ TASKS_PER_WORKER = 4
 
 def cluster_outcomes(
     client: Any,
-    groups: Sequence[list],
+    groups: Iterable[list],
     opts: Any,
     check: CheckGroup,
     progress: Callable[[int, int], None] | None = None,
     decided: int = 0,
     stats: dict[str, Any] | None = None,
+    total: int | None = None,
 ) -> dict[int, tuple]:
-    """``check(group, opts)`` of every group run on the workers of ``client`` (a
+    """``check(group, opts, columns)`` of every group run on the workers of ``client`` (a
     ``dask.distributed.Client``), merged into one dict.
 
-    ``progress(done, total)`` is called as each task finishes; it counts nodes, ``decided``
+    ``groups`` may be an iterator: with ``total`` (how many nodes it holds) each task is
+    shipped as soon as its groups are made, so the workers check while the caller still
+    groups. ``progress(done, total)`` is called as tasks finish; it counts nodes, ``decided``
     (those the caller settled without a check) included from the first call. ``stats`` (a
     dict) receives the client's seconds spent packing and scattering, the wait after the last
     task was sent, each task's CPU seconds on its worker and the wall seconds in all.
@@ -55,13 +58,18 @@ def cluster_outcomes(
     from dask.distributed import as_completed
 
     start = time.perf_counter()
+    if total is None:
+        groups = list(groups)
+        total = sum(map(len, groups))
     workers = sorted(client.scheduler_info().get("workers", {})) or [None]
-    parts = len(workers) * TASKS_PER_WORKER
-    tasks = split(_pieces(list(groups), parts), parts)
-    futures, remote, cost = {}, [], {"pack_s": 0.0, "scatter_s": 0.0}
+    tasks = streamed_tasks(groups, total, len(workers) * TASKS_PER_WORKER)
+    futures: dict[Any, int] = {}
+    remote: list = []
+    cost = {"pack_s": 0.0, "scatter_s": 0.0}
+    progress_of = _Progress(progress, decided, decided + total)
     try:
-        # NOTE: each task is packed, sent to its worker and started before the next is packed:
-        # the workers check while the client packs (each value travels once, to one worker)
+        # NOTE: each task is packed, sent to its worker and started before the next is made:
+        # the workers check while the client groups and packs (each value travels once)
         for k, task in enumerate(tasks):
             where = None if workers[k % len(workers)] is None else [workers[k % len(workers)]]
             began = time.perf_counter()
@@ -73,41 +81,59 @@ def cluster_outcomes(
             remote.append(data)
             future = client.submit(_check_packed, data, opts, check, workers=where, pure=False)
             futures[future] = sum(map(len, task))
+            progress_of.harvest([f for f in futures if f.done() and f not in progress_of.seen])
         submitted = time.perf_counter()
-        out, cpu = _gather(as_completed(list(futures)), futures, progress, decided)
+        progress_of.harvest(as_completed([f for f in futures if f not in progress_of.seen]))
     finally:
         client.cancel(list(futures) + remote)
     if stats is not None:
-        stats.update(cost, run_s=time.perf_counter() - submitted, task_cpu_s=cpu,
+        stats.update(cost, run_s=time.perf_counter() - submitted, task_cpu_s=progress_of.cpu,
                      wall_s=time.perf_counter() - start)  # fmt: skip
-    return out
+    return progress_of.out
 
 
-def _gather(finished: Any, futures: dict, progress: Any, decided: int) -> tuple[dict, list]:
-    """The merged outcomes of the tasks as they finish, and each task's CPU seconds."""
-    out: dict[int, tuple] = {}
-    done, total, cpu = decided, decided + sum(futures.values()), []
-    for future in finished:
-        outcomes, seconds = future.result()
-        out.update(outcomes)
-        cpu.append(seconds)
-        done += futures[future]
-        if progress is not None:
-            progress(done, total)
-    return out, cpu
+class _Progress:
+    """The merged outcomes of finished tasks, their CPU seconds, and progress by nodes."""
+
+    def __init__(self, progress: Any, done: int, total: int) -> None:
+        self.progress, self.done, self.total = progress, done, total
+        self.out: dict[int, tuple] = {}
+        self.cpu: list[float] = []
+        self.seen: set = set()
+
+    def harvest(self, finished: Iterable[Any]) -> None:
+        for future in finished:
+            outcomes, seconds = future.result()
+            self.seen.add(future)
+            self.out.update(outcomes)
+            self.cpu.append(seconds)
+            self.done += len(outcomes)
+            if self.progress is not None:
+                self.progress(self.done, self.total)
 
 
-def _pieces(groups: list[list], parts: int) -> list[list]:
-    """``groups`` with the largest halved until there are ``parts`` of them (or all are single
-    nodes): a node's outcome does not depend on the nodes checked with it."""
-    groups = list(groups)
-    while len(groups) < parts:
-        k = max(range(len(groups)), key=lambda i: len(groups[i]), default=None)
-        if k is None or len(groups[k]) < 2:
-            break
-        half = len(groups[k]) // 2
-        groups[k : k + 1] = [groups[k][:half], groups[k][half:]]
-    return groups
+def streamed_tasks(groups: Iterable[list], total: int, parts: int) -> Iterator[list[list]]:
+    """``groups`` gathered into ``parts`` tasks of ``total / parts`` nodes (rounded up), each
+    task given as soon as its groups have come; a group is cut where a task is full (a node's
+    outcome does not depend on the nodes checked with it).
+
+    >>> [[len(g) for g in t] for t in streamed_tasks([[1] * 5, [2] * 2, [3]], 8, 3)]
+    [[3], [2, 1], [1, 1]]
+    """
+    size = max(1, -(-total // max(parts, 1)))
+    task: list[list] = []
+    count = 0
+    for group in groups:
+        while group:
+            room = size - count
+            task.append(group[:room])
+            count += len(task[-1])
+            group = group[room:]
+            if count >= size:
+                yield task
+                task, count = [], 0
+    if task:
+        yield task
 
 
 def pack(items: list) -> dict[str, Any]:
@@ -231,22 +257,6 @@ def _check_packed(packs: list, opts: Any, check: CheckGroup) -> tuple[dict[int, 
         for p in packs:
             out.update(check(unpack(p), opts, columns(p)))
     return out, time.thread_time() - start
-
-
-def split(items: list, parts: int) -> list[list]:
-    """``items`` in at most ``parts`` contiguous slices of nearly equal length.
-
-    >>> split(list(range(5)), 2)
-    [[0, 1, 2], [3, 4]]
-    """
-    parts = max(1, min(parts, len(items)))
-    size, extra = divmod(len(items), parts)
-    out, start = [], 0
-    for k in range(parts):
-        end = start + size + (1 if k < extra else 0)
-        out.append(items[start:end])
-        start = end
-    return [p for p in out if p]
 
 
 @contextlib.contextmanager

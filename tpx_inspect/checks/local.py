@@ -12,7 +12,7 @@ as inconclusive rather than failed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,9 +216,10 @@ def local_check(
     start = time.perf_counter()
     order = backward_order(graph)
     if client is not None:
-        outcomes, groups = plan(graph, order, opts)
+        outcomes, todo = replayable(graph, order)
+        groups = groups_of(todo, opts)  # NOTE: made while the workers check
         outcomes.update(cluster_outcomes(client, groups, opts, check_group, progress,
-                                         len(order) - sum(map(len, groups))))  # fmt: skip
+                                         len(order) - len(todo), total=len(todo)))  # fmt: skip
     else:
         outcomes = check_nodes(graph, order, opts, progress)
     findings, checked, skips, notes = [], 0, [], []
@@ -269,6 +270,19 @@ def plan(graph: Graph, ids: Sequence[int], opts: LocalOptions) -> tuple[dict, li
     """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
     others as groups of ``(node, execution)`` of one layout (at most ``opts.batch_size``
     each), in the order :func:`check_nodes` checks them with :func:`check_group`."""
+    out, todo = replayable(graph, ids)
+    return out, list(groups_of(todo, opts))
+
+
+def groups_of(todo: list, opts: LocalOptions) -> Iterator[list]:
+    """The ``(node, execution)`` items ``todo`` in groups of one layout (at most
+    ``opts.batch_size`` each), made as they are iterated."""
+    return batches(todo, opts.batch_size, _key)
+
+
+def replayable(graph: Graph, ids: Sequence[int]) -> tuple[dict, list]:
+    """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
+    others as ``(node, execution)`` items, in the order of ``ids``."""
     out: dict[int, tuple] = {}
     todo = []
     for nid in ids:
@@ -280,7 +294,7 @@ def plan(graph: Graph, ids: Sequence[int], opts: LocalOptions) -> tuple[dict, li
             out[nid] = (reason, None, None)
         else:
             todo.append((node, graph.execution(nid)))
-    return out, list(batches(todo, opts.batch_size, _key))
+    return out, todo
 
 
 def _key(item: tuple) -> tuple | None:
