@@ -11,7 +11,7 @@ that is the reference path the batched one is tested against.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -20,7 +20,8 @@ import numpy as np
 import p10
 import tpx
 from tpx_inspect.check_view import NodeRecord
-from tpx_inspect.checks.replay import Replay, _numpy, _tensor, rule_context
+from tpx_inspect.checks.replay import Replay, _numpy, _tensor, rule_context, why_not_replayable
+from tpx_inspect.records import Graph
 
 
 def stackable(node: NodeRecord) -> bool:
@@ -195,3 +196,49 @@ def batches(items: Sequence[Any], size: int, key: Any) -> Any:
         if len(group) >= size:
             yield open_.pop(k)
     yield from open_.values()
+
+
+def plan(graph: Graph, ids: Sequence[int], opts: Any) -> tuple[dict, list[list]]:
+    """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
+    others as groups of ``(node, execution)`` of one layout (at most ``opts.batch_size``
+    each), in the order ``local.check_nodes`` checks them with ``local.check_group``."""
+    out, todo = replayable(graph, ids)
+    return out, list(groups_of(todo, opts))
+
+
+def groups_of(todo: list, opts: Any) -> Iterator[list]:
+    """The ``(node, execution)`` items ``todo`` in groups of one layout (at most
+    ``opts.batch_size`` each), made as they are iterated."""
+    return batches(todo, opts.batch_size, _key)
+
+
+def replayable(graph: Graph, ids: Sequence[int]) -> tuple[dict, list]:
+    """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
+    others as ``(node, execution)`` items, in the order of ``ids``."""
+    out: dict[int, tuple] = {}
+    todo = []
+    for nid in ids:
+        node = graph.replay_node(nid)
+        if node.is_leaf:
+            continue
+        reason = why_not_replayable(node)
+        if reason is not None:
+            out[nid] = (reason, None, None)
+        else:
+            todo.append((node, graph.execution(nid)))
+    return out, todo
+
+
+def _key(item: tuple) -> tuple | None:
+    node, ex = item
+    if not stackable(node):
+        return None
+    if ex is None:
+        return batch_key(node), None
+    return batch_key(node), _grad_layout(ex.grad_output), tuple(map(_grad_layout, ex.grad_inputs))
+
+
+def _grad_layout(a: Any) -> tuple | None:
+    if a.__class__ is np.ndarray:
+        return a.shape, a.dtype.str
+    return None if a is None else _layout(a)

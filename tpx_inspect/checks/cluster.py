@@ -1,6 +1,6 @@
 """The local check on a Dask cluster: groups of nodes on the workers, results merged here.
 
-The client plans the work as one process does (:func:`~tpx_inspect.checks.local.plan`: the
+The client plans the work as one process does (:func:`~tpx_inspect.checks.batched.plan`: the
 nodes that cannot be replayed, and groups of nodes of one layout), then packs each task's
 groups column-wise: per group, one stacked NumPy array per input, output and gradient, the
 node ids, names, sources and edges, and one value-free description of the first node. Each

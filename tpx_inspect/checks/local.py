@@ -12,7 +12,7 @@ as inconclusive rather than failed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,10 +40,10 @@ from tpx_inspect.checks._differences import (
     usable,
     without_kinks,
 )
-from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
+from tpx_inspect.checks.batched import BatchReplay, groups_of, plan, replayable
 from tpx_inspect.checks.cluster import cluster_outcomes
 from tpx_inspect.checks.registry import register_check
-from tpx_inspect.checks.replay import Replay, why_not_replayable
+from tpx_inspect.checks.replay import Replay
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 from tpx_inspect.records import Graph
 
@@ -269,52 +269,6 @@ def check_nodes(
         if progress is not None:
             progress(done, total)
     return out
-
-
-def plan(graph: Graph, ids: Sequence[int], opts: LocalOptions) -> tuple[dict, list[list]]:
-    """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
-    others as groups of ``(node, execution)`` of one layout (at most ``opts.batch_size``
-    each), in the order :func:`check_nodes` checks them with :func:`check_group`."""
-    out, todo = replayable(graph, ids)
-    return out, list(groups_of(todo, opts))
-
-
-def groups_of(todo: list, opts: LocalOptions) -> Iterator[list]:
-    """The ``(node, execution)`` items ``todo`` in groups of one layout (at most
-    ``opts.batch_size`` each), made as they are iterated."""
-    return batches(todo, opts.batch_size, _key)
-
-
-def replayable(graph: Graph, ids: Sequence[int]) -> tuple[dict, list]:
-    """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
-    others as ``(node, execution)`` items, in the order of ``ids``."""
-    out: dict[int, tuple] = {}
-    todo = []
-    for nid in ids:
-        node = graph.replay_node(nid)
-        if node.is_leaf:
-            continue
-        reason = why_not_replayable(node)
-        if reason is not None:
-            out[nid] = (reason, None, None)
-        else:
-            todo.append((node, graph.execution(nid)))
-    return out, todo
-
-
-def _key(item: tuple) -> tuple | None:
-    node, ex = item
-    if not stackable(node):
-        return None
-    if ex is None:
-        return batch_key(node), None
-    return batch_key(node), _layout(ex.grad_output), tuple(map(_layout, ex.grad_inputs))
-
-
-def _layout(a: Any) -> tuple | None:
-    if a.__class__ is np.ndarray:
-        return a.shape, a.dtype.str
-    return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
 
 
 def check_group(items: list, opts: LocalOptions, columns: tuple | None = None) -> dict[int, tuple]:
