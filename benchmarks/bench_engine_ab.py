@@ -8,14 +8,23 @@ their ratio, and the median and range of the rounds' own NEW / OLD ratios (on a 
 the median is the steadier figure). A ratio above 1.05 means the change made that row more than
 5% slower (issue 12's limit).
 
+With ``--instructions`` it counts instead of timing: each version runs ``--steps`` calls of
+each case under valgrind's callgrind (``--toggle-collect`` counts only the calls themselves,
+not the start-up), which gives the CPU instructions per op. The counts do not move with the
+machine's load, so they can show a difference of 1% where times cannot (they are a proxy:
+cache misses and branch mispredictions are not in them).
+
     python benchmarks/bench_engine_ab.py [--rounds N] [--rev REV] [--quick] [CASE ...]
+    python benchmarks/bench_engine_ab.py --instructions [--steps N] [--rev REV] [CASE ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -75,6 +84,43 @@ def worker(quick: bool, only: list[str]) -> dict[str, float]:
     return times
 
 
+def count_worker(name: str, steps: int) -> None:
+    """Run ``steps`` calls of case ``name`` inside ``functools.reduce``: the one C function
+    that callgrind's ``--toggle-collect`` counts (nothing else here calls it)."""
+    sys.path.insert(0, str(HERE))
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    import bench_tpx
+
+    case = next(c for c in bench_tpx.cases(True) if c.name == name)
+    call = case.contenders["tpx"]()
+    call()
+    call()  # warm: caches filled, code specialized
+    functools.reduce(lambda _, __: call(), range(steps), None)
+
+
+def count_version(tree: Path, name: str, steps: int) -> float:
+    """Instructions per op (per step for whole steps) of case ``name`` in ``tree``'s TPX."""
+    env = dict(os.environ, PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1")
+    args = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    args += ["--collect-atstart=no", "--toggle-collect=functools_reduce"]
+    args += [sys.executable, str(Path(__file__).resolve()), "--count-worker", name]
+    args += ["--steps", str(steps)]
+    err = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stderr
+    collected = int(re.search(r"Collected : (\d+)", err).group(1))
+    per = next(c.per for c in _bench_tpx().cases(True) if c.name == name)
+    return collected / steps / per
+
+
+def count_report(trees: dict[str, Path], names: list[str], steps: int, rev: str) -> str:
+    """Rows: case, OLD and NEW instructions per op (per step for whole steps), NEW / OLD."""
+    lines = [f"{'case':11} {'old instr':>12} {'new instr':>12}  new/old  (old = {rev})"]
+    for name in names:
+        old, new = (count_version(trees[v], name, steps) for v in ("old", "new"))
+        mark = "ok" if new / old <= LIMIT else f"MORE than {LIMIT}"
+        lines.append(f"{name:11} {old:12,.0f} {new:12,.0f}  {new / old:6.3f}  {mark}")
+    return "\n".join(lines)
+
+
 def _bench_tpx() -> Any:
     sys.path.insert(0, str(HERE))
     import bench_tpx
@@ -119,10 +165,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rev", default="e93dec6", help="the OLD git revision")
     parser.add_argument("--quick", action="store_true", help="a shorter deep chain")
     parser.add_argument("cases", nargs="*", help="only these rows (default: all)")
+    parser.add_argument("--instructions", action="store_true", help="count (callgrind)")
+    parser.add_argument("--steps", type=int, default=2, help="calls counted per case")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--count-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args.quick, args.cases)))
+        return 0
+    if args.count_worker:
+        count_worker(args.count_worker, args.steps)
+        return 0
+    if args.instructions:
+        with tempfile.TemporaryDirectory(prefix="tpx-engine-ab-") as tmp:
+            trees = {"old": export(args.rev, Path(tmp) / "old"), "new": snapshot(Path(tmp) / "new")}
+            names = args.cases or ["chain", "fan-in", "mlp-sgd", "fwd-nograd"]
+            print(count_report(trees, names, args.steps, args.rev))
         return 0
     times: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
     start = time.perf_counter()

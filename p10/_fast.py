@@ -20,7 +20,8 @@ from typing import Any
 
 from p10._backend import Backend
 from p10._methods import TensorMethods
-from p10._ops import Op
+from p10._numpy_special import REAL_UFUNC
+from p10._ops import SPEC_OF, Op
 from p10._tensor import Tensor, _fast_axes, wrap
 
 _new = object.__new__
@@ -96,13 +97,23 @@ def fast_inplace(op: Op, slow: Callable) -> Callable:
 
 
 def fast_unary(op: Op, slow: Callable, floating: bool = False) -> Callable:
-    """``slow`` with a direct kernel call (for ``floating`` ops only on floating tensors)."""
+    """``slow`` with a direct kernel call (for ``floating`` ops only on floating tensors).
+
+    A ``floating`` op whose NumPy kernel only corrects complex special values (``tanh``) runs
+    the bare ufunc instead while that kernel is the backend's (not overridden or wrapped)."""
+    general = SPEC_OF[op].numpy if floating and op in SPEC_OF else None
+    real = REAL_UFUNC.get(general) if general is not None else None
+    if real is None:
+        general = None  # no such kernel: the test below never holds
 
     def method(self: Tensor) -> Any:
         backend = self._backend
         if not floating or backend.dtype_of(self._data).kind == "f":
             try:
-                out = backend.kernels[op](self._data)
+                kernel = backend.kernels[op]
+                if kernel is general:  # the stock NumPy kernel, on a real dtype
+                    kernel = real
+                out = kernel(self._data)
             except Exception:
                 pass
             else:

@@ -86,14 +86,29 @@ def user_frame(skip: int = 0) -> tuple[Any, int]:
     """
     f = sys._getframe(2 + skip)
     while f is not None:
-        name = f.f_code.co_filename
+        code = f.f_code
+        # NOTE: f_lineno scans the code's line table from its start (a microsecond in a long
+        # function), but the line of an instruction never changes: each user line is looked
+        # up once. An entry holds its code object, so that the id is not reused meanwhile.
+        key = (id(code), f.f_lasti)
+        seen = _user_lines.get(key)
+        if seen is not None:
+            return seen
+        name = code.co_filename
         internal = _internal_file.get(name)
         if internal is None:
             internal = _internal_file[name] = name.startswith(_INTERNAL_DIRS)
         if not internal:
-            return f.f_code, f.f_lineno
+            if len(_user_lines) >= _SHARED_MAX:
+                _user_lines.clear()
+            _user_lines[key] = seen = (code, f.f_lineno)
+            return seen
         f = f.f_back
     return None, 0
+
+
+# (id(code), f_lasti) of a user frame -> (code, line); see user_frame
+_user_lines: dict[tuple[int, int], tuple[Any, int]] = {}
 
 
 @dataclass(frozen=True)

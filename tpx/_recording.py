@@ -227,7 +227,7 @@ def record_pair(
             e0 = acc() if acc is not None else None
             if e0 is None:
                 e0 = x._accumulator()
-        elif x._recorded_version != x._value.version:
+        elif x._recorded_version != (0 if (vc := x._value._vc) is None else vc[0]):
             e0 = _edge(x)  # raises, naming the node
     if b is not None and y.__class__ is Tensor and y._requires_grad:
         e1 = y.grad_fn
@@ -236,7 +236,7 @@ def record_pair(
             e1 = acc() if acc is not None else None
             if e1 is None:
                 e1 = y._accumulator()
-        elif y._recorded_version != y._value.version:
+        elif y._recorded_version != (0 if (vc := y._value._vc) is None else vc[0]):
             e1 = _edge(y)
     ad, od = a._data, out._data
     # NOTE: the backend comes before the backend's dtype objects, so that keys of different

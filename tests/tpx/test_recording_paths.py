@@ -1,0 +1,78 @@
+"""The operator shortcuts (``tpx._recording.record_pair``) and ``apply_op`` (``_record``) record
+the same node, field by field, and check version counters the same way (issue 12)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import p10
+import tpx as tp
+
+CASES = [
+    ("x * w", lambda x, w: x * w, lambda x, w: p10.multiply(x, w)),
+    ("x * c", lambda x, w: x * c, lambda x, w: p10.multiply(x, c)),
+    ("c * x", lambda x, w: c * x, lambda x, w: p10.multiply(c, x)),
+    ("2.0 - x", lambda x, w: 2.0 - x, lambda x, w: p10.subtract(2.0, x)),
+    ("x / 3", lambda x, w: x / 3, lambda x, w: p10.divide(x, 3)),
+    ("x @ w.T", lambda x, w: x @ w.T, lambda x, w: p10.matmul(x, w.T)),
+    ("x.tanh()", lambda x, w: x.tanh(), lambda x, w: p10.tanh(x)),
+    ("-x", lambda x, w: -x, lambda x, w: p10.negative(x)),
+    ("x.sum(1)", lambda x, w: x.sum(1), lambda x, w: p10.sum(x, axis=1)),
+    ("x.mean()", lambda x, w: x.mean(), lambda x, w: p10.mean(x)),
+]
+c = tp.asarray([[0.5, 2.0, -1.0]])  # a constant (no grad) tensor
+
+
+def _saved_pattern(node):
+    return None if node.saved is None else tuple(v is not None for v in node.saved)
+
+
+def _fields(node):
+    return (
+        node.op,
+        node.params,
+        node.rule,
+        node.vjp,
+        node.needs_input_grad,
+        node.in_meta,
+        node.out_meta,
+        _saved_pattern(node),
+        node.versions,
+        tuple(e is not None for e in node.edges),
+        node.code.co_name,
+    )
+
+
+@pytest.mark.parametrize("w_grad", [False, True], ids=["w-const", "w-grad"])
+@pytest.mark.parametrize(("name", "fast", "general"), CASES, ids=[n for n, _, _ in CASES])
+def test_shortcut_and_general_path_record_the_same_node(name, fast, general, w_grad):
+    rng = np.random.default_rng(0)
+    x = tp.asarray(rng.standard_normal((2, 3)), requires_grad=True)
+    w = tp.asarray(rng.standard_normal((2, 3)), requires_grad=w_grad)
+    a, b = fast(x, w), general(x, w)
+    assert a.grad_fn is not None and b.grad_fn is not None
+    assert _fields(a.grad_fn) == _fields(b.grad_fn)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    ga = tp.grad(a.sum(), [x, w] if w_grad else [x], allow_unused=True)
+    gb = tp.grad(b.sum(), [x, w] if w_grad else [x], allow_unused=True)
+    for u, v in zip(ga, gb):
+        assert (u is None) == (v is None)
+        if u is not None:
+            np.testing.assert_array_equal(u.numpy(), v.numpy())
+
+
+def test_values_with_version_counters_are_checked_and_recorded():
+    x = tp.ones((2, 2), requires_grad=True)
+    with tp.no_grad():
+        x.mul_(1.0)  # the leaf's value now has a version counter, at 1
+    y = x.reshape(4)  # a view (apply_op): its value shares that counter
+    z = y * y  # the shortcut: y has a counter, so its edge is checked
+    assert z.grad_fn.versions == (1, 1, 0)
+    z.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 2), 2.0))
+    with tp.no_grad():
+        x.mul_(1.0)  # y's value changes under it
+    for use in (lambda: y * 2.0, lambda: p10.multiply(y, 2.0)):
+        with pytest.raises(tp.InplaceError, match="modified in place"):
+            use()
