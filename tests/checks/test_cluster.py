@@ -12,7 +12,7 @@ import p10
 import tpx as tp
 from p10 import Op
 from tpx_inspect.checks import LocalOptions, capture_call, local_check
-from tpx_inspect.checks.cluster import connect, split
+from tpx_inspect.checks.cluster import connect, streamed_tasks
 from tpx_inspect.cli import cli
 
 pytestmark = pytest.mark.slow
@@ -47,12 +47,12 @@ def _graph():
         h.remove()
 
 
-def test_split_covers_every_item_once_in_order():
-    parts = split(list(range(10)), 4)
-    assert [len(p) for p in parts] == [3, 3, 2, 2] and [i for p in parts for i in p] == list(
-        range(10)
-    )
-    assert split([1], 8) == [[1]] and split([], 3) == []
+def test_tasks_cover_every_node_once_in_order_as_groups_come():
+    groups = [list(range(0, 5)), list(range(5, 7)), list(range(7, 20))]
+    tasks = list(streamed_tasks(iter(groups), 20, 4))
+    assert [i for t in tasks for g in t for i in g] == list(range(20))
+    assert [sum(map(len, t)) for t in tasks] == [5, 5, 5, 5]
+    assert list(streamed_tasks([[1]], 1, 8)) == [[[1]]] and list(streamed_tasks([], 0, 3)) == []
 
 
 def test_cluster_findings_equal_one_process(client):
@@ -65,7 +65,8 @@ def test_cluster_findings_equal_one_process(client):
     assert spread.findings == alone.findings
     assert (spread.skips, spread.notes, spread.checked) == (alone.skips, alone.notes,
                                                             alone.checked)  # fmt: skip
-    assert seen == sorted(seen) and seen[-1] == len(graph.nodes) and len(seen) == 8
+    # one call per task (about 4 per worker), the count of nodes done across workers
+    assert seen == sorted(seen) and seen[-1] == len(graph.nodes) and 6 <= len(seen) <= 10, seen
 
 
 def test_cluster_uses_the_options(client):

@@ -60,20 +60,31 @@ class Stacked:
     incoming: np.ndarray | None
     nan: np.ndarray
     usable: np.ndarray
+    recorded: tuple | None = None
+    """The gradients the rule returned in the recorded backward, stacked per input (None
+    where it gave None), when they came stacked (:func:`stack_columns`)."""
 
     def rows(self, rows: np.ndarray) -> Stacked:
         """The nodes at positions ``rows`` only."""
         xs = [x[rows] if isinstance(x, np.ndarray) else x for x in self.xs]
         incoming = None if self.incoming is None else self.incoming[rows]
-        return Stacked(xs, self.outputs[rows], incoming, self.nan[rows], self.usable[rows])
+        recorded = self.recorded
+        if recorded is not None:
+            recorded = tuple(None if g is None else g[rows] for g in recorded)
+        return Stacked(xs, self.outputs[rows], incoming, self.nan[rows], self.usable[rows],
+                       recorded)  # fmt: skip
 
 
-def stack_batch(replay: BatchReplay, grad_outputs: list | None) -> Stacked:
+def stack_batch(replay: BatchReplay, grad_outputs: list | None, columns: Any = None) -> Stacked:
     """The :class:`Stacked` values of ``replay``'s nodes (a stacked batch); ``grad_outputs``:
-    each node's recorded incoming gradient (one layout), or None when no backward ran them."""
+    each node's recorded incoming gradient (one layout), or None when no backward ran them.
+    ``columns``: the same values already stacked (:func:`stack_columns`), read instead."""
     n, first = len(replay), replay.nodes[0]
-    xs = replay.inputs()
-    outputs = stack64([node.output for node in replay.nodes])
+    if columns is not None:
+        xs, outputs, grad_outputs, recorded = columns
+    else:
+        xs, recorded = replay.inputs(), None
+        outputs = stack64([node.output for node in replay.nodes])
     nan = np.zeros(n, dtype=bool)
     floats = [x for x, x0 in zip(xs, first.inputs) if isinstance(x0, np.ndarray)
               and x0.dtype.kind == "f"]  # fmt: skip
@@ -83,11 +94,37 @@ def stack_batch(replay: BatchReplay, grad_outputs: list | None) -> Stacked:
         nan |= np.isnan(x.reshape(n, -1)).any(axis=1)
     incoming, good = None, np.zeros(n, dtype=bool)
     if grad_outputs is not None and grad_outputs[0] is not None and np.size(grad_outputs[0]):
-        incoming = stack64(grad_outputs)
+        incoming = _as64(grad_outputs)
         # NOTE: as usable(): max |g| is NaN or inf iff some element is, and 0 iff all are
         biggest = np.abs(incoming.reshape(n, -1)).max(axis=1)
         good = (biggest > 0) & (biggest < np.inf)
-    return Stacked(xs, outputs, incoming, nan, good)
+    return Stacked(xs, outputs, incoming, nan, good, recorded)
+
+
+def stack_columns(replay: BatchReplay, inputs: list, output: Any, grad_output: Any,
+                  grad_inputs: list | None) -> tuple | None:  # fmt: skip
+    """The ``columns`` of :func:`stack_batch` from values stacked per input/output/gradient
+    (``np.array`` of the nodes' arrays, or a list where they were not arrays of one layout):
+    the same arrays as :func:`stack_batch` stacks itself; None when they cannot be used."""
+    if not replay.stacked or any(
+        a and x.__class__ is not np.ndarray for x, a in zip(inputs, replay.is_array)
+    ):
+        return None
+    xs = [replay.upcast64(x) if a else x for x, a in zip(inputs, replay.is_array)]
+    recorded = None
+    if grad_inputs is not None:
+        recorded = tuple(
+            g if g.__class__ is np.ndarray else None if all(x is None for x in g)
+            else stack_arrays(g)
+            for g in grad_inputs
+        )  # fmt: skip
+    return xs, _as64(output), grad_output, recorded
+
+
+def _as64(a: Any) -> np.ndarray:
+    if a.__class__ is np.ndarray:
+        return a.astype(np.float64, copy=False)
+    return stack64(list(a))
 
 
 def locate_element(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 import p10
+from tpx_inspect._util import paused_gc
 from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks._differences import stack_arrays
 from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
@@ -148,8 +149,9 @@ def kernel_check(graph: Graph, include_spec: bool = False, batch_size: int = 512
             reasons[node.id] = ON_SPEC if on_spec else why_not_replayable(node)
     todo = [graph.replay_node(nid) for nid, why in reasons.items() if why is None]
     results: dict[int, Any] = {}
-    for batch in batches(todo, batch_size, lambda n: _key(graph, n)):
-        results.update(_check_batch(graph, batch))
+    with paused_gc(promote=True):  # NOTE: keys and results hold no cycles (see local_check)
+        for batch in batches(todo, batch_size, lambda n: _key(graph, n)):
+            results.update(_check_batch(graph, batch))
     findings: list[Finding] = []
     checked, skips, notes = 0, [], []
     for nid, reason in reasons.items():

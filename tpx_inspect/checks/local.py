@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tpx_inspect._util import paused_gc
 from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks._differences import (
     NAN_VALUES,
@@ -34,14 +35,15 @@ from tpx_inspect.checks._differences import (
     nan_reason,
     reproduced,
     stack_batch,
+    stack_columns,
     stack_recorded,
     usable,
     without_kinks,
 )
-from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
+from tpx_inspect.checks.batched import BatchReplay, groups_of, plan, replayable
 from tpx_inspect.checks.cluster import cluster_outcomes
 from tpx_inspect.checks.registry import register_check
-from tpx_inspect.checks.replay import Replay, why_not_replayable
+from tpx_inspect.checks.replay import Replay
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
 from tpx_inspect.records import Graph
 
@@ -125,7 +127,8 @@ class _Batch:
         grads = {name: replay.vjp(xs, y, u) for name, u in us}
         if recorded[0] is not None and us and us[0][0] == "incoming gradient":
             us.insert(0, ("recorded gradient", us[0][1]))
-            grads["recorded gradient"] = stack_recorded(recorded)
+            given = None if stacked is None else stacked.recorded
+            grads["recorded gradient"] = stack_recorded(recorded) if given is None else given
         self.slots = []
         for i in differentiable:
             for _ in range(opts.directions):
@@ -213,12 +216,17 @@ def local_check(
     opts = opts or LocalOptions()
     start = time.perf_counter()
     order = backward_order(graph)
-    if client is not None:
-        outcomes, groups = plan(graph, order, opts)
-        outcomes.update(cluster_outcomes(client, groups, opts, check_group, progress,
-                                         len(order) - sum(map(len, groups))))  # fmt: skip
-    else:
-        outcomes = check_nodes(graph, order, opts, progress)
+    # NOTE: the batch keys, records and outcomes made here hold no cycles; with the cyclic GC
+    # on, their allocations made it rescan them (and at 100k nodes the whole graph) again and
+    # again: grouping 20k nodes took 30 us a node instead of 12
+    with paused_gc(promote=True):
+        if client is not None:
+            outcomes, todo = replayable(graph, order)
+            groups = groups_of(todo, opts)  # NOTE: made while the workers check
+            outcomes.update(cluster_outcomes(client, groups, opts, check_group, progress,
+                                             len(order) - len(todo), total=len(todo)))  # fmt: skip
+        else:
+            outcomes = check_nodes(graph, order, opts, progress)
     findings, checked, skips, notes = [], 0, [], []
     for nid in order:
         if nid not in outcomes:
@@ -263,42 +271,13 @@ def check_nodes(
     return out
 
 
-def plan(graph: Graph, ids: Sequence[int], opts: LocalOptions) -> tuple[dict, list[list]]:
-    """The outcomes of the non-leaf nodes among ``ids`` that cannot be replayed, and the
-    others as groups of ``(node, execution)`` of one layout (at most ``opts.batch_size``
-    each), in the order :func:`check_nodes` checks them with :func:`check_group`."""
-    out: dict[int, tuple] = {}
-    todo = []
-    for nid in ids:
-        node = graph.replay_node(nid)
-        if node.is_leaf:
-            continue
-        reason = why_not_replayable(node)
-        if reason is not None:
-            out[nid] = (reason, None, None)
-        else:
-            todo.append((node, graph.execution(nid)))
-    return out, list(batches(todo, opts.batch_size, _key))
-
-
-def _key(item: tuple) -> tuple | None:
-    node, ex = item
-    if not stackable(node):
-        return None
-    if ex is None:
-        return batch_key(node), None
-    return batch_key(node), _layout(ex.grad_output), tuple(map(_layout, ex.grad_inputs))
-
-
-def _layout(a: Any) -> tuple | None:
-    if a.__class__ is np.ndarray:
-        return a.shape, a.dtype.str
-    return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
-
-
-def check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
+def check_group(items: list, opts: LocalOptions, columns: tuple | None = None) -> dict[int, tuple]:
     """Outcomes of nodes of one layout: their values stacked once, the nodes with NaN values
-    skipped, the others checked in one batch per kind of incoming gradient (usable or not)."""
+    skipped, the others checked in one batch per kind of incoming gradient (usable or not).
+
+    ``columns``: the group's values already stacked (``(inputs, output, grad_output,
+    grad_inputs)``, as :func:`~tpx_inspect.checks.cluster.pack` ships them), read instead of
+    stacking the nodes' values again."""
     reason = complex_reason(items[0][0])  # NOTE: one dtype for all nodes of a layout
     if reason is not None:
         return {node.id: (reason, None, None) for node, _ in items}
@@ -311,7 +290,8 @@ def check_group(items: list, opts: LocalOptions) -> dict[int, tuple]:
     try:
         replay = BatchReplay([node for node, _ in items])
         grads = None if items[0][1] is None else [ex.grad_output for _, ex in items]
-        stacked = stack_batch(replay, grads)
+        given = None if columns is None else stack_columns(replay, *columns)
+        stacked = stack_batch(replay, grads, given)
     except Exception:  # NOTE: values that do not stack: each node on its own
         return {k: v for item in items for k, v in check_group([item], opts).items()}
     out = {items[r][0].id: (NAN_VALUES, None, None) for r in np.flatnonzero(stacked.nan)}
