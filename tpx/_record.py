@@ -34,6 +34,7 @@ from tpx._plan import (
     slot_for,
 )
 from tpx._plan_optim import INLINE, RETRY, lowering_reason, param_ids, record_step
+from tpx._record_finish import grad_guards, state_meta
 from tpx._record_source import (
     Stop,
     _first,
@@ -341,43 +342,15 @@ class Recorder:
             holders=self.refs,
             outputs=outputs,
             backend_of=self.backend_of,
-            grad_none=self._grad_guards(),
+            grad_none=grad_guards(self),
             eager_peak_bytes=self.peak if self.weak_ok else None,
             aliased=self.aliased,
-            state_meta=self._state_meta(),
+            state_meta=state_meta(self),
             arg_is_p10=self.arg_is_p10,
             optimizers=self.optimizers,
             param_guards=self.param_guards,
         )
         return plan
-
-    def _state_meta(self) -> list[tuple]:
-        """What a replay checks of each state value the plan reads at its start."""
-        meta = []
-        for i in self.arg_bindings:
-            slot = self.slots[i]
-            if slot.kind == STATE:
-                meta.append((i, *slot.source, slot.shape, self.dtype_of_slot[i]))
-        return meta
-
-    def _grad_guards(self) -> tuple:
-        """Per holder: whether its ``.grad`` must be None (True), must be set (False) when a
-        replay starts, or may be either (None): only the first segment, before any island
-        such as ``zero_grad``, depends on it (eager code adds into a set gradient)."""
-        first = []  # NOTE: the segments before the first island (a lowered step is none)
-        for seg in self.segments:
-            first.append(seg)
-            if seg.island is not None:
-                break
-        read = {i for seg in first for step in seg.steps for i in step.inputs if i.__class__ is int}
-        read |= {i for seg in first for _, i in seg.writeback if i is not None}
-        written = {h for seg in first for h, _ in seg.writeback}
-        guards: list[bool | None] = []
-        for h, none in enumerate(self.grad_none):
-            starts = [i for i in self.arg_bindings if self.slots[i].source == (h, "grad")]
-            used = any(i in read for i in starts)
-            guards.append(True if none and h in written else False if used else None)
-        return tuple(guards)
 
     def _output(self, x: Any) -> Any:
         for k, r in enumerate(self.island_results):

@@ -271,7 +271,7 @@ def test_the_prologue_is_generated_code_over_the_live_optimizer() -> None:
 
 @pytest.mark.slow
 def test_the_tiny_transformer_example_lowers_adamw_and_matches_eager(monkeypatch: Any) -> None:
-    from tests.nn.test_examples import load
+    from tests.helpers.load import load_example as load
 
     example = load("tiny_transformer")
     eager = example.train(steps=6)

@@ -44,6 +44,7 @@ import numpy as np
 from tpx_inspect import _json
 from tpx_inspect._util import paused_gc, replace_file
 from tpx_inspect.viewmodel._columns import columns
+from tpx_inspect.viewmodel._kept import Kept, owner_of
 from tpx_inspect.viewmodel.tree import ROOT, Group, ViewModel
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ MIN_NODES = 2_000
 SAVE_NODES = 10_000
 """Graphs of at least this many nodes get their model kept by :func:`keep`."""
 _SHAPING = ("tree.py", "repeats.py", "loops.py", "_columns.py", "layout.py", "layered.py",
-            "wire.py", "persist.py")  # fmt: skip
+            "wire.py", "persist.py", "_kept.py")  # fmt: skip
 _SIDE = ".view.npz"
 _MAX_ENTRY = 512 << 20  # NOTE: a zip entry claiming more than this is not read
 
@@ -316,79 +317,9 @@ def _restore(tree: dict[str, Any], g: Graph) -> ViewModel:
         gid, kind, label, title, parent, kids, size, depth, scope, count, first = row
         groups[gid] = Group(str(gid), str(kind), str(label), str(title), parent, tuple(kids),
                             int(size), int(depth), str(scope), int(count), int(first))  # fmt: skip
-    owner = _owner(tree)
+    owner = owner_of(tree)
     expanded = tuple(str(x) for x in tree["default_expanded"])
     return ViewModel(groups, owner, expanded, columns(g))
-
-
-def _owner(tree: dict[str, Any]) -> tuple[str, ...]:
-    """The group holding each node, checking that the kept tree is one: parents listed
-    first, every child's group its own, every node in exactly one group."""
-    n = int(tree["nodes"])
-    parent: dict[str, str | None] = {}
-    owner: list[str | None] = [None] * n
-    for row in tree["groups"]:
-        gid, up = row[0], row[4]
-        if gid in parent or (up is None) != (gid == ROOT) or (up is not None and up not in parent):
-            raise ValueError(f"group {gid!r}: not a tree listed parents first")
-        parent[gid] = up
-    for row in tree["groups"]:
-        for c in row[5]:
-            if c[0] == "n":
-                i = int(c[1:])
-                if not 0 <= i < n or owner[i] is not None:
-                    raise ValueError(f"node box {c!r} of group {row[0]!r}: unknown or placed twice")
-                owner[i] = row[0]
-            elif parent.get(c, "") != row[0]:
-                raise ValueError(f"child {c!r} of group {row[0]!r} is not its group")
-    if None in owner:
-        raise ValueError(f"node {owner.index(None)} is in no group")
-    if any(x not in parent for x in tree["default_expanded"]):
-        raise ValueError("the first screen opens an unknown group")
-    return tuple(owner)  # type: ignore[arg-type]
-
-
-class Kept:
-    """The kept tree and search fields of one graph: search and the boxes showing nodes,
-    answered before the trace is read (a fresh server's first search).
-
-    ``search(query)`` as :func:`~tpx_inspect.viewmodel.wire.search`; ``boxes(expanded,
-    nodes)``: the id of the box showing each node with the groups ``expanded`` open."""
-
-    def __init__(self, tree: dict[str, Any], codes: np.ndarray, values: dict[str, Any]) -> None:
-        self.owner = _owner(tree)
-        self.n = len(self.owner)
-        self.parent = {row[0]: row[4] for row in tree["groups"]}
-        self.default_expanded = tuple(tree["default_expanded"])
-        names, lists = values["fields"], values["values"]
-        if codes.shape != (len(names), self.n) or len(lists) != len(names):
-            raise ValueError(f"search codes of shape {codes.shape} for {self.n} nodes")
-        for row, vals in zip(codes, lists):
-            if self.n and not (row.min() >= 0 and row.max() < len(vals)):
-                raise ValueError("a search code past its values")
-        self.fields = {k: (codes[j], [str(v) for v in lists[j]]) for j, k in enumerate(names)}
-
-    def search(self, query: str) -> list[int]:
-        from tpx_inspect.viewmodel.wire import match
-
-        return match(query, self.fields.__getitem__, self.n)
-
-    def boxes(self, expanded: Any, nodes: list[int]) -> list[str]:
-        opened = set(expanded) | {ROOT}
-        shown: dict[str, str | None] = {}  # group -> the outermost closed group at or above it
-
-        def outer(g: str) -> str | None:  # NOTE: iterative, each group worked out once
-            chain, up = [], g
-            while up is not None and up not in shown:
-                chain.append(up)
-                up = self.parent[up]
-            above = shown[up] if up is not None else None
-            for x in reversed(chain):
-                above = above if above is not None else (None if x in opened else x)
-                shown[x] = above
-            return shown[g]
-
-        return [outer(self.owner[i]) or f"n{i}" for i in nodes]
 
 
 _KEPT: dict[tuple, Kept] = {}
