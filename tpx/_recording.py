@@ -39,7 +39,7 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
     if needs and state.grad_enabled:
         # NOTE: skip=2: __p10_apply__ is this function's only caller, so the user's frame lies
         # past it (at p10.apply's caller, or at __p10_apply__'s caller when called directly)
-        return record(op, inputs, raw, params, out, start, skip=2)
+        return record(op, inputs, raw, params, out, start, 2, state.anomaly)
     result = wrap(out)
     if state.anomaly & NAN_CHECKS:
         _check_finite(op, None, out)
@@ -72,10 +72,13 @@ def record(
     out: p10.Tensor,
     start: float = 0.0,
     skip: int = 1,
+    anomaly: int = 0,
 ) -> Any:
     """Record the node of ``op`` run on ``raw`` (the P10 values of ``inputs``, TPX tensors or
     P10 values) and return the output tensor. ``skip``: the TPX frames between the caller and
-    the user's code (see :func:`~tpx._graph.user_frame`).
+    the user's code (see :func:`~tpx._graph.user_frame`); ``anomaly``: the caller's
+    ``state.anomaly`` (the shortcuts leave anomaly mode to ``apply_op``, so they pass 0: a
+    thread-local read costs ~400 instructions, 0.7% of a recorded op).
 
     The one recording path of the operator shortcuts and :func:`apply_op`. One and two inputs
     are written out (a loop over them costs ~9% of a recorded op); the rest, and everything
@@ -163,8 +166,8 @@ def record(
     # NOTE: a view shares its base's counter, which may be past 0; a fresh output has none
     t._recorded_version = 0 if (vc := out._vc) is None else vc[0]
     t._grad = t._accumulator_ref = t._rare_attrs = None
-    if state.anomaly or _mode.observers:
-        _inspect(op, node, inputs, t, start)
+    if anomaly or _mode.observers:
+        _inspect(op, node, inputs, t, start, anomaly)
     return t
 
 
@@ -209,9 +212,8 @@ def _save_any(node: GradFn, rule: Any, raw: tuple | list, out: p10.Tensor) -> No
     node.versions = _versions(node.saved)
 
 
-def _inspect(op: Any, node: GradFn, inputs: tuple, t: Tensor, start: float) -> None:
+def _inspect(op: Any, node: GradFn, inputs: tuple, t: Tensor, start: float, anomaly: int) -> None:
     """Anomaly mode's checks and the observers' events of a node just recorded."""
-    anomaly = state.anomaly
     if anomaly & SAVED_CHECKS and node.saved is not None:
         record_checksums(node)
     if anomaly & NAN_CHECKS:
