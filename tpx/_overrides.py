@@ -21,6 +21,7 @@ from typing import Any
 
 import p10
 from p10._overrides import describe
+from tpx import _mode
 from tpx._errors import DefinitionError
 from tpx._graph import Rule
 from tpx._mode import state
@@ -78,8 +79,11 @@ class Overrides:
 # NOTE: the rule overrides live here per thread; the kernel overrides in p10, which tells this
 # module (in the same thread) when they change, so that state.overrides covers both
 def _refresh(rules: dict | None, kernels: dict | None) -> None:
+    was_on = state.overrides is not None
     state.rule_overrides = rules
     state.overrides = Overrides(rules or {}, kernels) if (rules or kernels) else None
+    if (state.overrides is not None) != was_on:
+        _mode.count_local_setting(-1 if was_on else 1)
 
 
 def _on_kernels(kernels: dict | None) -> None:

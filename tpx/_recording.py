@@ -86,9 +86,11 @@ def record(
     observers), are calls taken only when a flag read here says so.
     """
     rule = RULES.get(op)
-    overrides = state.overrides
-    if overrides is not None:
-        rule = overrides.rule(op, rule)
+    overrides, scope = None, ""
+    if _mode.local_settings:  # a scope or an override is on in some thread (see _mode)
+        overrides, scope = state.overrides, state.scope
+        if overrides is not None:
+            rule = overrides.rule(op, rule)
     if rule is None:
         return _unruled(op, out)
     # NOTE: the edges first: a leaf's AccumulateGrad made here must get a smaller sequence
@@ -157,7 +159,6 @@ def record(
                 node.versions = _versions(saved)
     if overrides is not None:
         node.overrides = overrides.mark(op, out._backend)
-    scope = state.scope
     if scope:  # the class default is ""
         node.scope = scope
     node.code, node.lineno = user_frame(skip)
