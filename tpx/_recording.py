@@ -78,12 +78,13 @@ def record(
     P10 values) and return the output tensor. ``skip``: the TPX frames between the caller and
     the user's code (see :func:`~tpx._graph.user_frame`); ``anomaly``: the caller's
     ``state.anomaly`` (the shortcuts leave anomaly mode to ``apply_op``, so they pass 0: a
-    thread-local read costs ~400 instructions, 0.7% of a recorded op).
+    read of the thread-local ``state`` costs ~1,000 instructions, 2% of a recorded op).
 
     The one recording path of the operator shortcuts and :func:`apply_op`. One and two inputs
-    are written out (a loop over them costs ~9% of a recorded op); the rest, and everything
-    rare (no rule, a non-floating output, overrides, saved values' versions, anomaly mode,
-    observers), are calls taken only when a flag read here says so.
+    are written out (a loop over them, or a call per input, costs 4-9% of a recorded op); the
+    rest, and everything rare (no rule, a leaf's first use, a tensor written in place, 3+
+    inputs, saved values' versions, anomaly mode, observers), are calls taken only when a flag
+    read here says so; scopes and overrides are read only while one is on somewhere.
     """
     rule = RULES.get(op)
     overrides, scope = None, ""
