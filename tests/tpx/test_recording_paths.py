@@ -77,3 +77,38 @@ def test_values_with_version_counters_are_checked_and_recorded():
     for use in (lambda: y * 2.0, lambda: p10.multiply(y, 2.0)):
         with pytest.raises(tp.InplaceError, match="modified in place"):
             use()
+
+
+def test_scope_and_override_are_read_while_on_in_any_thread():
+    """``record`` reads a thread's scope and overrides only while ``_mode.local_settings`` counts
+    one on somewhere: the count comes back to its start, and a scope or an override opened in
+    another thread is not seen here while this thread's own are."""
+    import threading
+
+    from p10 import Op
+    from tpx import _mode
+    from tpx.rules import RULES
+
+    start = _mode.local_settings
+    x = tp.ones(2, requires_grad=True)
+    inside, opened, done = [], threading.Event(), threading.Event()
+
+    def other_thread():
+        with tp.scope("other"):
+            opened.set()
+            done.wait(10)
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    opened.wait(10)
+    assert _mode.local_settings == start + 1
+    inside.append((x * 2).grad_fn)  # this thread has no scope: none recorded
+    with tp.scope("mine"), tp.override_rule(Op.TANH, RULES[Op.TANH].vjp):
+        assert _mode.local_settings == start + 3
+        inside.append(x.tanh().grad_fn)
+    done.set()
+    t.join()
+    assert _mode.local_settings == start
+    assert inside[0].scope == "" and inside[0].overrides is None
+    assert inside[1].scope == "mine" and inside[1].overrides is not None
+    assert (x * 2).grad_fn.scope == ""
