@@ -10,7 +10,10 @@ PyTorch, MLP SGD step <= 1.0x NumPy hand-written (the hand-written update, and `
 ``tpx.optim.SGD``, lowered into the plan), tiny transformer step (AdamW, lowered) <= 0.8x TPX
 eager; the plan's peak memory <= the eager call's peak (printed per case).
 
-    python benchmarks/bench_compile.py [--rounds N] [--quick]
+Plans write their large temporaries into workspace arrays they keep (``out=``, see
+``tpx/_plan_workspace.py``); ``--no-workspace`` turns that off, to compare the two.
+
+    python benchmarks/bench_compile.py [--rounds N] [--quick] [--no-workspace]
 """
 
 from __future__ import annotations
@@ -211,7 +214,8 @@ def _memory(name: str) -> str:
     d = fn.describe()[-1]
     eager = d["eager_peak_bytes"]
     verdict = "" if eager is None else (" ok" if d["peak_bytes"] <= eager else " MISSES")
-    return f"{d['peak_bytes'] / 1e3:.1f} kB / {(eager or 0) / 1e3:.1f} kB{verdict}"
+    kept = f" (workspace {d['workspace_bytes'] / 1e3:.0f} kB)" if d["workspace_bytes"] else ""
+    return f"{d['peak_bytes'] / 1e3:.1f} kB / {(eager or 0) / 1e3:.1f} kB{verdict}{kept}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +223,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
     parser.add_argument("--quick", action="store_true", help="a shorter deep chain")
+    parser.add_argument(
+        "--no-workspace",
+        action="store_true",
+        help="plans without workspace arrays (fresh arrays for every temporary), for an A/B",
+    )
     args = parser.parse_args(argv)
+    if args.no_workspace:
+        import tpx._plan_passes as passes
+
+        passes._WORKSPACE_MIN_BYTES = 1 << 62
     print(f"numpy {np.__version__}, BLAS: {bt.blas_description()}")
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("error", tp.CompileWarning)  # a graph break would be no replay
