@@ -11,10 +11,10 @@ PyTorch, MLP SGD step <= 1.0x NumPy hand-written (the hand-written update, and `
 ``tpx.optim.SGD``, lowered into the plan), tiny transformer step (AdamW, lowered) <= 0.8x TPX
 eager; the plan's peak memory <= the eager call's peak (printed per case).
 
-Plans write their large temporaries into workspace arrays they keep (``out=``, see
-``tpx/_plan_workspace.py``); ``--no-workspace`` turns that off, to compare the two.
+``--workspace`` makes plans write their large temporaries into arrays they keep (``out=``,
+see ``tpx/_plan_workspace.py``; off by default: slower in the measurements so far).
 
-    python benchmarks/bench_compile.py [--rounds N] [--quick] [--no-workspace]
+    python benchmarks/bench_compile.py [--rounds N] [--quick] [--workspace]
 """
 
 from __future__ import annotations
@@ -253,15 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
     parser.add_argument("--quick", action="store_true", help="a shorter deep chain")
     parser.add_argument(
-        "--no-workspace",
+        "--workspace",
         action="store_true",
-        help="plans without workspace arrays (fresh arrays for every temporary), for an A/B",
+        help="plans write temporaries of 16 kB and more into kept arrays (off by default)",
     )
     args = parser.parse_args(argv)
-    if args.no_workspace:
-        import tpx._plan_passes as passes
+    if args.workspace:
+        import tpx._plan_workspace as workspace
 
-        passes._WORKSPACE_MIN_BYTES = 1 << 62
+        workspace.MIN_BYTES = 1 << 14
     print(f"numpy {np.__version__}, BLAS: {bt.blas_description()}")
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("error", tp.CompileWarning)  # a graph break would be no replay

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from p10._ops import OP_INFO, Op
+from tpx import _plan_workspace
 from tpx._plan import (
     CAPTURE,
     CONST,
@@ -149,7 +150,7 @@ def _workspace_within_peak(plan: Plan, last: dict[int, int]) -> None:
     base = _peak(plan, last)
     eager = plan.eager_peak_bytes
     budget = eager if eager is not None and eager >= base else base
-    floor = _WORKSPACE_MIN_BYTES
+    floor = _plan_workspace.MIN_BYTES or 1 << 62  # NOTE: None (the default): no workspace
     while floor < 1 << 62:
         plan.workspace_bytes = assign_workspace(plan, last, floor)
         plan.peak_bytes = _peak(plan, last)
@@ -158,9 +159,6 @@ def _workspace_within_peak(plan: Plan, last: dict[int, int]) -> None:
         floor *= 4
     plan.workspace_bytes = assign_workspace(plan, last, floor)
     plan.peak_bytes = base
-
-
-_WORKSPACE_MIN_BYTES = 1 << 14  # below this a fresh allocation costs less than out=
 
 
 def _peak(plan: Plan, last: dict[int, int]) -> int:

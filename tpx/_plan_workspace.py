@@ -1,23 +1,23 @@
 """Workspace arrays: a plan's large temporaries written with ``out=`` into arrays it keeps.
 
 Eager code (and a plain replay) makes a fresh array for each kernel result: a ``malloc``, a
-first write into memory that is cold in the cache, a ``free``. A replay knows every
-temporary's shape, dtype and lifetime in advance, so it can give each large temporary an
-array of its own, allocated once, and let the kernel write into it (``np.matmul(a, b,
-out=w)``, ``np.multiply(a, b, out=w)``): the same kernel on the same values, so the same bits
-(NumPy computes into ``out`` as into a fresh C-ordered result), in memory that stays warm
-from one replay to the next. Two temporaries whose lifetimes do not overlap share an array
-(liveness, pooled by shape and dtype).
+write, a ``free``. A replay knows every temporary's shape, dtype and lifetime in advance, so
+it can give each large temporary an array allocated once and let the kernel write into it
+(``np.matmul(a, b, out=w)``, ``np.multiply(a, b, out=w)``): the same kernel on the same
+values, so the same bits (NumPy computes into ``out`` as into a fresh C-ordered result).
+Two temporaries whose lifetimes do not overlap share an array (liveness, pooled by shape
+and dtype), within the eager call's peak memory.
 
-Only what is safe gets a workspace array: a NumPy ufunc call (one output, no parameters) or
-``np.matmul`` on the NumPy backend, whose result is made and dies inside one segment (never
-returned, never a ``.grad``, never given to an island), shares memory with nothing at record
-time (no view of it was taken), and was C-ordered in the eager call (a later kernel sees the
-same memory layout, so BLAS gets the same arguments). A result that a later step writes into
-in place (:func:`tpx._plan_passes._reuse_dying`) stays in the same array until the last of
-the chain dies. The arrays are the plan's, so two replays of one plan at once (threads, or a
-replay that re-enters itself from an island) must not share them: :func:`tpx._plan.replay`
-runs a second, concurrent replay with the plain code (fresh arrays).
+It is off by default (see :data:`MIN_BYTES`: it measured slower). Only what is safe gets a
+workspace array: a NumPy ufunc call (one output, no parameters) or ``np.matmul`` on the
+NumPy backend, whose result is made and dies inside one segment (never returned, never a
+``.grad``, never given to an island), shares memory with nothing at record time (no view of
+it was taken), and was C-ordered in the eager call (a later kernel sees the same memory
+layout, so BLAS gets the same arguments). A result that a later step writes into in place
+(:func:`tpx._plan_passes._reuse_dying`) keeps the array until the last of the chain dies.
+The arrays are the plan's, so two replays of one plan at once (threads, or a replay that
+re-enters itself from an island) must not share them: :func:`tpx._plan.replay` runs a
+second, concurrent replay with the plain code (fresh arrays).
 """
 
 from __future__ import annotations
@@ -27,6 +27,14 @@ from typing import Any
 import numpy as np
 
 from tpx._plan import KERNEL, Plan, Segment, Step, escape_slots, key_slots
+
+# NOTE: off by default (None). Measured on the MLP step (784-256-128-10, batch 64, one BLAS
+# thread, loaded 2-core machine, paired in one process): workspace arrays made the replay
+# ~3% SLOWER than fresh arrays (even for the one 800 kB weight gradient alone), most likely
+# because an array kept since the last replay is colder in the cache than the block malloc
+# hands back (just freed). Set it (e.g. 1 << 14: temporaries of 16 kB and more) to use them;
+# benchmarks/bench_compile.py --workspace compares.
+MIN_BYTES: int | None = None
 
 
 def assign_workspace(plan: Plan, last: dict[int, int], min_bytes: int) -> int:

@@ -9,9 +9,17 @@ import threading
 from typing import Any
 
 import numpy as np
+import pytest
 
 import tpx as tp
 from tpx import _plan_workspace
+
+
+@pytest.fixture(autouse=True)
+def _workspace_on(monkeypatch: Any) -> None:
+    """Workspace arrays are off by default; these tests turn them on (16 kB and more)."""
+    monkeypatch.setattr(_plan_workspace, "MIN_BYTES", 1 << 14)
+
 
 SIZES = (256, 128, 64, 10)  # 64x128 float32 temporaries: above the 16 kB workspace floor
 
