@@ -101,7 +101,7 @@ class Segment:
     fallback_writeback: list[tuple[int, int | None]] = field(default_factory=list)
     # step index -> the array its kernel writes into with ``out=`` (see tpx._plan_workspace)
     workspace: dict[int, Any] = field(default_factory=dict)
-    plain_run: Callable[[list], None] | None = None  # ``run`` without them (made when needed)
+    plain_run: Callable[[list], None] | None = None  # ``run`` without them (when it has some)
 
 
 @dataclass
@@ -221,7 +221,7 @@ def _replay(plan: Plan, flat_args: list[Any], plain: bool) -> Any:
     plan.bind(b, flat_args, holders)
     island_results: list[Any] = []
     for seg in plan.segments:
-        run = _plain(seg) if plain and seg.workspace else seg.run
+        run = seg.plain_run if plain and seg.workspace else seg.run
         if seg.prologue is None:
             run(b)
         elif seg.prologue(b):
@@ -240,14 +240,6 @@ def _replay(plan: Plan, flat_args: list[Any], plain: bool) -> Any:
     if outputs.__class__ is tuple and len(outputs) == 2 and outputs[0] == "value":
         return outputs[1]
     return _rebuild(outputs, b, plan.backend_of, island_results)
-
-
-def _plain(seg: Segment) -> Callable[[list], None]:
-    if seg.plain_run is None:
-        from tpx._plan_codegen import generate  # NOTE: the codegen imports this module
-
-        seg.plain_run = generate(seg, workspace=False)
-    return seg.plain_run
 
 
 def _island(plan: Plan, seg: Segment, b: list, flat_args: list) -> Any:

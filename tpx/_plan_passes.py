@@ -138,6 +138,7 @@ def lower(plan: Plan) -> Plan:
     _workspace_within_peak(plan, last)
     for seg in plan.segments:
         seg.run = generate(seg)
+        seg.plain_run = generate(seg, workspace=False) if seg.workspace else None
     return plan
 
 
