@@ -3,19 +3,24 @@
 The cases reuse ``bench_tpx.py``'s setups: the timed step of the ``compiled`` column is the
 eager TPX step passed through ``tp.compile`` (recorded at the warm-up call, replayed after).
 Every ratio is compiled / peer from one run, contenders timed in alternation, BLAS on one
-thread, best round of each (process CPU time, as ``bench_tpx.py``).
+thread, best round of each (process CPU time, as ``bench_tpx.py``); whole-step rows with a
+goal also print the median over rounds of each round's own ratio (steadier under load).
 
 Goals (issue 19): chain <= 0.25x PyTorch eager, deep <= 0.3x PyTorch, 1,000 consumers <= 0.5x
 PyTorch, MLP SGD step <= 1.0x NumPy hand-written (the hand-written update, and ``mlp-optim``:
 ``tpx.optim.SGD``, lowered into the plan), tiny transformer step (AdamW, lowered) <= 0.8x TPX
 eager; the plan's peak memory <= the eager call's peak (printed per case).
 
-    python benchmarks/bench_compile.py [--rounds N] [--quick]
+``--workspace`` makes plans write their large temporaries into arrays they keep (``out=``,
+see ``tpx/_plan_workspace.py``; off by default: slower in the measurements so far).
+
+    python benchmarks/bench_compile.py [--rounds N] [--quick] [--workspace]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import warnings
 from collections.abc import Callable
@@ -30,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_tpx as bt
 
 PLANS: dict[str, tp.CompiledFunction] = {}
+ROUNDS: dict[str, dict[str, list[float]]] = {}  # case -> contender -> seconds of each round
 
 
 def compiled(name: str, setup: bt.Timed) -> bt.Timed:
@@ -178,6 +184,30 @@ def cases(quick: bool = False) -> list[bt.Case]:
 PEERS = ("eager", "torch", "numpy")
 
 
+def measure(case: bt.Case, rounds: int, target_s: float) -> bt.Row:
+    """``bench_tpx.measure`` (contenders in alternation, best round of each), keeping every
+    round's time too: on a loaded machine the median of the rounds' own ratios is steadier
+    than the ratio of the best rounds."""
+    calls = {name: setup() for name, setup in case.contenders.items()}
+    for call in calls.values():  # warm up, and size the rounds on the slowest
+        call()
+    number = max(1, int(target_s / max(max(bt._time(c, 1) for c in calls.values()), 1e-9)))
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            times[name].append(bt._time(call, number))
+    ROUNDS[case.name] = times
+    return bt.Row(case, {name: min(t) for name, t in times.items()})
+
+
+def median_ratio(case: str, peer: str) -> float | None:
+    """The median over rounds of compiled / ``peer`` within each round."""
+    times = ROUNDS.get(case, {})
+    if peer not in times:
+        return None
+    return statistics.median(a / b for a, b in zip(times["tpx"], times[peer]))
+
+
 def report(rows: list[bt.Row]) -> str:
     """Times in microseconds (per op where the case says so), ratios compiled / peer."""
     head = f"{'case':12} {'what':38} {'compiled':>10} " + " ".join(f"{p:>10}" for p in PEERS)
@@ -194,6 +224,8 @@ def report(rows: list[bt.Row]) -> str:
                 continue
             goal = row.case.goals.get(peer)
             mark = "" if goal is None else f" ({'ok' if r <= goal else 'MISSES'} <= {goal})"
+            if goal is not None and row.case.per == 1:
+                mark += f" [median of rounds {median_ratio(row.case.name, peer):.2f}x]"
             ratios.append(f"{peer} {r:.2f}x{mark}")
         lines.append(
             f"{row.case.name:12} {row.case.what:38} {row.best['tpx'] * 1e6 / per:10.3f} {times}  "
@@ -211,7 +243,8 @@ def _memory(name: str) -> str:
     d = fn.describe()[-1]
     eager = d["eager_peak_bytes"]
     verdict = "" if eager is None else (" ok" if d["peak_bytes"] <= eager else " MISSES")
-    return f"{d['peak_bytes'] / 1e3:.1f} kB / {(eager or 0) / 1e3:.1f} kB{verdict}"
+    kept = f" (workspace {d['workspace_bytes'] / 1e3:.0f} kB)" if d["workspace_bytes"] else ""
+    return f"{d['peak_bytes'] / 1e3:.1f} kB / {(eager or 0) / 1e3:.1f} kB{verdict}{kept}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +252,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
     parser.add_argument("--quick", action="store_true", help="a shorter deep chain")
+    parser.add_argument(
+        "--workspace",
+        action="store_true",
+        help="plans write temporaries of 16 kB and more into kept arrays (off by default)",
+    )
     args = parser.parse_args(argv)
+    if args.workspace:
+        import tpx._plan_workspace as workspace
+
+        workspace.MIN_BYTES = 1 << 14
     print(f"numpy {np.__version__}, BLAS: {bt.blas_description()}")
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("error", tp.CompileWarning)  # a graph break would be no replay
@@ -229,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         # NOTE: a transformer step takes ~40 ms: longer rounds, so that a round is not
         # decided by one preemption on a shared machine
         rows = [
-            bt.measure(c, args.rounds, target_s=0.8 if c.name == "transformer" else 0.2)
+            measure(c, args.rounds, target_s=0.8 if c.name == "transformer" else 0.2)
             for c in cases(args.quick)
         ]
     print(report(rows))
