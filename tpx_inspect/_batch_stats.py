@@ -131,6 +131,13 @@ class BatchStore(ValueStore):
         self._later.append(len(self._arrays) - 1)
         return len(self._arrays) - 1
 
+    def extend(self, arrays: list[np.ndarray], later: list[int]) -> None:
+        """Keep ``arrays`` (ids from ``len(self)`` on, in order); those whose ids are in
+        ``later`` are copied at the next :meth:`flush`, the others are kept as they are (the
+        caller's private copies, made read-only by the caller)."""
+        self._arrays.extend(arrays)
+        self._later.extend(later)
+
     def flush(self) -> None:
         """Copy every reserved value now."""
         groups: dict[tuple, list[int]] = {}

@@ -79,12 +79,19 @@ class PendingNode:
     def freeze(self, keep: Callable[[Any], bool], stats: bool = True) -> None:
         """Summarize (and copy small values) now, before anything can write into them;
         without ``stats``, copy every value (see :func:`freeze_value`)."""
-        if observe.native(self.raw).__class__ is not np.ndarray and is_lazy(self.raw):
-            # summarized with the whole backward, in one compute (see _lazy)
-            self.raw = snapshot(self.raw)
-            self.consts = tuple(snapshot(c) for c in self.consts)
-            return
-        self.out = freeze_value(self.raw, keep, stats)
+        a = observe.native(self.raw)
+        if a.__class__ is not np.ndarray:
+            if is_lazy(self.raw):
+                # summarized with the whole backward, in one compute (see _lazy)
+                self.raw = snapshot(self.raw)
+                self.consts = tuple(snapshot(c) for c in self.consts)
+                return
+            a = to_numpy(self.raw)
+        # NOTE: freeze_value written out (the output is known to be an ndarray here)
+        if not stats or (a.dtype.kind == "f" and a.size <= BATCHED):
+            self.out = np.array(a, copy=True)
+        else:
+            self.out = _Frozen(a, keep)
         self.raw = None
         for c in self.consts:
             if c is not None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import tpx
-from tpx import observe
+from tpx import Tensor, observe
 from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
@@ -246,8 +246,12 @@ class Capture:
         wanted = self._wants[1]
         if not wanted and not self.policy.nonfinite:
             return
+        # NOTE: observe.p10_tensor written out (a call per input)
         consts = tuple(
-            [None if e is not None else observe.p10_tensor(x) for x, e in zip(inputs, node.edges)]
+            [
+                None if e is not None else (x._value if isinstance(x, Tensor) else x)
+                for x, e in zip(inputs, node.edges)
+            ]
         )
         seconds = seconds if self.timing else 0.0
         pending = PendingNode(seconds, output.p10, consts, node.saved, step)
