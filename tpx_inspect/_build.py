@@ -43,6 +43,7 @@ class GraphBuilder:
         # caches use the id (hashing a code object hashes its contents, ~1.5 us)
         self._codes: dict[int, Any] = {}
         self._metas: dict[int, tuple] = {}
+        self._shapes: dict[tuple, list[int]] = {}  # NOTE: shared JSON shapes (read, never written)
         self._names: dict[Any, tuple[str, str]] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
 
@@ -136,7 +137,12 @@ class GraphBuilder:
         ins = self._meta_json(n.in_meta)
         shape, dtype = self._meta_json(n.out_meta, pair=True)
         inputs = [[None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, ins)]
-        saved = [[s[0], list(s[1]), s[2], s[3]] for s in p.saved] if p is not None else []
+        shapes = self._shapes
+        saved = (
+            [[s[0], shapes.get(s[1]) or _shape_json(shapes, s[1]), s[2], s[3]] for s in p.saved]
+            if p is not None
+            else []
+        )
         op = n.op
         names = self._names.get(op)  # NOTE: an Enum's .value is a descriptor call: cached
         if names is None:
@@ -164,7 +170,10 @@ class GraphBuilder:
         code = n.code
         if code is None:
             return None
-        key = (_code_id(code, self._codes), n.lineno)
+        cid = id(code)
+        if self._codes.get(cid) is not code:
+            _code_id(code, self._codes)
+        key = (cid, n.lineno)
         src = self._sources.get(key)
         if src is None:
             path = os.path.abspath(code.co_filename)
@@ -172,6 +181,13 @@ class GraphBuilder:
                 path = os.path.relpath(path, self.root)
             src = self._sources[key] = [path, n.lineno, code.co_name]
         return src
+
+
+def _shape_json(shapes: dict[tuple, list[int]], shape: tuple) -> list[int]:
+    if len(shapes) > 4096:
+        shapes.clear()
+    made = shapes[shape] = list(shape)
+    return made
 
 
 def _pending_of(raw: list, pending: Any) -> list:

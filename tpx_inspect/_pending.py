@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import p10
-from tpx import observe
+from tpx import Tensor, observe
 from tpx_inspect._batch_stats import BATCHED
 from tpx_inspect._lazy import is_lazy, snapshot
 from tpx_inspect.summary import dtype_name, stats_row, to_numpy
@@ -30,17 +30,24 @@ def saved_meta(saved: tuple | None) -> tuple:
         return ()
     last = len(saved) - 1
     out = []
+    names = _DTYPES
     for i, v in enumerate(saved):
         if v is None:
             continue
-        raw = observe.p10_tensor(v)
-        a = observe.native(raw) if isinstance(raw, p10.Tensor) else None
-        if a.__class__ is not np.ndarray:
-            if is_lazy(raw):  # its shape and dtype, without computing it
-                size = math.prod(raw.shape) * raw.dtype.itemsize
-                out.append((-1 if i == last else i, raw.shape, _dtype_name(raw.dtype), size, id(a)))
-                continue
-            a = to_numpy(v)
+        # NOTE: observe.p10_tensor and observe.native written out (run per saved value)
+        raw = v._value if isinstance(v, Tensor) else v
+        a = raw._data if isinstance(raw, p10.Tensor) else None
+        if a.__class__ is np.ndarray:
+            dt = a.dtype
+            hit = names.get(id(dt))
+            name = hit[1] if hit is not None else _dtype_name(dt)
+            out.append((-1 if i == last else i, a.shape, name, a.nbytes, id(a)))
+            continue
+        if is_lazy(raw):  # its shape and dtype, without computing it
+            size = math.prod(raw.shape) * raw.dtype.itemsize
+            out.append((-1 if i == last else i, raw.shape, _dtype_name(raw.dtype), size, id(a)))
+            continue
+        a = to_numpy(v)
         out.append((-1 if i == last else i, a.shape, _dtype_name(a.dtype), a.nbytes, id(a)))
     return tuple(out)
 
@@ -157,7 +164,7 @@ class NodeMap:
     Python-level ``__setitem__``, which cost more than the rest of a forward event.
 
     >>> import tpx as tp
-    >>> from tpx import observe
+    >>> from tpx import Tensor, observe
     >>> m = NodeMap(); y = tp.ones(2, requires_grad=True) * 2; node = observe.grad_node(y)
     >>> m[node] = "p"; (node in m, m.get(node), len(m))
     (True, 'p', 1)
@@ -165,15 +172,15 @@ class NodeMap:
     0
     """
 
-    __slots__ = ("_drop", "data")
+    __slots__ = ("data", "drop")
 
     def __init__(self) -> None:
         data: dict[weakref.ref, Any] = {}
         self.data = data
-        self._drop = lambda r: data.pop(r, None)  # the callback of each key
+        self.drop = lambda r: data.pop(r, None)  # the callback of each key
 
     def __setitem__(self, node: Any, value: Any) -> None:
-        self.data[weakref.ref(node, self._drop)] = value
+        self.data[weakref.ref(node, self.drop)] = value
 
     def get(self, node: Any, default: Any = None) -> Any:
         return self.data.get(weakref.ref(node), default)

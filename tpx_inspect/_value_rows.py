@@ -67,18 +67,23 @@ class Summaries:
 
     def _keep(self, values: list[Any], owns: list[bool]) -> None:
         store, limit, full = self.builder.store, self.builder.limit, self.full
+        if limit < 0:
+            limit = math.inf
         prefetched = self.builder.prefetched
+        if prefetched:
+            values = [prefetched.get(id(x), x) for x in values]
         arrays, vids, done = self.arrays, self.vids, self.done
+        ndarray = np.ndarray
         base = len(store)
         kept: list[np.ndarray] = []  # NOTE: store ids are base + position here, in row order
         adopted: list[np.ndarray] = []
         later: list[int] = []
-        for row, (x, own) in enumerate(zip(values, owns)):
-            if prefetched:
-                x = prefetched.get(id(x), x)
-            if own and x.__class__ is np.ndarray:
+        row = -1
+        for x in values:
+            row += 1
+            if owns[row] and x.__class__ is ndarray:
                 arrays.append(x)
-                if full and (limit < 0 or x.size <= limit):
+                if full and x.size <= limit:
                     vids.append(base + len(kept))
                     kept.append(x)
                     adopted.append(x)
@@ -96,15 +101,13 @@ class Summaries:
             else:
                 a = to_numpy(x)
                 arrays.append(a)
-                if full and (limit < 0 or a.size <= limit):
+                if full and a.size <= limit:
                     later.append(base + len(kept))
                     vids.append(base + len(kept))
                     kept.append(a)
                 else:
                     vids.append(-1)
-        for a in adopted:
-            a.flags.writeable = False
-        store.extend(kept, later)
+        store.extend(kept, later, adopted)
 
     def finite(self) -> bool:
         """No NaN or Inf among the values."""
