@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 
 import p10
-from tpx import Tensor, observe
+from tpx import observe
 from tpx_inspect._batch_stats import BATCHED
 from tpx_inspect._lazy import is_lazy, snapshot
 from tpx_inspect.summary import dtype_name, stats_row, to_numpy
 
 _NUMBERS = (float, int, bool, complex)
+p10_tensor, native = observe.p10_tensor, observe.native
 
 
 def saved_meta(saved: tuple | None) -> tuple:
@@ -34,9 +35,8 @@ def saved_meta(saved: tuple | None) -> tuple:
     for i, v in enumerate(saved):
         if v is None:
             continue
-        # NOTE: observe.p10_tensor and observe.native written out (run per saved value)
-        raw = v._value if isinstance(v, Tensor) else v
-        a = raw._data if isinstance(raw, p10.Tensor) else None
+        raw = p10_tensor(v)
+        a = native(raw) if isinstance(raw, p10.Tensor) else None
         if a.__class__ is np.ndarray:
             dt = a.dtype
             hit = names.get(id(dt))
@@ -164,7 +164,7 @@ class NodeMap:
     Python-level ``__setitem__``, which cost more than the rest of a forward event.
 
     >>> import tpx as tp
-    >>> from tpx import Tensor, observe
+    >>> from tpx import observe
     >>> m = NodeMap(); y = tp.ones(2, requires_grad=True) * 2; node = observe.grad_node(y)
     >>> m[node] = "p"; (node in m, m.get(node), len(m))
     (True, 'p', 1)

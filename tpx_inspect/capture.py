@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import tpx
-from tpx import Tensor, observe
+from tpx import observe
 from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
@@ -35,6 +35,7 @@ from tpx_inspect.summary import summarize
 F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
 ref = weakref.ref
+p10_tensor = observe.p10_tensor
 
 FORMAT_VERSION = 1
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
@@ -248,12 +249,8 @@ class Capture:
         wanted = self._wants[1]
         if not wanted and not self.policy.nonfinite:
             return
-        # NOTE: observe.p10_tensor written out (a call per input)
         consts = tuple(
-            [
-                None if e is not None else (x._value if isinstance(x, Tensor) else x)
-                for x, e in zip(inputs, node.edges)
-            ]
+            [None if e is not None else p10_tensor(x) for x, e in zip(inputs, node.edges)]
         )
         seconds = seconds if self.timing else 0.0
         pending = PendingNode(seconds, output.p10, consts, node.saved, step)
