@@ -16,7 +16,7 @@ from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
 from tpx_inspect._params_json import params_to_json
-from tpx_inspect._pending import _dtype_name, _Frozen
+from tpx_inspect._pending import NodeMap, _dtype_name, _Frozen
 from tpx_inspect._value_rows import value_tables
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -192,9 +192,9 @@ def _shape_json(shapes: dict[tuple, list[int]], shape: tuple) -> list[int]:
 
 def _pending_of(raw: list, pending: Any) -> list:
     """``pending.get(n)`` for each node, read once (a WeakKeyDictionary lookup is slow)."""
-    if not isinstance(pending, weakref.WeakKeyDictionary):
+    if not isinstance(pending, (weakref.WeakKeyDictionary, NodeMap)):
         return [pending.get(n) for n in raw]
-    data, ref = pending.data, weakref.ref
+    data, ref = pending.data, weakref.ref  # NOTE: both key a dict by weak references
     return [data.get(ref(n)) for n in raw]
 
 
@@ -241,7 +241,11 @@ def _node_key(n: Any, index: dict, labels: dict, codes: dict[int, Any]) -> tuple
     edges = tuple([None if e is None else index[e] for e in n.edges])
     params = repr(n.params) if n.params else ""
     code = n.code
-    code = None if code is None else _code_id(code, codes)
-    key = (n.op, n.scope, code, n.lineno, params, edges, n.in_meta, n.out_meta)
+    if code is not None:
+        code = id(code)
+        if codes.get(code) is not n.code:
+            _code_id(n.code, codes)
+    # NOTE: the op by id (an enum member is a singleton; Enum.__hash__ is Python code)
+    key = (id(n.op), n.scope, code, n.lineno, params, edges, n.in_meta, n.out_meta)
     overrides = n.overrides
     return key if overrides is None else (*key, tuple(sorted(overrides.items())))
