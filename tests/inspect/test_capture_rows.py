@@ -131,7 +131,6 @@ def test_tables_equal_the_reference_live(compared: list[int]) -> None:
     assert len(rec.graphs) == 2 and len(compared) == 2
 
 
-@pytest.mark.slow
 def test_tables_equal_the_reference_on_a_lazy_backend(compared: list[int]) -> None:
     pytest.importorskip("dask")
     with p10.use_backend("dask"), tpx_inspect.capture(timing=False) as cap:
