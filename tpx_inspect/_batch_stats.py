@@ -12,7 +12,7 @@ matrix row after row, i.e. in element order, as the Python loop of ``stats_row``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -118,6 +118,7 @@ class BatchStore(ValueStore):
     def __init__(self, arrays: list[np.ndarray] | None = None) -> None:
         super().__init__(arrays)
         self._later: list[int] = []
+        self._unsealed: list[np.ndarray] = []
 
     def adopt(self, a: np.ndarray) -> int:
         """Keep ``a`` itself (the caller's private copy, made read-only here)."""
@@ -130,6 +131,32 @@ class BatchStore(ValueStore):
         self._arrays.append(a)
         self._later.append(len(self._arrays) - 1)
         return len(self._arrays) - 1
+
+    def extend(self, arrays: list[np.ndarray], later: list[int], own: list[np.ndarray]) -> None:
+        """Keep ``arrays`` (ids from ``len(self)`` on, in order); those whose ids are in
+        ``later`` are copied at the next :meth:`flush`, the others are kept as they are: the
+        caller's private copies (listed again in ``own``), made read-only before any of the
+        store's values is read (setting the flag costs about a small op: not done while
+        capturing)."""
+        self._arrays.extend(arrays)
+        self._later.extend(later)
+        self._unsealed.extend(own)
+
+    def get(self, i: int) -> np.ndarray:
+        """The value with id ``i`` (read-only)."""
+        if self._unsealed:
+            self._seal()
+        return self._arrays[i]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        if self._unsealed:
+            self._seal()
+        return iter(self._arrays)
+
+    def _seal(self) -> None:
+        for a in self._unsealed:
+            a.flags.writeable = False
+        self._unsealed = []
 
     def flush(self) -> None:
         """Copy every reserved value now."""

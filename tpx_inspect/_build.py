@@ -12,94 +12,20 @@ import weakref
 from operator import attrgetter, itemgetter
 from typing import Any
 
-import numpy as np
-
 from tpx import AccumulateGrad
-from tpx_inspect._batch_stats import BatchStore, fill_rows
+from tpx_inspect._batch_stats import BatchStore
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
 from tpx_inspect._params_json import params_to_json
-from tpx_inspect._pending import _dtype_name, _Frozen
+from tpx_inspect._pending import NodeMap, _dtype_name, _Frozen
+from tpx_inspect._value_rows import value_tables
 from tpx_inspect.records import (
     NODE_FIELDS,
-    SUMMARY_COLUMNS,
     Graph,
     GraphTables,
     NodeTable,
 )
-from tpx_inspect.summary import PREVIEW, to_numpy
 
 _seq = attrgetter("seq")
-
-
-class _Tables:
-    """Collects the summary rows of one graph; a value summarized twice gets one row. Rows
-    are made at the end (:meth:`summaries`), the small float values all together."""
-
-    def __init__(self, builder: GraphBuilder, full: bool) -> None:
-        self.builder = builder
-        self.full = full
-        self.arrays: list[np.ndarray | None] = []  # None: the row is known (``done``)
-        self.vids: list[int] = []
-        self.done: dict[int, tuple[list, tuple]] = {}
-        self.memo: dict[int, int] = {}
-        self._made: tuple[np.ndarray, np.ndarray] | None = None
-        # NOTE: read once: add() runs about three times per node
-        self._prefetched = builder.prefetched
-        self._limit = builder.limit
-        self._store = builder.store
-
-    def add(self, x: Any, own: bool = False) -> int:
-        """The row of ``x``; ``own``: an ndarray ``x`` is the capture's private copy (see
-        ``_pending.freeze_value``), kept without copying it again."""
-        if x is None:
-            return -1
-        key = id(x)
-        row = self.memo.get(key)
-        if row is not None:
-            return row
-        row = self.memo[key] = len(self.vids)
-        if self._prefetched:
-            x = self._prefetched.get(key, x)
-        limit = self._limit
-        if own and x.__class__ is np.ndarray:
-            self.arrays.append(x)
-            kept = self.full and (limit < 0 or x.size <= limit)  # NOTE: GraphBuilder.keep
-            self.vids.append(self._store.adopt(x) if kept else -1)
-        elif x.__class__ is _Frozen:
-            self.arrays.append(None)
-            self.done[row] = (x._row, x.head)
-            self.vids.append(self._store.adopt(x.value) if self.full and x.kept else -1)
-        else:
-            a = to_numpy(x)
-            self.arrays.append(a)
-            kept = self.full and (limit < 0 or a.size <= limit)
-            self.vids.append(self._store.reserve(a) if kept else -1)
-        return row
-
-    def finite(self) -> bool:
-        table = self.summaries()[0]
-        return not table[:, 5:7].any()
-
-    def summaries(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._made is None:
-            self._made = self._make()
-        return self._made
-
-    def _make(self) -> tuple[np.ndarray, np.ndarray]:
-        table = np.zeros((len(self.vids), len(SUMMARY_COLUMNS)), np.float64)
-        table[:, 8] = self.vids
-        self.builder.store.flush()
-        if not self.builder.stats:  # NOTE: the values only (see Capture's values="raw")
-            table[:, :8] = math.nan
-            return table, np.zeros((0, PREVIEW))
-        previews = np.full((len(self.vids), PREVIEW), math.nan) if self.full else None
-        fill_rows(self.arrays, table, previews)
-        for i, (row, head) in self.done.items():
-            table[i, :8] = row
-            if previews is not None:
-                previews[i, : len(head)] = head
-                table[i, 9] = len(head)
-        return table, previews if previews is not None else np.zeros((0, PREVIEW))
 
 
 class GraphBuilder:
@@ -117,6 +43,7 @@ class GraphBuilder:
         # caches use the id (hashing a code object hashes its contents, ~1.5 us)
         self._codes: dict[int, Any] = {}
         self._metas: dict[int, tuple] = {}
+        self._shapes: dict[tuple, list[int]] = {}  # NOTE: shared JSON shapes (read, never written)
         self._names: dict[Any, tuple[str, str]] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
 
@@ -182,80 +109,7 @@ class GraphBuilder:
     def _tables(
         self, raw: list, pend: list, ex: dict, b: Any, index: dict, full: bool
     ) -> GraphTables | None:
-        t = _Tables(self, full)
-        add, hit = t.add, t.memo.get
-        # NOTE: rows and times as flat lists (4 and 2 items per node): one NumPy conversion of
-        # a flat list costs half that of a list of tuples
-        rows: list[int] = []
-        times: list[float] = []
-        gout: list[int] = []
-        consts: list[int] = []
-        # NOTE: `-1 if x is None else hit(id(x))`, then add() only for a value not seen yet:
-        # most values of a backward are seen twice or more (a gradient is a rule's output, a
-        # contribution, a total and the next node's input gradient)
-        for i, n in enumerate(raw):
-            p = pend[i]
-            leaf = n.__class__ is AccumulateGrad
-            if leaf or p is None:
-                x, own = (n.variable if leaf else None), False
-            else:  # NOTE: PendingNode.value written out (a property call per node)
-                x = p.out
-                own = x is not None
-                if not own:
-                    x = p.raw
-            out = -1 if x is None else hit(id(x))
-            if out is None:
-                out = add(x, own)
-            e = ex.get(i)
-            fwd = p.seconds if p is not None else 0.0
-            if e is None:
-                rows += (out, -1, -1, -1)
-                times += (fwd, math.nan)
-            else:
-                released = e[4] if e[3] and p is not None and p.saved else -1
-                x = e[0]
-                g = -1 if x is None else hit(id(x))
-                rows += (out, add(x) if g is None else g, e[4], released)
-                times += (fwd, e[2])
-            if full and not leaf:
-                gins = e[1] if e is not None else ()
-                k = len(gins)
-                pc = p.consts if p is not None else None
-                for j in range(len(n.edges)):
-                    x = gins[j] if j < k else None
-                    r = -1 if x is None else hit(id(x))
-                    gout.append(add(x) if r is None else r)
-                    x = pc[j] if pc is not None else None
-                    r = -1 if x is None else hit(id(x))
-                    consts.append(add(x, own) if r is None else r)
-        if not full and not t.finite():
-            return None
-        accs = self._accumulations(b, index, t) if full else []
-        summaries, previews = t.summaries()
-        return GraphTables(
-            summaries, previews, np.array(rows, np.int64).reshape(-1, 4),
-            np.array(times, np.float64).reshape(-1, 2), np.array(gout, np.int64),
-            np.array(consts, np.int64), np.array(accs, np.int64).reshape(-1, 4),
-        )  # fmt: skip
-
-    def _accumulations(self, b: Any, index: dict, t: _Tables) -> list[int]:
-        """The accumulation rows, flat (4 items per row)."""
-        if b is None:
-            return []
-        out: list[int] = []
-        for node, g in b.root_grads.items():
-            if node in index:
-                row = t.add(g)
-                out += (index[node], -1, row, row)
-        add, get, hit = t.add, index.get, t.memo.get
-        for target, contribution, total, source in b.accs:
-            i = get(target)
-            if i is not None:
-                c = hit(id(contribution)) if contribution is not None else -1
-                c = add(contribution) if c is None else c
-                s = hit(id(total)) if total is not None else -1
-                out += (i, get(source, -1), c, add(total) if s is None else s)
-        return out
+        return value_tables(self, raw, pend, ex, b, index, full)
 
     # -- static records -------------------------------------------------------------------------
     def _nodes(self, raw: list, index: dict, roots: set, pend: list) -> NodeTable:
@@ -283,7 +137,12 @@ class GraphBuilder:
         ins = self._meta_json(n.in_meta)
         shape, dtype = self._meta_json(n.out_meta, pair=True)
         inputs = [[None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, ins)]
-        saved = [[s[0], list(s[1]), s[2], s[3]] for s in p.saved] if p is not None else []
+        shapes = self._shapes
+        saved = (
+            [[s[0], shapes.get(s[1]) or _shape_json(shapes, s[1]), s[2], s[3]] for s in p.saved]
+            if p is not None
+            else []
+        )
         op = n.op
         names = self._names.get(op)  # NOTE: an Enum's .value is a descriptor call: cached
         if names is None:
@@ -311,7 +170,10 @@ class GraphBuilder:
         code = n.code
         if code is None:
             return None
-        key = (_code_id(code, self._codes), n.lineno)
+        cid = id(code)
+        if self._codes.get(cid) is not code:
+            _code_id(code, self._codes)
+        key = (cid, n.lineno)
         src = self._sources.get(key)
         if src is None:
             path = os.path.abspath(code.co_filename)
@@ -321,11 +183,18 @@ class GraphBuilder:
         return src
 
 
+def _shape_json(shapes: dict[tuple, list[int]], shape: tuple) -> list[int]:
+    if len(shapes) > 4096:
+        shapes.clear()
+    made = shapes[shape] = list(shape)
+    return made
+
+
 def _pending_of(raw: list, pending: Any) -> list:
     """``pending.get(n)`` for each node, read once (a WeakKeyDictionary lookup is slow)."""
-    if not isinstance(pending, weakref.WeakKeyDictionary):
+    if not isinstance(pending, (weakref.WeakKeyDictionary, NodeMap)):
         return [pending.get(n) for n in raw]
-    data, ref = pending.data, weakref.ref
+    data, ref = pending.data, weakref.ref  # NOTE: both key a dict by weak references
     return [data.get(ref(n)) for n in raw]
 
 
@@ -372,7 +241,11 @@ def _node_key(n: Any, index: dict, labels: dict, codes: dict[int, Any]) -> tuple
     edges = tuple([None if e is None else index[e] for e in n.edges])
     params = repr(n.params) if n.params else ""
     code = n.code
-    code = None if code is None else _code_id(code, codes)
-    key = (n.op, n.scope, code, n.lineno, params, edges, n.in_meta, n.out_meta)
+    if code is not None:
+        code = id(code)
+        if codes.get(code) is not n.code:
+            _code_id(n.code, codes)
+    # NOTE: the op by id (an enum member is a singleton; Enum.__hash__ is Python code)
+    key = (id(n.op), n.scope, code, n.lineno, params, edges, n.in_meta, n.out_meta)
     overrides = n.overrides
     return key if overrides is None else (*key, tuple(sorted(overrides.items())))

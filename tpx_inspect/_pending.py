@@ -21,6 +21,7 @@ from tpx_inspect._lazy import is_lazy, snapshot
 from tpx_inspect.summary import dtype_name, stats_row, to_numpy
 
 _NUMBERS = (float, int, bool, complex)
+p10_tensor, native = observe.p10_tensor, observe.native
 
 
 def saved_meta(saved: tuple | None) -> tuple:
@@ -30,17 +31,23 @@ def saved_meta(saved: tuple | None) -> tuple:
         return ()
     last = len(saved) - 1
     out = []
+    names = _DTYPES
     for i, v in enumerate(saved):
         if v is None:
             continue
-        raw = observe.p10_tensor(v)
-        a = observe.native(raw) if isinstance(raw, p10.Tensor) else None
-        if a.__class__ is not np.ndarray:
-            if is_lazy(raw):  # its shape and dtype, without computing it
-                size = math.prod(raw.shape) * raw.dtype.itemsize
-                out.append((-1 if i == last else i, raw.shape, _dtype_name(raw.dtype), size, id(a)))
-                continue
-            a = to_numpy(v)
+        raw = p10_tensor(v)
+        a = native(raw) if isinstance(raw, p10.Tensor) else None
+        if a.__class__ is np.ndarray:
+            dt = a.dtype
+            hit = names.get(id(dt))
+            name = hit[1] if hit is not None else _dtype_name(dt)
+            out.append((-1 if i == last else i, a.shape, name, a.nbytes, id(a)))
+            continue
+        if is_lazy(raw):  # its shape and dtype, without computing it
+            size = math.prod(raw.shape) * raw.dtype.itemsize
+            out.append((-1 if i == last else i, raw.shape, _dtype_name(raw.dtype), size, id(a)))
+            continue
+        a = to_numpy(v)
         out.append((-1 if i == last else i, a.shape, _dtype_name(a.dtype), a.nbytes, id(a)))
     return tuple(out)
 
@@ -79,12 +86,19 @@ class PendingNode:
     def freeze(self, keep: Callable[[Any], bool], stats: bool = True) -> None:
         """Summarize (and copy small values) now, before anything can write into them;
         without ``stats``, copy every value (see :func:`freeze_value`)."""
-        if observe.native(self.raw).__class__ is not np.ndarray and is_lazy(self.raw):
-            # summarized with the whole backward, in one compute (see _lazy)
-            self.raw = snapshot(self.raw)
-            self.consts = tuple(snapshot(c) for c in self.consts)
-            return
-        self.out = freeze_value(self.raw, keep, stats)
+        a = observe.native(self.raw)
+        if a.__class__ is not np.ndarray:
+            if is_lazy(self.raw):
+                # summarized with the whole backward, in one compute (see _lazy)
+                self.raw = snapshot(self.raw)
+                self.consts = tuple(snapshot(c) for c in self.consts)
+                return
+            a = to_numpy(self.raw)
+        # NOTE: freeze_value written out (the output is known to be an ndarray here)
+        if not stats or (a.dtype.kind == "f" and a.size <= BATCHED):
+            self.out = np.array(a, copy=True)
+        else:
+            self.out = _Frozen(a, keep)
         self.raw = None
         for c in self.consts:
             if c is not None:
@@ -158,15 +172,15 @@ class NodeMap:
     0
     """
 
-    __slots__ = ("_drop", "data")
+    __slots__ = ("data", "drop")
 
     def __init__(self) -> None:
         data: dict[weakref.ref, Any] = {}
         self.data = data
-        self._drop = lambda r: data.pop(r, None)  # the callback of each key
+        self.drop = lambda r: data.pop(r, None)  # the callback of each key
 
     def __setitem__(self, node: Any, value: Any) -> None:
-        self.data[weakref.ref(node, self._drop)] = value
+        self.data[weakref.ref(node, self.drop)] = value
 
     def get(self, node: Any, default: Any = None) -> Any:
         return self.data.get(weakref.ref(node), default)

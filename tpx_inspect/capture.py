@@ -14,6 +14,7 @@ import functools
 import os
 import threading
 import traceback
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -33,6 +34,8 @@ from tpx_inspect.summary import summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
+ref = weakref.ref
+p10_tensor = observe.p10_tensor
 
 FORMAT_VERSION = 1
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
@@ -247,13 +250,15 @@ class Capture:
         if not wanted and not self.policy.nonfinite:
             return
         consts = tuple(
-            [None if e is not None else observe.p10_tensor(x) for x, e in zip(inputs, node.edges)]
+            [None if e is not None else p10_tensor(x) for x, e in zip(inputs, node.edges)]
         )
         seconds = seconds if self.timing else 0.0
         pending = PendingNode(seconds, output.p10, consts, node.saved, step)
         if wanted:
             pending.freeze(self._builder.keep, self._builder.stats)
-        self._pending[node] = pending  # NOTE: one dict store: atomic, no lock needed
+        # NOTE: NodeMap.__setitem__ written out; one dict store: atomic, no lock needed
+        pmap = self._pending
+        pmap.data[ref(node, pmap.drop)] = pending
         if self._live is not None:
             self._live.forward(node, output)
 
