@@ -2,7 +2,7 @@
 
 The JSON is versioned and described by ``tpx_inspect/schema/trace.schema.json``. Compact
 positional arrays are used where a trace has one entry per node (edges, summaries) so that a
-100,000-node graph saves and loads in about half a second each (with orjson installed; see
+100,000-node graph saves and loads in under half a second each (with orjson installed; see
 ``_json``). Loading lives in ``_trace_load``; :func:`read_header` reads what a trace says
 about itself (version, runs, graphs, node counts) without its node columns or sidecar
 (``_trace_header``). Output is deterministic: the
@@ -131,9 +131,9 @@ def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool = True) -> bytes:
 
 _BY_COLUMN = (".summaries", ".previews")
 """Tables stored column-major (``fortran_order`` in the ``.npy`` header, which ``np.load`` and
-the loader honour): a column holds few distinct values, so the 24 + 14 MB of a 100,000-node
-trace deflate to 0.2 MB instead of 2 MB and inflate 30% faster, and the loaded table's columns
-(what the checks and views read) are contiguous."""
+the loader honour): a column often holds few distinct values (the 24 + 14 MB of the
+100,000-node benchmark chain deflate to 0.2 MB instead of 2 MB and inflate 30% faster), and
+the loaded table's columns (what the checks and views read) are contiguous."""
 
 
 def _npy_bytes(a: np.ndarray, fortran: bool = False) -> bytes:
