@@ -20,6 +20,7 @@ from tpx_inspect import _json
 from tpx_inspect._safe_read import LoadLimits, read_npz, read_regular, sidecar_file
 from tpx_inspect._schema import Rule, compile_schema, quote
 from tpx_inspect._util import paused_gc
+from tpx_inspect._value_index import load_values as _load_values
 from tpx_inspect._version import FORMAT_VERSION, check_version, warn_ignored
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
@@ -294,28 +295,6 @@ def _get(doc: dict, key: str, kind: type, path: str) -> Any:
     if not isinstance(v, kind):
         raise TraceFormatError(f"{path}: '{key}' is missing or not a {kind.__name__}")
     return v
-
-
-def _load_values(arrays: dict, path: str) -> ValueStore:
-    try:
-        index, shapes = arrays["values.index"], arrays["values.shapes"]
-        bufs = [arrays[f"values.{i}"] for i in range(len(arrays["values.dtypes"]))]
-    except KeyError as e:
-        raise TraceFormatError(f"{path}: sidecar lacks array {e}") from None
-    except TypeError:
-        raise TraceFormatError(f"{path}: array 'values.dtypes' is not a list") from None
-    if any(b.ndim != 1 for b in bufs):
-        raise TraceFormatError(f"{path}: a values buffer is not 1-D")
-    try:
-        value_shapes = _arrays.value_shapes(index, shapes, [len(b) for b in bufs])
-    except TraceFormatError as e:
-        raise TraceFormatError(f"{path}: {e}") from None
-    out = []
-    for (code, off, size, _), shape in zip(index.tolist(), value_shapes):
-        a = bufs[code][off : off + size].reshape(shape)
-        a.flags.writeable = False
-        out.append(a)
-    return ValueStore(out)
 
 
 def _load_run(r: dict, arrays: dict, store: ValueStore, ignored: set[str]) -> Run:

@@ -15,6 +15,8 @@ import hashlib
 import io
 import os
 import zipfile
+from itertools import chain
+from operator import attrgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -211,7 +213,7 @@ class _KeptValues:
             remap = np.full(len(store), -1, np.int64)
             remap[ids] = np.arange(len(self.values), len(self.values) + len(ids))
             self._maps[key] = remap
-            self.values.extend(store.get(int(i)) for i in ids)
+            self.values.extend(map(store.get, ids.tolist()))
 
     def remap(self, store: ValueStore) -> np.ndarray:
         """Old value id -> new value id for the graphs of ``store``."""
@@ -263,20 +265,28 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
 
 
 def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
-    dtypes = sorted({a.dtype.str for a in values})
-    code = {d: i for i, d in enumerate(dtypes)}
-    index = np.zeros((len(values), 4), np.int64)
-    shapes: list[int] = []
-    offsets = dict.fromkeys(dtypes, 0)
-    chunks: dict[str, list[np.ndarray]] = {d: [] for d in dtypes}
-    for i, a in enumerate(values):
-        d = a.dtype.str
-        index[i] = (code[d], offsets[d], a.size, a.ndim)
-        offsets[d] += a.size
-        shapes.extend(a.shape)
-        chunks[d].append(a.reshape(-1))
-    arrays["values.index"] = index
-    arrays["values.shapes"] = np.asarray(shapes, np.int64)
+    # NOTE: ~300,000 small values at 100k nodes: C-speed passes over the list (map,
+    # attrgetter) and NumPy over the columns, no Python loop over the values
+    n = len(values)
+    kinds = list(map(_DTYPE, values))
+    dtypes = sorted({d.str for d in set(kinds)})
+    code_of = {d: dtypes.index(d.str) for d in set(kinds)}
+    codes = np.fromiter(map(code_of.__getitem__, kinds), np.int64, n)
+    sizes = np.fromiter(map(_SIZE, values), np.int64, n)
+    offsets = np.zeros(n, np.int64)
+    for c in range(len(dtypes)):  # NOTE: each value's place in its dtype's buffer
+        mine = codes == c
+        offsets[mine] = np.cumsum(sizes[mine]) - sizes[mine]
+    ndims = np.fromiter(map(_NDIM, values), np.int64, n)
+    arrays["values.index"] = np.stack([codes, offsets, sizes, ndims], axis=1)
+    shapes = np.fromiter(chain.from_iterable(map(_SHAPE, values)), np.int64)
+    arrays["values.shapes"] = shapes
     arrays["values.dtypes"] = np.asarray(dtypes, dtype="U8") if dtypes else np.zeros(0, "U8")
-    for i, d in enumerate(dtypes):
-        arrays[f"values.{i}"] = np.concatenate(chunks[d])
+    flat = list(map(_FLAT, values))
+    for c in range(len(dtypes)):
+        mine = flat if len(dtypes) == 1 else [flat[i] for i in np.flatnonzero(codes == c)]
+        arrays[f"values.{c}"] = np.concatenate(mine)
+
+
+_DTYPE, _SIZE, _NDIM, _SHAPE = map(attrgetter, ("dtype", "size", "ndim", "shape"))
+_FLAT = methodcaller("reshape", -1)
