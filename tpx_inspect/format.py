@@ -16,7 +16,7 @@ import io
 import os
 import zipfile
 from itertools import chain
-from operator import attrgetter, methodcaller
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -282,11 +282,9 @@ def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
     shapes = np.fromiter(chain.from_iterable(map(_SHAPE, values)), np.int64)
     arrays["values.shapes"] = shapes
     arrays["values.dtypes"] = np.asarray(dtypes, dtype="U8") if dtypes else np.zeros(0, "U8")
-    flat = list(map(_FLAT, values))
     for c in range(len(dtypes)):
-        mine = flat if len(dtypes) == 1 else [flat[i] for i in np.flatnonzero(codes == c)]
-        arrays[f"values.{c}"] = np.concatenate(mine)
+        mine = values if len(dtypes) == 1 else [values[i] for i in np.flatnonzero(codes == c)]
+        arrays[f"values.{c}"] = np.concatenate(mine, axis=None)  # NOTE: each one flattened
 
 
 _DTYPE, _SIZE, _NDIM, _SHAPE = map(attrgetter, ("dtype", "size", "ndim", "shape"))
-_FLAT = methodcaller("reshape", -1)
