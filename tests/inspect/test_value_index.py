@@ -20,7 +20,10 @@ def _values(rng: random.Random) -> list[np.ndarray]:
     for _ in range(rng.randrange(1, 40)):
         shape = tuple(rng.choice((0, 1, 2, 3, 5)) for _ in range(rng.randrange(0, 4)))
         dtype = rng.choice((np.float32, np.float64, np.int64, np.bool_))
-        out.append(np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape).astype(dtype))
+        a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape).astype(dtype)
+        if a.ndim == 2 and rng.random() < 0.3:  # NOTE: not C-contiguous: saved all the same
+            a = a.T if rng.random() < 0.5 else np.concatenate([a, a], axis=1)[:, ::2]
+        out.append(a)
     return out
 
 
@@ -60,17 +63,20 @@ def test_the_column_check_agrees_with_the_exact_loop():
 
 
 def test_packed_values_are_the_saved_values():
-    rng = random.Random(7)
-    values = _values(rng)
-    arrays: dict = {}
-    _values_arrays(values, arrays)
-    store = _value_index.load_values(arrays, "t.json")
-    assert isinstance(store, PackedValues) and len(store) == len(values)
-    for i in (*range(len(values)), -1):
-        got = store.get(i)
-        assert got.dtype == values[i].dtype and got.shape == values[i].shape
-        assert np.array_equal(got, values[i]) and not got.flags.writeable
-    assert all(a is b for a, b in zip(store, store, strict=True))  # made once, then kept
+    rng, strided = random.Random(7), 0
+    for _ in range(20):
+        values = _values(rng)
+        strided += sum(not a.flags.c_contiguous for a in values)
+        arrays: dict = {}
+        _values_arrays(values, arrays)
+        store = _value_index.load_values(arrays, "t.json")
+        assert isinstance(store, PackedValues) and len(store) == len(values)
+        for i in (*range(len(values)), -1):
+            got = store.get(i)
+            assert got.dtype == values[i].dtype and got.shape == values[i].shape
+            assert np.array_equal(got, values[i]) and not got.flags.writeable
+        assert all(a is b for a, b in zip(store, store, strict=True))  # made once, then kept
+    assert strided > 5  # NOTE: values that are not C-contiguous are saved too
 
 
 def test_a_loaded_trace_saves_the_same_bytes_and_values(tmp_path):
