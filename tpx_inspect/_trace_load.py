@@ -239,8 +239,13 @@ class _SidecarRead:
         self._args = (path, doc, limits)
         self._stop = threading.Event()
         self._out: tuple[bool, Any] | None = None
-        self._thread = threading.Thread(target=self._run, name="tpx_inspect sidecar", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="tpx_inspect sidecar", daemon=True
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # NOTE: no thread to be had (a process at its limit): read later
+            self._thread = None
 
     def _run(self) -> None:
         try:
@@ -254,7 +259,8 @@ class _SidecarRead:
 
     def result(self) -> dict[str, np.ndarray]:
         """The arrays, or the TraceFormatError a plain read raises."""
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         if self._out is None:
             return _read_sidecar(*self._args)
         ok, value = self._out
@@ -265,7 +271,8 @@ class _SidecarRead:
     def cancel(self) -> None:
         """Stop before unpacking (when the document was refused) and wait for the thread."""
         self._stop.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
 
 def _read_inline(arrays: dict, path: str) -> dict[str, np.ndarray]:

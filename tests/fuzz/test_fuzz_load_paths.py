@@ -9,6 +9,7 @@ import json
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tpx_inspect
@@ -98,3 +99,20 @@ def test_a_bad_sidecar_of_a_good_document_is_reported(tmp_path):
     assert message == _plain(path)
     npz.unlink()
     assert "is missing" in _threaded(path) and _threaded(path) == _plain(path)
+
+
+def test_a_load_without_a_thread_to_be_had(tmp_path, monkeypatch):
+    folder = make_base(tmp_path / "base")
+    path = str(folder / "trace.json")
+    expected = tpx_inspect.load(path)
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(_trace_load.threading.Thread, "start", refuse)
+    trace = tpx_inspect.load(path)
+    assert [len(g.nodes) for g in trace.graphs] == [len(g.nodes) for g in expected.graphs]
+    got, want = trace.graphs[0].tables.summaries, expected.graphs[0].tables.summaries
+    assert np.array_equal(got, want, equal_nan=True)
+    (folder / "trace.npz").unlink()
+    assert "is missing" in _threaded(path)
