@@ -138,16 +138,29 @@ the loader honour): a column often holds few distinct values (the 24 + 14 MB of 
 the loaded table's columns (what the checks and views read) are contiguous."""
 
 
-def _npy_bytes(a: np.ndarray, fortran: bool = False) -> bytes:
+def _npy_bytes(a: np.ndarray, fortran: bool = False) -> bytes | bytearray:
     """The ``.npy`` file of ``a``, as ``np.save`` writes it, in one copy (no file object);
-    with ``fortran``, a 2-D ``a`` is written column-major."""
-    a = np.asfortranarray(a) if fortran and a.ndim == 2 else np.ascontiguousarray(a)
+    with ``fortran``, a 2-D ``a`` (of more than one row and column) is written column-major."""
     assert not a.dtype.hasobject, a.dtype  # NOTE: trace arrays hold numbers and short strings
-    header = np.lib.format.header_data_from_array_1_0(a)
-    body = a.T if header["fortran_order"] else a  # NOTE: a column-major array's .T is row-major
+    by_column = fortran and a.ndim == 2 and min(a.shape) > 1
+    if not by_column:
+        a = np.ascontiguousarray(a)
+        return b"".join((_npy_header(a.dtype, a.shape, False), a.reshape(-1).view(np.uint8)))
+    head = _npy_header(a.dtype, a.shape, True)
+    out = bytearray(len(head) + a.nbytes)
+    out[: len(head)] = head
+    # NOTE: the column-major bytes of a are the row-major bytes of a.T: copied once, in place
+    np.frombuffer(out, a.dtype, offset=len(head)).reshape(a.shape[::-1])[...] = a.T
+    return out
+
+
+def _npy_header(dtype: np.dtype, shape: tuple[int, ...], fortran: bool) -> bytes:
     head = io.BytesIO()
-    np.lib.format.write_array_header_1_0(head, header)
-    return b"".join((head.getvalue(), body.reshape(-1).view(np.uint8)))
+    descr = np.lib.format.dtype_to_descr(dtype)
+    np.lib.format.write_array_header_1_0(
+        head, {"descr": descr, "fortran_order": fortran, "shape": shape}
+    )
+    return head.getvalue()
 
 
 def _inline(a: np.ndarray) -> dict[str, Any]:
