@@ -284,7 +284,10 @@ def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
     kinds = list(map(_DTYPE, values))
     dtypes = sorted({d.str for d in set(kinds)})
     code_of = {d: dtypes.index(d.str) for d in set(kinds)}
-    codes = np.fromiter(map(code_of.__getitem__, kinds), np.int64, n)
+    if len(dtypes) == 1:
+        codes = np.zeros(n, np.int64)
+    else:
+        codes = np.fromiter(map(code_of.__getitem__, kinds), np.int64, n)
     sizes = np.fromiter(map(_SIZE, values), np.int64, n)
     offsets = np.zeros(n, np.int64)
     for c in range(len(dtypes)):  # NOTE: each value's place in its dtype's buffer
