@@ -48,8 +48,14 @@ def row_checker(
     source.check(schema, "v0", 2, (), True)
     # NOTE: builtins and constants bound as default arguments: fast locals, not global lookups
     names = ", ".join(f"{k}={k}" for k in (*_BUILTINS, *source.env))
-    head = [f"def every(rows, *, {names}):", *source.inits, "    for v0 in rows:"]
-    text = "\n".join([*head, *source.lines, "    return True", ""])
+    loop = ["    for v0 in rows:", *source.lines]
+    if source.unpacks:
+        # NOTE: a fixed-length list is unpacked without a length test: one of another length
+        # raises ValueError (a False here sends the caller to Rule.why, which names it)
+        loop = ["    try:", *("    " + line for line in loop), "    except ValueError:",
+                f"        {_FAIL}"]  # fmt: skip
+    head = [f"def every(rows, *, {names}):", *source.inits]
+    text = "\n".join([*head, *loop, "    return True", ""])
     env = {**source.env, **{k: getattr(builtins, k) for k in _BUILTINS}}
     # NOTE: the source is ours: written from the package's own schema file, never from input
     exec(compile(text, "<tpx_inspect row checker>", "exec"), env)
@@ -68,6 +74,7 @@ class _Source:
         self.inits: list[str] = []
         self.lines: list[str] = []
         self.count = 0
+        self.unpacks = False
 
     def name(self, prefix: str, obj: Any = None) -> str:
         self.count += 1
@@ -147,22 +154,23 @@ class _Source:
         if not in_row and hi == math.inf:
             return self.delegate(s, v, ind)  # NOTE: a long column: its own rule, at C speed
         self.fail_if(ind, f"type({v}) is not list")
+        if prefix and lo == hi == len(prefix):
+            names = [self.name("x") for _ in prefix]
+            self.put(ind, f"{', '.join(names)}, = {v}")  # NOTE: ValueError unless len(v) == lo
+            self.unpacks = True
+            for p, x in zip(prefix, names):
+                self.check(p, x, ind, refs, True)
+            return
         if lo == hi:
             self.fail_if(ind, f"len({v}) != {lo}")
         elif lo or hi != math.inf:
             above = f" or len({v}) > {hi}" if hi != math.inf else ""
             self.fail_if(ind, f"len({v}) < {lo}{above}")
-        if prefix and lo == hi == len(prefix):
-            names = [self.name("x") for _ in prefix]
-            self.put(ind, f"{', '.join(names)}, = {v}")
-            for p, x in zip(prefix, names):
-                self.check(p, x, ind, refs, True)
-        else:
-            for i, p in enumerate(prefix):
-                x = self.name("x")
-                self.put(ind, f"if len({v}) > {i}:")
-                self.put(ind + 1, f"{x} = {v}[{i}]")
-                self.check(p, x, ind + 1, refs, True)
+        for i, p in enumerate(prefix):
+            x = self.name("x")
+            self.put(ind, f"if len({v}) > {i}:")
+            self.put(ind + 1, f"{x} = {v}[{i}]")
+            self.check(p, x, ind + 1, refs, True)
         if isinstance(items, dict) or not prefix:
             x = self.name("x")
             self.put(ind, f"for {x} in {v}[{len(prefix)}:]:" if prefix else f"for {x} in {v}:")

@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 from functools import cache
 from typing import Any
 
@@ -19,6 +20,7 @@ from tpx_inspect import _json
 from tpx_inspect._safe_read import LoadLimits, read_npz, read_regular, sidecar_file
 from tpx_inspect._schema import Rule, compile_schema, quote
 from tpx_inspect._util import paused_gc
+from tpx_inspect._value_index import load_values as _load_values
 from tpx_inspect._version import FORMAT_VERSION, check_version, warn_ignored
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
@@ -74,19 +76,29 @@ def load(path: str, *, limits: LoadLimits | None = None) -> Trace:
     """
     limits = limits if limits is not None else LoadLimits.from_env()
     with paused_gc(promote=True):
-        return from_json(_read_json(path, limits), path, limits=limits)
+        return _from_json(_read_json(path, limits), path, limits, early=True)
 
 
 def from_json(
     doc: dict[str, Any], path: str = "<trace>", *, limits: LoadLimits | None = None
 ) -> Trace:
     """The trace of a JSON document (its sidecar read next to ``path``, or inline arrays)."""
-    minor = check_document(doc, path)
     limits = limits if limits is not None else LoadLimits.from_env()
-    if isinstance(doc.get("arrays"), dict):
-        arrays = _read_inline(doc["arrays"], path)
-    else:
-        arrays = _read_sidecar(path, doc, limits)
+    return _from_json(doc, path, limits, early=False)
+
+
+def _from_json(doc: Any, path: str, limits: LoadLimits, early: bool) -> Trace:
+    """``early``: the sidecar is read on a thread while the schema check runs."""
+    side = _SidecarRead(path, doc, limits) if early and _has_sidecar(doc) else None
+    try:
+        minor = check_document(doc, path)
+        if isinstance(doc.get("arrays"), dict):
+            arrays = _read_inline(doc["arrays"], path)
+        else:
+            arrays = side.result() if side is not None else _read_sidecar(path, doc, limits)
+    finally:
+        if side is not None:
+            side.cancel()
     store = _load_values(arrays, path)
     runs, ignored = [], set()
     for i, r in enumerate(_get(doc, "runs", list, path)):
@@ -209,6 +221,60 @@ def sidecar_bytes(path: str, doc: dict, limits: LoadLimits) -> tuple[bytes, str]
     return blob, side
 
 
+def _has_sidecar(doc: Any) -> bool:
+    return type(doc) is dict and doc.get("format") == FORMAT and type(doc.get("arrays")) is not dict
+
+
+class _SidecarRead:
+    """The sidecar of a trace read, hashed and unpacked on a thread while the main thread
+    checks the document against the schema: zlib, SHA-256 and CRC-32 release the GIL, so on a
+    second core the sidecar costs no wall time. The thread runs the same function as a plain
+    read (``_read_sidecar``) on the not yet checked document; its answer (arrays, or the
+    TraceFormatError) is used only once the document passed the schema, where a plain read
+    would have started, so the errors and their order are those of a plain read. Anything
+    else it raised (a field of the wrong type, which the schema refuses first) is forgotten,
+    and the sidecar read again on the caller's thread."""
+
+    def __init__(self, path: str, doc: dict, limits: LoadLimits) -> None:
+        self._args = (path, doc, limits)
+        self._stop = threading.Event()
+        self._out: tuple[bool, Any] | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="tpx_inspect sidecar", daemon=True
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # NOTE: no thread to be had (a process at its limit): read later
+            self._thread = None
+
+    def _run(self) -> None:
+        try:
+            blob, side = sidecar_bytes(*self._args)
+            if not self._stop.is_set():  # NOTE: the document was refused: nothing to unpack
+                self._out = (True, read_npz(blob, side, self._args[2]))
+        except TraceFormatError as e:
+            self._out = (False, e)
+        except BaseException:  # NOTE: see the class docstring: read again if needed
+            self._out = None
+
+    def result(self) -> dict[str, np.ndarray]:
+        """The arrays, or the TraceFormatError a plain read raises."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._out is None:
+            return _read_sidecar(*self._args)
+        ok, value = self._out
+        if ok:
+            return value
+        raise value
+
+    def cancel(self) -> None:
+        """Stop before unpacking (when the document was refused) and wait for the thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
 def _read_inline(arrays: dict, path: str) -> dict[str, np.ndarray]:
     out = {}
     for k, a in arrays.items():
@@ -236,28 +302,6 @@ def _get(doc: dict, key: str, kind: type, path: str) -> Any:
     if not isinstance(v, kind):
         raise TraceFormatError(f"{path}: '{key}' is missing or not a {kind.__name__}")
     return v
-
-
-def _load_values(arrays: dict, path: str) -> ValueStore:
-    try:
-        index, shapes = arrays["values.index"], arrays["values.shapes"]
-        bufs = [arrays[f"values.{i}"] for i in range(len(arrays["values.dtypes"]))]
-    except KeyError as e:
-        raise TraceFormatError(f"{path}: sidecar lacks array {e}") from None
-    except TypeError:
-        raise TraceFormatError(f"{path}: array 'values.dtypes' is not a list") from None
-    if any(b.ndim != 1 for b in bufs):
-        raise TraceFormatError(f"{path}: a values buffer is not 1-D")
-    try:
-        value_shapes = _arrays.value_shapes(index, shapes, [len(b) for b in bufs])
-    except TraceFormatError as e:
-        raise TraceFormatError(f"{path}: {e}") from None
-    out = []
-    for (code, off, size, _), shape in zip(index.tolist(), value_shapes):
-        a = bufs[code][off : off + size].reshape(shape)
-        a.flags.writeable = False
-        out.append(a)
-    return ValueStore(out)
 
 
 def _load_run(r: dict, arrays: dict, store: ValueStore, ignored: set[str]) -> Run:
@@ -302,11 +346,10 @@ def _load_nodes(cols: dict[str, list[Any]], sources: list[list], ignored: set[st
 
 
 def _check_order(inputs: list[list[list]]) -> None:
-    """Every input id is smaller than its user's id (the schema checked the types: null or an
-    integer >= 0)."""
+    """Every input id is smaller than its user's id (the schema checked the edges: 3 items, the
+    first null or an integer >= 0)."""
     for i, edges in enumerate(inputs):
-        for e in edges:
-            src = e[0]
+        for src, _, _ in edges:  # NOTE: unpacked: twice as fast as e[0]
             if src is not None and src >= i:
                 raise TraceFormatError(f"node {i}: input {src!r} breaks topological order")
 
