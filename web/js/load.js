@@ -2,6 +2,7 @@
 // records that search, colours and playback need (after the first frame).
 
 import { $, api, main, state, status } from "./app.js";
+import { ApiError } from "./api.js";
 import { indexView, toDrawable } from "./boxes.js";
 import { showVerdict } from "./checks-ui.js";
 import { applyColour } from "./colour.js";
@@ -170,7 +171,7 @@ export function setCollapsed() {
 }
 
 // The view model's layout (the state in the body; nothing named: the server's first screen),
-// through the layout worker (decoded and indexed off this thread), or an older server's /view.
+// through the layout worker (decoded and indexed off this thread).
 // Expand all on a big graph is asked coarse first (frames smaller than ``coarseMinSize`` come
 // as one block each: a small answer drawn at once), the whole layout after it (fillDetail).
 async function fetchView() {
@@ -183,9 +184,9 @@ async function fetchView() {
     const url = api.layoutUrl(state.run, state.graph);
     const got = await fetchLayout(url, body, () => api.layout(state.run, state.graph, body), coarse ? { keep: state.viewSeq } : {});
     if (got) return got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]);
-    state.vm = false;
   }
-  return api.view(state.run, state.graph, [...state.expanded], state.stub);
+  // NOTE: every server since round 14 has the view model (the old /view was removed)
+  throw new ApiError("this server has no view-model layout: serve the run with a newer tpx-inspect");
 }
 
 // Not known yet (the graph list comes after the first frame): counted as big.

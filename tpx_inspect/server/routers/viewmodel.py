@@ -103,12 +103,21 @@ def _first_kept(
     return None
 
 
+WARM_QUIET, WARM_MOST = 1.0, 10.0
+"""Seconds without API requests before the trace of a graph first shown from beside it is
+read in the background (see ``server.activity``), and the most it waits for them."""
+
+
 def _warm(app: Any, run_id: str, graph_id: int) -> None:
-    """Read the kept search fields, then a run's trace and the model of one graph (a
-    background thread)."""
+    """Read the kept search fields, then, once the server is quiet, a run's trace and the
+    model of one graph (a background thread). A request that needs them meanwhile reads
+    them itself."""
     try:
         entry = app.state.store.get(run_id)
         persist.kept(entry.path, graph_id)  # NOTE: first: a search may come before the trace
+        activity = getattr(app.state, "activity", None)
+        if activity is not None:
+            activity.wait_quiet(WARM_QUIET, WARM_MOST)
         g = graph_of(entry.trace(), graph_id)
         app.state.vm_models.get((run_id, graph_id, id(g)), g, (entry.path, graph_id))
     except Exception as exc:  # NOTE: the request that needs it will say what is wrong
