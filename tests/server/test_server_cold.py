@@ -49,7 +49,7 @@ def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     read: list[str] = []
     monkeypatch.setattr(store, "load", lambda p: read.append(p) or tpx_inspect.load(p))
-    monkeypatch.setattr("tpx_inspect.server.routers.viewmodel._warm", lambda *a: None)
+    monkeypatch.setattr("tpx_inspect.server.cold._warm", lambda *a: None)
     return read
 
 
@@ -90,3 +90,39 @@ def test_a_changed_trace_is_listed_from_the_trace_not_the_kept_list(run_folder, 
     read = _counting_loads(monkeypatch)
     listed = TestClient(create_app([run_folder.parent])).get("/api/runs/blocks/graphs").json()
     assert read and listed["page"]["total"] == 1 and listed["graphs"][0]["nodes"] == 3
+
+
+def test_search_is_answered_from_beside_the_trace_until_the_model_is_made(run_folder, monkeypatch):
+    read = _counting_loads(monkeypatch)
+    app = create_app([run_folder.parent])
+    client = TestClient(app)
+    url = "/api/runs/blocks/graphs/0"
+    client.get(f"{url}/nodes", params={"limit": 1})  # the trace is read; no model is made
+    assert read and not app.state.vm_models.has("blocks", 0)
+    kept = client.get(f"{url}/search", params={"q": "tanh"}).json()
+    assert not app.state.vm_models.has("blocks", 0), "answered without making the model"
+    client.get(f"{url}/tree")  # the model made
+    assert app.state.vm_models.has("blocks", 0)
+    assert client.get(f"{url}/search", params={"q": "tanh"}).json() == kept
+    assert kept["total"] == 12
+
+
+def test_the_background_read_waits_for_a_quiet_server(run_folder, monkeypatch):
+    import threading
+    import time
+
+    import tpx_inspect.server.store as store
+    from tpx_inspect.server import cold
+
+    read: list[str] = []
+    monkeypatch.setattr(store, "load", lambda p: read.append(p) or tpx_inspect.load(p))
+    monkeypatch.setattr(cold, "WARM_QUIET", 0.05)
+    app = create_app([run_folder.parent])
+    app.state.activity.begin()  # a request in flight
+    worker = threading.Thread(target=cold._warm, args=(app, "blocks", 0))
+    worker.start()
+    time.sleep(0.3)
+    assert read == [], "the trace is not read while a request runs"
+    app.state.activity.end()
+    worker.join(10)
+    assert read and app.state.vm_models.has("blocks", 0)
