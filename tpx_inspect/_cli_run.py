@@ -139,7 +139,9 @@ def run(ctx: click.Context, script: str, args: tuple[str, ...], out: str | None,
     fails, is stopped by SIGTERM, SIGHUP or Ctrl-C (the process then ends by that signal), and
     after every kept step (a run killed outright keeps its last completed step). The script's
     exit code is passed through, also when the trace cannot be saved (the reason goes to
-    stderr). Options of the script that clash with these go after `--`.
+    stderr). The view model of a big graph is kept beside the trace (trace.view.npz), so
+    that the viewer shows it at once. Options of the script that clash with these go after
+    `--`.
 
     \b
     Example:

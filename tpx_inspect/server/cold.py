@@ -13,6 +13,7 @@ from fastapi import Request
 
 from tpx_inspect._json import dumps
 from tpx_inspect.server.deps import run_for
+from tpx_inspect.server.routers.runs import listed
 from tpx_inspect.server.store import graph_of
 from tpx_inspect.viewmodel import persist
 
@@ -51,12 +52,13 @@ read in the background (see ``server.activity``), and the most it waits for them
 
 
 def _warm(app: Any, run_id: str, graph_id: int) -> None:
-    """Read the kept search fields, then, once the server is quiet, a run's trace and the
-    model of one graph (a background thread). A request that needs them meanwhile reads
-    them itself."""
+    """Read the kept search fields and the run's header (for the run list), then, once the
+    server is quiet, a run's trace and the model of one graph (a background thread). A
+    request that needs them meanwhile reads them itself."""
     try:
         entry = app.state.store.get(run_id)
         persist.kept(entry.path, graph_id)  # NOTE: first: a search may come before the trace
+        listed(entry)  # NOTE: the run list, asked right after the first frame (trace header)
         activity = getattr(app.state, "activity", None)
         if activity is not None:
             activity.wait_quiet(WARM_QUIET, WARM_MOST)

@@ -45,10 +45,12 @@ def list_runs(request: Request) -> list[m.RunInfo]:
     trace damaged past that shows once opened."""
     store = store_of(request)
     store.rescan()
-    return [_listed(store.get(rid)) for rid in store.ids()]
+    return [listed(store.get(rid)) for rid in store.ids()]
 
 
-def _listed(entry: RunEntry) -> m.RunInfo:
+def listed(entry: RunEntry) -> m.RunInfo:
+    """The run as the run list shows it (from its trace's header when not read yet; kept
+    per file stamp)."""
     if entry.path is None:
         return _info(entry)
     stamp = _stamp(entry.path)
