@@ -40,9 +40,9 @@ import mimetypes
 import os
 from typing import Any
 
+from fastapi.datastructures import Headers
+from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
-from starlette.datastructures import Headers
-from starlette.responses import Response
 
 __all__ = ["WebFiles"]
 
