@@ -181,12 +181,26 @@ async function fetchView() {
     // a big graph with many groups open (Expand all, or most of it): a base, then regions
     const coarse = graphSize() > state.coarseFrom && (state.expandAll || state.expanded.size > state.regionalFrom);
     if (coarse) body.min_size = state.coarseMinSize;
+    const early = earlyFirstScreen(body);
+    if (early) {
+      const res = await early;
+      if (res) return viewOfLayout(res, [...state.expanded]);
+    }
     const url = api.layoutUrl(state.run, state.graph);
     const got = await fetchLayout(url, body, () => api.layout(state.run, state.graph, body), coarse ? { keep: state.viewSeq } : {});
     if (got) return got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]);
   }
   // NOTE: every server since round 14 has the view model (the old /view was removed)
   throw new ApiError("this server has no view-model layout: serve the run with a newer tpx-inspect");
+}
+
+// The first screen of the linked graph, asked by index.html while the modules loaded: taken
+// once, when the first view asked is that state (nothing named); null otherwise.
+function earlyFirstScreen(body) {
+  const early = window.tpxFirstScreen;
+  window.tpxFirstScreen = null;
+  const first = body.expanded === null && !body.expand_all && !body.min_size;
+  return early && first && early.run === state.run && early.graph === state.graph ? early.answer : null;
 }
 
 // Not known yet (the graph list comes after the first frame): counted as big.
