@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import click
 
@@ -293,8 +294,12 @@ def serve(run_dirs: tuple[str, ...], host: str, port: int, open_browser: bool,
     allowed = _allowed(host, allow_hosts)
     app = create_app(dirs, allowed_hosts=allowed)
     sock = _bind(host, port, allowed)
-    click.echo(f"serving {url_of(sock)} ({len(app.state.store.ids())} runs); Ctrl-C stops")
+    ids = app.state.store.ids()
+    url = url_of(sock)
+    if len(ids) == 1:  # NOTE: a link to its first graph: the page asks its first screen at once
+        url += f"#run={quote(ids[0], safe='')}&graph=0"
+    click.echo(f"serving {url} ({len(ids)} runs); Ctrl-C stops")
     sys.stdout.flush()
     if open_browser:
-        webbrowser.open(url_of(sock))
+        webbrowser.open(url)
     serve_forever(app, sock)

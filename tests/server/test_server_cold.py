@@ -126,3 +126,16 @@ def test_the_background_read_waits_for_a_quiet_server(run_folder, monkeypatch):
     app.state.activity.end()
     worker.join(10)
     assert read and app.state.vm_models.has("blocks", 0)
+
+
+def test_serve_links_a_single_run_s_first_graph(run_folder, monkeypatch):
+    import tpx_inspect.server.serve as serve_mod
+
+    monkeypatch.setattr(serve_mod, "serve_forever", lambda app, sock: sock.close())
+    one = CliRunner().invoke(cli, ["serve", str(run_folder), "--port", "0"])
+    assert one.exit_code == 0 and "/#run=blocks&graph=0 (1 runs)" in one.output, one.output
+    (run_folder.parent / "other").mkdir()
+    tpx_inspect.save(tpx_inspect.load(str(run_folder / "trace.json")),
+                     str(run_folder.parent / "other" / "trace.json"))  # fmt: skip
+    two = CliRunner().invoke(cli, ["serve", str(run_folder.parent), "--port", "0"])
+    assert two.exit_code == 0 and "#run=" not in two.output, two.output
