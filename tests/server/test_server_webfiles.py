@@ -69,10 +69,13 @@ def test_nothing_outside_the_folder_is_served(tmp_path: Path):
     shutil.copytree(WEB_DIR, web)
     (tmp_path / "secret.txt").write_text("secret")
     (web / "link.txt").symlink_to(tmp_path / "secret.txt")
+    (web / "dangling.txt").symlink_to(web / "nowhere")
     client = TestClient(create_app([], web_dir=web))
     for url in ("/../secret.txt", "/js/../../secret.txt", "/%2e%2e/secret.txt", "/link.txt",
                 "/js/%2e%2e/%2e%2e/secret.txt"):  # fmt: skip
         r = client.get(url)
         assert r.status_code == 404 and "secret" not in r.text, url
     assert client.get("/js/").status_code == 404 and client.get("/nope.js").status_code == 404
+    assert client.get("/dangling.txt").status_code == 404 and client.get("/").status_code == 200
+    assert client.head("/js/main.js").status_code == 200
     assert client.post("/js/main.js").status_code == 405

@@ -84,7 +84,10 @@ class WebFiles(StaticFiles):
         for top, dirs, files in os.walk(self.root):
             dirs.sort()
             for name in sorted(files):
-                st = os.stat(os.path.join(top, name))
+                try:
+                    st = os.stat(os.path.join(top, name))
+                except OSError:  # NOTE: a dangling link: not served, not part of the version
+                    continue
                 h.update(f"{os.path.join(top, name)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
         return h.hexdigest()
 
