@@ -49,20 +49,24 @@ WAIT_MS = 120_000
 
 def build(folder: Path, sizes: list[int]) -> list[tuple[str, int]]:
     """Write the traces (or reuse those already in ``folder``); (run id, node count) for each."""
-    from benchmarks.viewer_traces import scalar_mlp_trace, transformer_trace
+    from benchmarks.viewer_traces import WRITTEN_BY, scalar_mlp_trace, transformer_trace
 
     makers = [(f"transformer-{n}", transformer_trace, n) for n in sizes]
     makers.append(("scalar-mlp-14000", scalar_mlp_trace, 14_000))
     out = []
     for name, make, n in makers:
-        count_file = folder / name / "nodes.txt"
+        count_file, how_file = folder / name / "nodes.txt", folder / name / "written-by.txt"
         if count_file.exists():
+            how = how_file.read_text() if how_file.exists() else "an older bench (trace only)"
+            print(f"trace {name}: reused, written by {how}", flush=True)
             out.append((name, int(count_file.read_text())))
             continue
         t = time.perf_counter()
         run, count = make(folder, nodes=n)
         count_file.write_text(str(count))
-        print(f"trace {run.name}: {count} nodes in {time.perf_counter() - t:.1f} s", flush=True)
+        how_file.write_text(WRITTEN_BY)
+        took = time.perf_counter() - t
+        print(f"trace {run.name}: {count} nodes in {took:.1f} s, written by {WRITTEN_BY}")
         out.append((run.name, count))
     return out
 

@@ -6,7 +6,9 @@ unscoped scalar MLP (micrograd's moons MLP written with TPX scalars).
     n = transformer_trace(Path("runs"), nodes=20_000)   # writes runs/transformer-20000/trace.json
 
 Each function captures one backward with ``tpx_inspect.capture`` (statistics only, no values
-unless asked), writes ``<folder>/<name>/trace.json`` and returns ``(run folder, node count)``.
+unless asked), writes ``<folder>/<name>/trace.json`` as ``tpx-inspect run`` writes a run (the
+trace, then its view model kept beside it: :data:`WRITTEN_BY`) and returns ``(run folder,
+node count)``.
 """
 
 from __future__ import annotations
@@ -15,15 +17,21 @@ import math
 import random
 from pathlib import Path
 
-__all__ = ["scalar_mlp_trace", "transformer_trace"]
+__all__ = ["WRITTEN_BY", "scalar_mlp_trace", "transformer_trace"]
+
+
+WRITTEN_BY = "tpx-inspect run's save (trace, then its view model kept beside it)"
+"""How these traces are written: by the function ``tpx-inspect run`` saves a run with, so a
+cold open here is a user's first open of a run written by ``tpx-inspect run``."""
 
 
 def _save(cap, folder: Path, name: str) -> tuple[Path, int]:
-    import tpx_inspect
+    from tpx_inspect._cli_run import _save_run
 
     run = folder / name
     run.mkdir(parents=True, exist_ok=True)
-    tpx_inspect.save(cap.trace, str(run / "trace.json"))
+    if not _save_run(cap, cap.trace, (run / "trace.json").resolve()):
+        raise OSError(f"could not save {run / 'trace.json'}")
     return run, len(cap.trace.graphs[0].nodes)
 
 

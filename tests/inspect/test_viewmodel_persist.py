@@ -160,7 +160,7 @@ def test_a_fresh_server_shows_the_first_frame_without_reading_the_trace(tmp_path
     import tpx_inspect.server.store as store
 
     monkeypatch.setattr(store, "load", lambda p: read.append(p) or tpx_inspect.load(p))
-    monkeypatch.setattr("tpx_inspect.server.routers.viewmodel._warm", lambda *a: None)
+    monkeypatch.setattr("tpx_inspect.server.cold._warm", lambda *a: None)
     client = TestClient(create_app([tmp_path / "runs"]))
     again = client.post(url, json={}).json()
     assert read == []

@@ -10,8 +10,7 @@ import random
 import pytest
 from fastapi.testclient import TestClient
 
-import tpx as tp
-import tpx_inspect
+from tests.helpers.vm_runs import six_blocks_run
 from tests.inspect.test_viewmodel import blocks_graph, scalar_mlp_graph
 from tests.inspect.test_viewmodel_index import random_states
 from tpx_inspect.server import create_app
@@ -71,18 +70,7 @@ def test_locate_finds_the_box_showing_a_node_where_the_layout_draws_it():
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    folder = tmp_path_factory.mktemp("region") / "blocks"
-    tp.manual_seed(0)
-    x = tp.randn((2, 4), requires_grad=True)
-    ws = [tp.randn((4, 4), requires_grad=True) for _ in range(6)]
-    with tpx_inspect.capture(values="none") as cap:
-        h = x
-        for b, w in enumerate(ws):
-            with tp.scope(f"model.blocks.{b}"):
-                h = (h @ w).tanh()
-        h.sum().backward()
-    folder.mkdir(parents=True)
-    cap.save(str(folder / "trace.json"))
+    folder = six_blocks_run(tmp_path_factory.mktemp("region") / "blocks")
     return TestClient(create_app([folder.parent]))
 
 

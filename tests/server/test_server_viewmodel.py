@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-import tpx as tp
-import tpx_inspect
+from tests.helpers.vm_runs import six_blocks_run
 from tpx_inspect.server import create_app
 
 G = "/api/runs/{run}/graphs/0"
@@ -17,18 +16,7 @@ G = "/api/runs/{run}/graphs/0"
 
 @pytest.fixture(scope="module")
 def vm_client(runs_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    folder = tmp_path_factory.mktemp("vm") / "blocks"
-    tp.manual_seed(0)
-    x = tp.randn((2, 4), requires_grad=True)
-    ws = [tp.randn((4, 4), requires_grad=True) for _ in range(6)]
-    with tpx_inspect.capture(values="all") as cap:
-        h = x
-        for b, w in enumerate(ws):
-            with tp.scope(f"model.blocks.{b}"):
-                h = (h @ w).tanh()
-        h.sum().backward()
-    folder.mkdir(parents=True)
-    cap.save(str(folder / "trace.json"))
+    folder = six_blocks_run(tmp_path_factory.mktemp("vm") / "blocks", values="all")
     return TestClient(create_app([runs_dir, folder.parent]))
 
 

@@ -21,16 +21,17 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse
-from fastapi.staticfiles import StaticFiles
 
 import tpx_inspect
 from tpx_inspect.errors import InspectError
+from tpx_inspect.server.activity import Activity, Tracked
 from tpx_inspect.server.deps import LayoutCache, Settings
 from tpx_inspect.server.guard import Guard
 from tpx_inspect.server.jobs import Cancelled, JobPool, UnknownJob
 from tpx_inspect.server.models import ErrorBody
 from tpx_inspect.server.routers import diff, graphs, jobs, runs, viewmodel
 from tpx_inspect.server.store import RunStore, UnknownId
+from tpx_inspect.server.webfiles import WebFiles
 
 __all__ = ["WEB_DIR", "create_app"]
 
@@ -94,6 +95,8 @@ def create_app(
         app.include_router(r, responses=COMMON_RESPONSES)
     if cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET"])
+    app.state.activity = Activity()  # NOTE: work done ahead waits for a quiet moment
+    app.add_middleware(Tracked, activity=app.state.activity)
     app.add_middleware(Guard, allowed_hosts=allowed_hosts)  # NOTE: added last: outermost
     _mount_web(app, Path(web_dir) if web_dir is not None else WEB_DIR)
     return app
@@ -101,7 +104,7 @@ def create_app(
 
 def _mount_web(app: FastAPI, web: Path) -> None:
     if (web / "index.html").is_file():
-        app.mount("/", StaticFiles(directory=web, html=True), name="web")
+        app.mount("/", WebFiles(directory=web, html=True), name="web")
         return
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)

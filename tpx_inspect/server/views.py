@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect.diff import GraphDiff as DiffRecord
-from tpx_inspect.records import NODE_COLUMNS, SUMMARY_COLUMNS, Graph, Run
+from tpx_inspect.records import Graph, Run
 from tpx_inspect.server import models as m
 from tpx_inspect.summary import TensorSummary
+from tpx_inspect.viewmodel.listing import graph_facts, node_column, nonfinite, nonfinite_mask
 
 __all__ = [
     "check_report",
@@ -54,76 +55,27 @@ def run_info(run_id: str, runs: tuple[Run, ...], live: bool) -> m.RunInfo:
     )  # fmt: skip
 
 
-def _nonfinite(s: TensorSummary | None) -> bool:
-    return s is not None and not s.finite
+_FACTS: OrderedDict[int, tuple[Graph, dict[str, Any]]] = OrderedDict()
+_FACTS_LOCK = threading.Lock()
 
 
-def nonfinite_mask(g: Graph) -> np.ndarray:
-    """Per node: does its output or gradient hold NaN/Inf? Read from the graph's summary
-    tables in one vectorised pass (no per-node records are built).
-
-    >>> import tpx as tp, tpx_inspect
-    >>> x = tp.asarray([1.0, 0.0], requires_grad=True)
-    >>> with np.errstate(divide="ignore"):
-    ...     g = tpx_inspect.trace(lambda: (1.0 / x).sum().backward()).graphs[0]
-    >>> nonfinite_mask(g).tolist()
-    [True, True, True]
-    """
-    t = getattr(g, "tables", None)
-    if t is None or not len(t.summaries):
-        return np.array([_nonfinite(s.output) or _nonfinite(s.grad) for s in g.stats], bool)
-    cols = [SUMMARY_COLUMNS.index("nan"), SUMMARY_COLUMNS.index("inf")]
-    bad_row = (t.summaries[:, cols] > 0).any(axis=1)
-    mask = np.zeros(len(g.nodes), bool)
-    for k in (NODE_COLUMNS.index("output"), NODE_COLUMNS.index("grad")):
-        rows = t.nodes[:, k].astype(np.int64)
-        has = rows >= 0
-        mask[has] |= bad_row[rows[has]]
-    return mask
-
-
-def node_column(g: Graph, name: str) -> list[Any]:
-    """One field of every node (``scope``, ``inputs``...), from the node table's columns when
-    the graph has one, else from the records."""
-    columns = getattr(g.nodes, "columns", None)
-    if columns is not None and name in columns:
-        return columns[name]
-    return [getattr(n, name) for n in g.nodes]
-
-
-_COUNTS: OrderedDict[int, tuple[Graph, int, int]] = OrderedDict()
-_COUNTS_LOCK = threading.Lock()
-
-
-def _counts(g: Graph) -> tuple[int, int]:
-    """Edges and non-finite nodes of ``g``, counted once per loaded graph (a 100k-node graph
+def _facts(g: Graph) -> dict[str, Any]:
+    """``listing.graph_facts`` of ``g``, computed once per loaded graph (a 100k-node graph
     takes ~45 ms; the graph list is asked for often). The entry holds ``g``: its id stays its."""
-    with _COUNTS_LOCK:
-        hit = _COUNTS.get(id(g))
+    with _FACTS_LOCK:
+        hit = _FACTS.get(id(g))
     if hit is None or hit[0] is not g:
-        bad = int(nonfinite_mask(g).sum())
-        edges = sum(_src(e) is not None for ins in node_column(g, "inputs") for e in ins)
-        hit = (g, edges, bad)
-        with _COUNTS_LOCK:
-            _COUNTS[id(g)] = hit
-            while len(_COUNTS) > 64:
-                _COUNTS.popitem(last=False)
-    return hit[1], hit[2]
+        hit = (g, graph_facts(g))
+        with _FACTS_LOCK:
+            _FACTS[id(g)] = hit
+            while len(_FACTS) > 64:
+                _FACTS.popitem(last=False)
+    return hit[1]
 
 
 def graph_info(run_id: str, graph_id: int, g: Graph) -> m.GraphInfo:
     """The :class:`GraphInfo` of graph ``g`` (id ``graph_id`` in its run)."""
-    edges, bad = _counts(g)
-    return m.GraphInfo(
-        id=graph_id, run=run_id, capture=g.run, step=g.step, kind=g.kind, detail=g.detail,
-        nodes=len(g.nodes), edges=edges, roots=list(g.roots), finite=bad == 0,
-        nonfinite_nodes=bad, peak_saved_bytes=g.peak_saved_bytes,
-        backward_seconds=g.backward_seconds,
-    )  # fmt: skip
-
-
-def _src(edge: Any) -> int | None:
-    return edge[0] if isinstance(edge, list | tuple) else edge.src
+    return m.GraphInfo(id=graph_id, run=run_id, **_facts(g))
 
 
 def summary(s: TensorSummary | None) -> m.Summary | None:
@@ -163,7 +115,7 @@ def node_info(g: Graph, i: int) -> m.NodeInfo:
         id=n.id, **m.node_columns(n), title=n.title, saved_bytes=n.saved_bytes, order=st.order,
         grad_norm=None if st.grad is None else m.number(st.grad.norm),
         forward_seconds=st.forward_seconds, backward_seconds=st.backward_seconds,
-        nonfinite=_nonfinite(st.output) or _nonfinite(st.grad),
+        nonfinite=nonfinite(st.output) or nonfinite(st.grad),
     )  # fmt: skip
 
 

@@ -33,6 +33,11 @@ class Models:
         self.size = size
         self.lock = threading.Lock()
 
+    def has(self, run_id: str, graph_id: int) -> bool:
+        """Is a model of graph ``graph_id`` of run ``run_id`` made (of any read of its trace)?"""
+        with self.lock:
+            return any(k[:2] == (run_id, graph_id) for k in self.items)
+
     def get(self, key: tuple, g: Graph, kept: tuple[Any, int] | None = None) -> ViewModel:
         """The model of graph ``g``; ``kept`` = (trace path, graph index) of a graph read
         from disk, whose model may be kept beside the trace (see ``viewmodel.persist``)."""

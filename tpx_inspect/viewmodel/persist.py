@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT", "MIN_NODES", "SAVE_NODES", "VERSION", "Kept", "code_version", "first_screen",
-    "keep", "kept", "opened", "read", "write",
+    "graph_list", "keep", "kept", "opened", "read", "write",
 ]  # fmt: skip
 
 log = logging.getLogger("tpx_inspect.viewmodel")
@@ -65,7 +65,7 @@ MIN_NODES = 2_000
 SAVE_NODES = 10_000
 """Graphs of at least this many nodes get their model kept by :func:`keep`."""
 _SHAPING = ("tree.py", "repeats.py", "loops.py", "_columns.py", "layout.py", "layered.py",
-            "wire.py", "persist.py", "_kept.py")  # fmt: skip
+            "wire.py", "persist.py", "_kept.py", "listing.py")  # fmt: skip
 _SIDE = ".view.npz"
 _MAX_ENTRY = 512 << 20  # NOTE: a zip entry claiming more than this is not read
 
@@ -163,14 +163,21 @@ def _search_entries(k: int, vm: ViewModel) -> dict[str, np.ndarray]:
     }
 
 
-def write(trace_path: str | os.PathLike[str], models: dict[int, ViewModel]) -> bool:
+def write(
+    trace_path: str | os.PathLike[str],
+    models: dict[int, ViewModel],
+    graphs: list[dict[str, Any]] | None = None,
+) -> bool:
     """Keep the view models of some graphs (by graph index) beside the trace at
     ``trace_path``, with the entries of other graphs already kept for the same trace and
-    code. False (with a log line) when the folder is not writable."""
+    code, and ``graphs``, the trace's graph list (``listing.listing``), when given. False
+    (with a log line) when the folder is not writable."""
     side = sidecar_path(trace_path)
     try:
         digest = trace_digest(trace_path)
         entries = _entries(side, digest) or {}
+        if graphs is not None:
+            entries["graphs"] = np.frombuffer(_json.dumps({"graphs": graphs}), np.uint8)
         for k, vm in models.items():
             for part, doc in (("tree", _tree_doc(vm)), ("first", _first_doc(vm))):
                 entries[f"g{int(k)}.{part}"] = np.frombuffer(_json.dumps(doc), np.uint8)
@@ -189,22 +196,24 @@ def write(trace_path: str | os.PathLike[str], models: dict[int, ViewModel]) -> b
 
 def keep(trace_path: str | os.PathLike[str], trace: Any, most: int = 2) -> bool:
     """Build and keep beside a just-saved trace the models of its first ``most`` graphs of at
-    least :data:`SAVE_NODES` nodes, so that even the first server to open it shows its first
-    frame without building them (a server writes them on first open otherwise). Costs a
-    build: ~1.3 s CPU for a 100,000-node graph. False when none was kept.
+    least :data:`SAVE_NODES` nodes, and its graph list, so that even the first server to open
+    it lists its graphs and shows its first frame without reading the trace or building them
+    (a server writes the models on first open otherwise). Costs a build: ~1.3 s CPU for a
+    100,000-node graph. False when none was kept.
 
     >>> import tpx as tp, tpx_inspect
     >>> x = tp.ones(2, requires_grad=True)
     >>> keep("unused.json", tpx_inspect.trace(lambda: x.sum().backward()))
     False
     """
+    from tpx_inspect.viewmodel.listing import listing
     from tpx_inspect.viewmodel.tree import build
 
     big = [k for k, g in enumerate(trace.graphs) if len(g.nodes) >= SAVE_NODES][:most]
     if not big:
         return False
     try:
-        return write(trace_path, {k: build(trace.graphs[k]) for k in big})
+        return write(trace_path, {k: build(trace.graphs[k]) for k in big}, listing(trace))
     except Exception as exc:  # NOTE: a saved trace stands without it; the server rebuilds it
         log.warning("view model of %s not kept: %s: %s", trace_path, type(exc).__name__, exc)
         return False
@@ -256,6 +265,26 @@ def _entry(trace_path: str | os.PathLike[str], graph: int, part: str) -> Any:
         if not isinstance(doc, dict):
             raise ValueError("not an object")
         return doc
+    except Exception as exc:
+        log.warning("view sidecar %s ignored: %s: %s", side, type(exc).__name__, exc)
+        return None
+
+
+def graph_list(trace_path: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
+    """The trace's graph list (``listing.listing``) as kept beside it by :func:`keep`, or
+    None when not kept or stale."""
+    try:
+        digest = trace_digest(trace_path)
+    except OSError:
+        return None
+    side = sidecar_path(trace_path)
+    entries = _entries(side, digest, ("graphs",))
+    blob = None if entries is None else entries.get("graphs")
+    try:
+        graphs = None if blob is None else _json.loads(bytes(blob)).get("graphs")
+        if graphs is not None and not all(isinstance(g, dict) for g in graphs):
+            raise ValueError("a graph is not an object")
+        return graphs
     except Exception as exc:
         log.warning("view sidecar %s ignored: %s: %s", side, type(exc).__name__, exc)
         return None

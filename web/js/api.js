@@ -1,5 +1,4 @@
-// The viewer's only door to data: the tpx-inspect HTTP API, or the data embedded in a
-// standalone HTML export (window.TPX_EMBED), answering the same calls.
+// The viewer's only door to data: the tpx-inspect HTTP API.
 
 const enc = encodeURIComponent;
 
@@ -52,10 +51,6 @@ function graphPath(run, graph) {
 export const http = {
   runs: () => get("/api/runs"),
   graphs: (run) => getAll(`/api/runs/${enc(run)}/graphs`, "graphs"),
-  view: (run, graph, expanded, stub = "") => {
-    const q = expanded.map((s) => `expand=${enc(s)}`).concat(stub ? [`stub=${stub}`] : []).join("&");
-    return get(`${graphPath(run, graph)}/view${q ? "?" + q : ""}`);
-  },
   nodes: (run, graph) => getAll(`${graphPath(run, graph)}/nodes`, "nodes"),
   node: (run, graph, id) => get(`${graphPath(run, graph)}/nodes/${enc(id)}`),
   backward: (run, graph) => getAll(`${graphPath(run, graph)}/backward`, "nodes"),
@@ -81,28 +76,3 @@ export const http = {
   histogram: (run, graph, id, which, bins = 40) =>
     optional(get(`${graphPath(run, graph)}/nodes/${enc(id)}/histogram?which=${enc(which)}&bins=${bins}`)),
 };
-
-// Embedded data of a standalone export: one graph, its view, nodes and details.
-export function embedded(data) {
-  const miss = (what) => Promise.reject(new ApiError(`${what} is not part of this standalone export`));
-  return {
-    runs: async () => [data.run],
-    graphs: async () => ({ graphs: [data.graph] }),
-    view: async () => data.view,
-    nodes: async () => ({ nodes: data.nodes }),
-    node: async (_r, _g, id) => data.details[id] || miss(`node ${id}`),
-    backward: async () => ({ nodes: data.backward }),
-    checks: async () => data.checks || miss("check results"),
-    diff: () => miss("comparison"),
-    exportUrl: () => null,
-    feed: async () => ({ new: [], status: "ok" }),
-    tree: async () => null,
-    treeUrl: () => null,
-    layout: async () => null,
-    layoutUrl: () => null,
-    layoutByKey: async () => null,
-    locate: async () => null,
-    heatmap: async () => null,
-    histogram: async () => null,
-  };
-}

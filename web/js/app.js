@@ -1,13 +1,13 @@
 // What every part of the viewer shares: the data source, the state of what is shown, the main
 // graph view, and the status line. No logic lives here, only the shared objects.
 
-import { embedded, http } from "./api.js";
+import { http } from "./api.js";
 import { GraphView } from "./graph-view.js";
 import { Minimap } from "./minimap.js";
 
 export const $ = (id) => document.getElementById(id);
 
-export const api = window.TPX_EMBED ? embedded(window.TPX_EMBED) : http;
+export const api = http;
 
 export const state = {
   run: null, graph: null, expanded: new Set(), scopes: [], view: null, nodes: [], byNode: new Map(),

@@ -66,9 +66,7 @@ async function showOther(spec) {
     views.other.on("click", (box) => box && box.node !== null && select(box.node));
   }
   // The same groups opened on both sides (ids come from scope paths: the same in both graphs).
-  const view = state.vm
-    ? viewOfLayout(await api.layout(spec.run, spec.graph, { expanded: [...state.expanded] }), [...state.expanded])
-    : await api.view(spec.run, spec.graph, [...state.expanded]);
+  const view = viewOfLayout(await api.layout(spec.run, spec.graph, { expanded: [...state.expanded] }), [...state.expanded]);
   const byNode = new Map(), byScope = new Map();
   for (const v of view.nodes) {
     if (v.kind === "scope") byScope.set(state.vm ? v.id.replace(/^s:/, "") : v.scope, v);

@@ -1,5 +1,5 @@
 // Exports of the current view: SVG built from the laid-out graph, PNG from the canvas,
-// DOT/JSON/standalone HTML fetched from the server (or built from embedded data).
+// DOT/JSON/standalone HTML fetched from the server.
 
 import { kindColor, themeColors } from "./colors.js";
 

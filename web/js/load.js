@@ -2,6 +2,7 @@
 // records that search, colours and playback need (after the first frame).
 
 import { $, api, main, state, status } from "./app.js";
+import { ApiError } from "./api.js";
 import { indexView, toDrawable } from "./boxes.js";
 import { showVerdict } from "./checks-ui.js";
 import { applyColour } from "./colour.js";
@@ -170,7 +171,7 @@ export function setCollapsed() {
 }
 
 // The view model's layout (the state in the body; nothing named: the server's first screen),
-// through the layout worker (decoded and indexed off this thread), or an older server's /view.
+// through the layout worker (decoded and indexed off this thread).
 // Expand all on a big graph is asked coarse first (frames smaller than ``coarseMinSize`` come
 // as one block each: a small answer drawn at once), the whole layout after it (fillDetail).
 async function fetchView() {
@@ -180,12 +181,26 @@ async function fetchView() {
     // a big graph with many groups open (Expand all, or most of it): a base, then regions
     const coarse = graphSize() > state.coarseFrom && (state.expandAll || state.expanded.size > state.regionalFrom);
     if (coarse) body.min_size = state.coarseMinSize;
+    const early = earlyFirstScreen(body);
+    if (early) {
+      const res = await early;
+      if (res) return viewOfLayout(res, [...state.expanded]);
+    }
     const url = api.layoutUrl(state.run, state.graph);
     const got = await fetchLayout(url, body, () => api.layout(state.run, state.graph, body), coarse ? { keep: state.viewSeq } : {});
     if (got) return got.meta ? viewOfWorker(got, [...state.expanded]) : viewOfLayout(got.res, [...state.expanded]);
-    state.vm = false;
   }
-  return api.view(state.run, state.graph, [...state.expanded], state.stub);
+  // NOTE: every server since round 14 has the view model (the old /view was removed)
+  throw new ApiError("this server has no view-model layout: serve the run with a newer tpx-inspect");
+}
+
+// The first screen of the linked graph, asked by index.html while the modules loaded: taken
+// once, when the first view asked is that state (nothing named); null otherwise.
+function earlyFirstScreen(body) {
+  const early = window.tpxFirstScreen;
+  window.tpxFirstScreen = null;
+  const first = body.expanded === null && !body.expand_all && !body.min_size;
+  return early && first && early.run === state.run && early.graph === state.graph ? early.answer : null;
 }
 
 // Not known yet (the graph list comes after the first frame): counted as big.

@@ -20,11 +20,8 @@ const plansOf = new Map(); // run -> its plans (fetched once)
 async function fetchPlans(run) {
   if (!plansOf.has(run)) {
     let plans = [];
-    if (!window.TPX_EMBED) {
-      // A standalone HTML export has no server: no plans there.
-      const res = await fetch(`/api/runs/${encodeURIComponent(run)}/plans`, { headers: { Accept: "application/json" } });
-      if (res.ok) plans = (await res.json()).plans;
-    }
+    const res = await fetch(`/api/runs/${encodeURIComponent(run)}/plans`, { headers: { Accept: "application/json" } });
+    if (res.ok) plans = (await res.json()).plans;
     plansOf.set(run, plans);
   }
   return plansOf.get(run);

@@ -19,6 +19,7 @@ from tpx_inspect.server import models as m
 from tpx_inspect.server import views
 from tpx_inspect.server.deps import Limit, Offset, RunId, run_for, store_of
 from tpx_inspect.server.store import RunEntry, _stamp, inside
+from tpx_inspect.viewmodel import persist
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 
@@ -44,10 +45,12 @@ def list_runs(request: Request) -> list[m.RunInfo]:
     trace damaged past that shows once opened."""
     store = store_of(request)
     store.rescan()
-    return [_listed(store.get(rid)) for rid in store.ids()]
+    return [listed(store.get(rid)) for rid in store.ids()]
 
 
-def _listed(entry: RunEntry) -> m.RunInfo:
+def listed(entry: RunEntry) -> m.RunInfo:
+    """The run as the run list shows it (from its trace's header when not read yet; kept
+    per file stamp)."""
     if entry.path is None:
         return _info(entry)
     stamp = _stamp(entry.path)
@@ -86,16 +89,27 @@ def get_run(request: Request, run_id: RunId) -> m.RunInfo:
 
 @router.get("/{run_id}/graphs", response_model=m.GraphList, responses={404: {"model": m.ErrorBody}})
 def list_graphs(request: Request, run_id: RunId, offset: Offset = 0, limit: Limit = 200):
-    """A page of the graphs of a run (one per kept backward step)."""
+    """A page of the graphs of a run (one per kept backward step). A run on disk not read yet
+    is listed from beside its trace when ``tpx-inspect run`` kept its graph list there
+    (``viewmodel.persist.graph_list``: no trace read), else from its trace."""
     entry = run_for(request, run_id)
-    graphs = entry.trace().graphs
-    page = [
-        views.graph_info(run_id, i, graphs[i])
-        for i in range(offset, min(len(graphs), offset + limit))
-    ]
+    kept = _kept_list(entry)
+    if kept is not None:
+        total, info = len(kept), lambda i: m.GraphInfo(id=i, run=run_id, **kept[i])
+    else:
+        graphs = entry.trace().graphs
+        total, info = len(graphs), lambda i: views.graph_info(run_id, i, graphs[i])
+    page = [info(i) for i in range(offset, min(total, offset + limit))]
     return m.GraphList(
-        run=run_id, page=m.Page(offset=offset, limit=limit, total=len(graphs)), graphs=page
+        run=run_id, page=m.Page(offset=offset, limit=limit, total=total), graphs=page
     )
+
+
+def _kept_list(entry: RunEntry) -> list[dict] | None:
+    """The graph list kept beside a trace not read yet (None: live, loaded or not kept)."""
+    if entry.live or entry.path is None or entry.loaded:
+        return None
+    return persist.graph_list(entry.path)
 
 
 @router.get("/{run_id}/plans", responses={404: {"model": m.ErrorBody}})

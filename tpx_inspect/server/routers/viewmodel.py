@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections import Counter
 from typing import Annotated, Any, Literal
@@ -23,9 +22,10 @@ from pydantic import BaseModel, Field
 
 from tpx_inspect._json import dumps
 from tpx_inspect.records import Graph
+from tpx_inspect.server import cold
 from tpx_inspect.server import models as m
-from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for, run_for
-from tpx_inspect.server.store import UnknownId, graph_of
+from tpx_inspect.server.deps import GraphId, NodeId, RunId, cache_of, graph_for
+from tpx_inspect.server.store import UnknownId
 from tpx_inspect.server.vm_store import (  # noqa: F401  (Models: the app makes one)
     PREPARE_WAIT,
     Models,
@@ -33,7 +33,7 @@ from tpx_inspect.server.vm_store import (  # noqa: F401  (Models: the app makes 
     collector_quiet,
     whole,
 )
-from tpx_inspect.viewmodel import ViewModel, persist, wire
+from tpx_inspect.viewmodel import ViewModel, wire
 from tpx_inspect.viewmodel import values as vals
 from tpx_inspect.viewmodel._index import TreeIndex, index_of
 from tpx_inspect.viewmodel.layout import Arranged
@@ -80,41 +80,6 @@ def view_model(request: Request, run_id: str, graph_id: int) -> tuple[Graph, Vie
     return g, request.app.state.vm_models.get((run_id, graph_id, id(g)), g, kept)
 
 
-def _first_kept(
-    request: Request, run_id: str, graph_id: int, expanded: list[str] | None
-) -> tuple[list[str], bool, bytes] | None:
-    """The first screen (``expanded`` None), or a state opening one of its big repeats, of a
-    graph whose trace is not read yet, from the view model kept beside the trace (None when
-    there is none, or it is stale): the first frame then costs a digest of the trace's JSON
-    and one small read. The trace and the model are read in the background meanwhile."""
-    entry = run_for(request, run_id)
-    if entry.live or entry.path is None or entry.loaded:
-        return None
-    if expanded is not None:  # NOTE: the first screen's request started the read-ahead
-        exp = sorted(set(expanded) | {"root"})
-        blob = persist.opened(entry.path, graph_id, tuple(exp))
-        return None if blob is None else (exp, False, blob)
-    doc = persist.first_screen(entry.path, graph_id)
-    if doc is not None:
-        app = request.app
-        threading.Thread(target=_warm, args=(app, run_id, graph_id), daemon=True).start()
-        exp, every = doc.pop("expanded"), bool(doc.pop("expand_all", False))
-        return exp, every, dumps(doc)
-    return None
-
-
-def _warm(app: Any, run_id: str, graph_id: int) -> None:
-    """Read the kept search fields, then a run's trace and the model of one graph (a
-    background thread)."""
-    try:
-        entry = app.state.store.get(run_id)
-        persist.kept(entry.path, graph_id)  # NOTE: first: a search may come before the trace
-        g = graph_of(entry.trace(), graph_id)
-        app.state.vm_models.get((run_id, graph_id, id(g)), g, (entry.path, graph_id))
-    except Exception as exc:  # NOTE: the request that needs it will say what is wrong
-        log.info("run %s, graph %d not read ahead: %s", run_id, graph_id, exc)
-
-
 def _states(request: Request) -> States:
     return request.app.state.vm_states
 
@@ -154,7 +119,7 @@ def _answer(request, run_id, graph_id, body: LayoutRequest) -> bytes:
     t0 = time.perf_counter()
     named = not body.expand_all and body.depth is None
     if named and body.viewport is None and not body.min_size:
-        kept = _first_kept(request, run_id, graph_id, body.expanded)
+        kept = cold.first_kept(request, run_id, graph_id, body.expanded)
         if kept is not None:
             exp, every, blob = kept
             key = _states(request).put(run_id, graph_id, tuple(exp))
@@ -301,7 +266,7 @@ def get_search(
 ) -> Response:
     """Nodes matching ``q`` (server-side), and how many hits each visible box of state
     ``key`` (default: the first screen) holds."""
-    kept = _kept(request, run_id, graph_id)
+    kept = cold.kept(request, run_id, graph_id)
     if kept is not None:  # NOTE: the trace is not read yet: the fields kept beside it
         hits = kept.search(q)
         exp = kept.default_expanded if key is None else _states(request).get(key, run_id, graph_id)
@@ -312,15 +277,6 @@ def get_search(
         ix, shown = _shown(request, run_id, graph_id, key)
         boxes = Counter(ix.boxes(shown, np.asarray(hits, np.int64)))
     return _json({"q": q, "total": len(hits), "nodes": hits[:limit], "boxes": dict(boxes)})
-
-
-def _kept(request: Request, run_id: str, graph_id: int) -> persist.Kept | None:
-    """The tree and search fields kept beside a trace that is not read yet (None when read,
-    live, or nothing current is kept)."""
-    entry = run_for(request, run_id)
-    if entry.live or entry.path is None or entry.loaded:
-        return None
-    return persist.kept(entry.path, graph_id)
 
 
 Metric = Literal[tuple(vals.METRICS)]  # type: ignore[valid-type]
