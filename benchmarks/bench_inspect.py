@@ -313,10 +313,13 @@ def bench_cluster(n: int, rounds: int = 2) -> None:
         groups = groups_of(todo, LocalOptions())  # NOTE: as local_check: made while shipped
         cluster_outcomes(client, groups, LocalOptions(), check_group, stats=stats, total=len(todo))
     print(
-        f"  breakdown of a cluster run (wall): client pack {stats['pack_s']:.2f} s + scatter "
-        f"{stats['scatter_s']:.2f} s (overlapping the workers' checks), then waiting "
-        f"{stats['run_s']:.2f} s; {stats['wall_s']:.2f} s in all; check CPU on the workers "
-        f"{sum(stats['task_cpu_s']):.2f} s in {len(stats['task_cpu_s'])} tasks"
+        f"  breakdown of a cluster run (wall): the client's sending thread packs "
+        f"{stats['pack_s']:.2f} s + scatters {stats['scatter_s']:.2f} s (overlapping the "
+        f"checks), then waiting after the last group "
+        f"{stats['run_s']:.2f} s; {stats['wall_s']:.2f} s in all; nodes checked on the workers "
+        f"{stats['shipped_nodes']} (check CPU {sum(stats['task_cpu_s']):.2f} s in "
+        f"{len(stats['task_cpu_s'])} tasks), by the client while they were busy "
+        f"{stats['here_nodes']}"
     )
 
 
