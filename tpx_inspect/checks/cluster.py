@@ -73,10 +73,9 @@ def cluster_outcomes(
         groups = list(groups)
         total = sum(map(len, groups))
     workers = sorted(client.scheduler_info().get("workers", {})) or [None]
-    size = max(1, -(-total // (len(workers) * TASKS_PER_WORKER)))
     done = _Progress(progress, decided, decided + total)
     with _Sender(client, workers, opts, check, done) as sender:
-        for task in _tasks(groups, size, sender, share):
+        for task in _tasks(groups, total, len(workers), sender, share):
             sender.ship(task)
         waited = time.perf_counter()
         sender.finish()
@@ -86,19 +85,26 @@ def cluster_outcomes(
     return done.out
 
 
-def _tasks(groups: Iterable[list], size: int, sender: _Sender, share: bool) -> Iterator[list]:
-    """Tasks of about ``size`` nodes (whole groups), given as they fill; a group that comes
-    while every worker is busy is checked here instead (with ``share``)."""
+def _tasks(groups: Iterable[list], total: int, workers: int, sender: _Sender,
+           share: bool) -> Iterator[list]:  # fmt: skip
+    """Tasks of whole groups, given as they fill; a group that comes while every worker is
+    busy is checked here instead (with ``share``).
+
+    A task holds about ``total / (workers * TASKS_PER_WORKER)`` nodes, fewer as the nodes
+    left to hand out run low (guided scheduling: the workers end together)."""
+    largest = max(1, -(-total // (workers * TASKS_PER_WORKER)))
+    left = total
     task: list[list] = []
     count = 0
     for group in groups:
         sender.harvest()
+        left -= len(group)
         if share and sender.busy():
             sender.here(group)
             continue
         task.append(group)
         count += len(group)
-        if count >= size:
+        if count >= min(largest, (count + left) // (workers * AHEAD)):
             yield task
             task, count = [], 0
     if task:
