@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -153,6 +154,9 @@ class _Sender:
         return min(self.held.values()) >= AHEAD
 
     def here(self, group: list) -> None:
+        # NOTE: sends first: the sender thread and a check here share the GIL, and a worker
+        # waiting for its next task costs more than the client waiting for a send
+        futures.wait([sent for sent, _ in self.sending])
         self.cost["here_nodes"] += len(group)
         self.done.add(self.check(group, self.opts, None))
 
