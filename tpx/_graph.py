@@ -137,11 +137,15 @@ class Rule:
     cross: bool = False
     save_from: int | None = None
     real_vjp: Callable[..., tuple[Any, ...]] = field(init=False, repr=False, compare=False)
+    saves_any: bool = field(init=False, repr=False, compare=False)  # derived: saves something
 
     def __post_init__(self) -> None:
         # NOTE: chosen once here and per node when recorded (GradFn.vjp), so that a real graph
         # runs the bare rules: no wrapper call and dtype test per node in backward
         object.__setattr__(self, "real_vjp", getattr(self.vjp, "real_vjp", self.vjp))
+        # NOTE: one flag read per recorded node instead of three
+        saves_any = bool(self.save or self.save_output or self.save_from is not None)
+        object.__setattr__(self, "saves_any", saves_any)
 
     def saves(self, i: int) -> bool:
         """Whether the rule reads input ``i`` (for ``cross`` rules: may read it).

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 import p10
-from p10 import Op
 from p10._tensor import execute
 from tpx import _graph, _mode
 from tpx._errors import AnomalyError, InplaceError, MissingRuleError
@@ -40,7 +39,7 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
     if needs and state.grad_enabled:
         # NOTE: skip=2: __p10_apply__ is this function's only caller, so the user's frame lies
         # past it (at p10.apply's caller, or at __p10_apply__'s caller when called directly)
-        return _record(op, inputs, raw, params, out, start, skip=2)
+        return record(op, inputs, raw, params, out, start, 2, state.anomaly)
     result = wrap(out)
     if state.anomaly & NAN_CHECKS:
         _check_finite(op, None, out)
@@ -55,7 +54,8 @@ def _edge(x: Any) -> Any:
         acc = x._accumulator_ref  # the leaf's AccumulateGrad, held weakly (see Tensor._accumulator)
         fn = acc() if acc is not None else None
         return x._accumulator() if fn is None else fn
-    if x._recorded_version != x._value.version:
+    vc = x._value._vc  # NOTE: the counter itself, not the version property (one call less)
+    if x._recorded_version != (0 if vc is None else vc[0]):
         raise InplaceError(
             f"a tensor of shape {x.shape} (output of {fn.name} at {fn.source}) was modified "
             "in place through another view after it was computed, so its graph no longer "
@@ -64,76 +64,141 @@ def _edge(x: Any) -> Any:
     return fn
 
 
-def _record(
+def record(
     op: Any,
     inputs: tuple,
-    raw: list | tuple,
+    raw: tuple | list,
     params: dict,
     out: p10.Tensor,
     start: float = 0.0,
-    skip: int = 0,
+    skip: int = 1,
+    anomaly: int = 0,
 ) -> Any:
-    """Record the node of ``op`` (called with ``skip`` TPX frames between the caller and the
-    user's code, see :func:`~tpx._graph.user_frame`) and return the output tensor."""
+    """Record the node of ``op`` run on ``raw`` (the P10 values of ``inputs``, TPX tensors or
+    P10 values) and return the output tensor. ``skip``: the TPX frames between the caller and
+    the user's code (see :func:`~tpx._graph.user_frame`); ``anomaly``: the caller's
+    ``state.anomaly`` (the shortcuts leave anomaly mode to ``apply_op``, so they pass 0: a
+    thread-local read costs ~400 instructions, 0.7% of a recorded op).
+
+    The one recording path of the operator shortcuts and :func:`apply_op`. One and two inputs
+    are written out (a loop over them costs ~9% of a recorded op); the rest, and everything
+    rare (no rule, a non-floating output, overrides, saved values' versions, anomaly mode,
+    observers), are calls taken only when a flag read here says so.
+    """
     rule = RULES.get(op)
     overrides = state.overrides
     if overrides is not None:
         rule = overrides.rule(op, rule)
     if rule is None:
-        if op in NON_DIFFERENTIABLE:
-            return wrap(out)
-        raise MissingRuleError(
-            f"{op.value}: no gradient rule for this op; register one with "
-            f"tpx.register_rule(op, vjp) or call it under tp.no_grad()"
-        )
+        return _unruled(op, out)
+    # NOTE: the edges first: a leaf's AccumulateGrad made here must get a smaller sequence
+    # number than this node (the engine runs nodes by decreasing number)
     od = out._data
-    key = [op, out._backend, od.shape, od.dtype]
-    for r in raw:
-        data = r._data
-        key += (data.shape, data.dtype)
-    key = tuple(key)
+    n = len(raw)
+    if n == 2:
+        x, y = inputs
+        e0 = e1 = None
+        if x.__class__ is Tensor and x._requires_grad:
+            e0 = x.grad_fn  # NOTE: _edge's common case inline (a node never written in place)
+            if e0 is None or x._recorded_version or x._value._vc is not None:
+                e0 = _edge(x)
+        if y.__class__ is Tensor and y._requires_grad:
+            e1 = y.grad_fn
+            if e1 is None or y._recorded_version or y._value._vc is not None:
+                e1 = _edge(y)
+        edges, needs = (e0, e1), _NEEDS_TWO[e0 is not None][e1 is not None]
+        a, b = raw
+        ad, bd = a._data, b._data
+        # NOTE: the backend comes before the backend's dtype objects, so that keys of different
+        # backends differ before their dtypes are compared (array-api-strict warns on that)
+        key = (op, out._backend, od.shape, od.dtype, ad.shape, ad.dtype, bd.shape, bd.dtype)
+    elif n == 1:
+        x = inputs[0]  # a TPX tensor that requires grad (else nothing is recorded)
+        e0 = x.grad_fn
+        if e0 is None or x._recorded_version or x._value._vc is not None:
+            e0 = _edge(x)
+        edges, needs = (e0,), _NEEDS_ONE
+        a, b = raw[0], None
+        ad = a._data
+        key = (op, out._backend, od.shape, od.dtype, ad.shape, ad.dtype)
+    else:
+        edges = tuple([_edge(x) for x in inputs])
+        needs, key = needs_of(edges), _key(op, raw, out)
     meta = _node_meta.get(key)
     if meta is None:
         meta = _new_meta(key, raw, out)
     in_meta, out_meta, real = meta
-    if out_meta[1].kind not in "fc":
+    if real is None:  # a non-floating output (see _new_meta)
         return wrap(out)
-    # NOTE: the edges first: a leaf's AccumulateGrad made here must get a smaller sequence
-    # number than this node (the engine runs nodes by decreasing number)
-    edges = tuple([_edge(x) for x in inputs])
-    node = _new(GradFn)  # GradFn.__init__ written out, as in record_pair
+    node = _new(GradFn)  # NOTE: GradFn.__init__ written out (one call less per recorded op)
     node.seq = next(_graph._seq)
     node.op, node.params, node.rule = op, params, rule
     node.vjp = rule.real_vjp if real else rule.vjp
-    node.edges = edges
-    node.needs_input_grad = needs_of(edges)
+    node.edges, node.needs_input_grad = edges, needs
     node.in_meta, node.out_meta = in_meta, out_meta
+    if rule.saves_any:
+        if n > 2 or rule.save_from is not None:
+            _save_any(node, rule, raw, out)
+        else:  # NOTE: _save_any written out for one or two inputs
+            keep, output = rule.save, out if rule.save_output else None
+            if b is None:
+                node.saved = saved = (a if 0 in keep else None, output)
+            elif rule.cross:  # each input only for the other's gradient (see Rule.cross)
+                node.saved = saved = (
+                    a if e1 is not None else None,
+                    b if e0 is not None else None,
+                    output,
+                )
+            else:
+                node.saved = saved = (a if 0 in keep else None, b if 1 in keep else None, output)
+            if a._vc is None and (b is None or b._vc is None) and out._vc is None:
+                node.versions = _ZEROS[n + 1]  # never written in place, not views: all at 0
+            else:
+                node.versions = _versions(saved)
     if overrides is not None:
         node.overrides = overrides.mark(op, out._backend)
-    if rule.save or rule.save_output or rule.save_from is not None:
-        _save(node, rule, raw, out, edges)
     scope = state.scope
     if scope:  # the class default is ""
         node.scope = scope
     node.code, node.lineno = user_frame(skip)
     t = _new(Tensor)  # wrap() inlined
     t._value, t._requires_grad, t.grad_fn = out, True, node
-    t._recorded_version = out.version  # a view shares its base's counter, which may be past 0
+    # NOTE: a view shares its base's counter, which may be past 0; a fresh output has none
+    t._recorded_version = 0 if (vc := out._vc) is None else vc[0]
     t._grad = t._accumulator_ref = t._rare_attrs = None
-    if state.anomaly & NAN_CHECKS:
-        _check_finite(op, node, out)
-    if _mode.observers:
-        _mode.emit("on_node_recorded", node, t)
-        _mode.emit("on_node_forward", node, inputs, t, time.perf_counter() - start)
+    if anomaly or _mode.observers:
+        _inspect(op, node, inputs, t, start, anomaly)
     return t
 
 
-def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor, edges: tuple) -> None:
+def _unruled(op: Any, out: p10.Tensor) -> Any:
+    """The output of an op without a gradient rule: not recorded, or an error naming it."""
+    if op in NON_DIFFERENTIABLE:
+        return wrap(out)
+    raise MissingRuleError(
+        f"{op.value}: no gradient rule for this op; register one with "
+        f"tpx.register_rule(op, vjp) or call it under tp.no_grad()"
+    )
+
+
+def _key(op: Any, raw: tuple | list, out: p10.Tensor) -> tuple:
+    """The metadata key of a node of any number of inputs (see ``_node_meta``)."""
+    od = out._data
+    key = [op, out._backend, od.shape, od.dtype]
+    for r in raw:
+        data = r._data
+        key += (data.shape, data.dtype)
+    return tuple(key)
+
+
+def _save_any(node: GradFn, rule: Any, raw: tuple | list, out: p10.Tensor) -> None:
+    """Keep on ``node`` the values its rule reads, one per input (None where not read) and then
+    the output, with their version counters."""
     # NOTE: P10 values are saved, not TPX tensors (the engine rebuilds those from the edges
     # under create_graph, as PyTorch's SavedVariable does): intermediate tpx.Tensor objects
     # are then freed as soon as the user drops them.
     n = len(raw)
-    saved: list[Any] = [None] * (n + 1)
+    saved: list[Any] = [None] * n + [out if rule.save_output else None]
     for i in rule.save:
         if i < n:  # a custom op without a declared arity may get fewer inputs
             saved[i] = raw[i]
@@ -141,14 +206,21 @@ def _save(node: GradFn, rule: Any, raw: list, out: p10.Tensor, edges: tuple) -> 
         for i in range(rule.save_from, n):
             saved[i] = raw[i]
     if rule.cross:  # each input only for the other's gradient (see Rule.cross)
-        saved[0] = raw[0] if edges[1] is not None else None
-        saved[1] = raw[1] if edges[0] is not None else None
-    if rule.save_output:
-        saved[n] = out
+        saved[0] = raw[0] if node.edges[1] is not None else None
+        saved[1] = raw[1] if node.edges[0] is not None else None
     node.saved = tuple(saved)
     node.versions = _versions(node.saved)
-    if state.anomaly & SAVED_CHECKS:
+
+
+def _inspect(op: Any, node: GradFn, inputs: tuple, t: Tensor, start: float, anomaly: int) -> None:
+    """Anomaly mode's checks and the observers' events of a node just recorded."""
+    if anomaly & SAVED_CHECKS and node.saved is not None:
         record_checksums(node)
+    if anomaly & NAN_CHECKS:
+        _check_finite(op, node, t._value)
+    if _mode.observers:
+        _mode.emit("on_node_recorded", node, t)
+        _mode.emit("on_node_forward", node, inputs, t, time.perf_counter() - start)
 
 
 _ZEROS = tuple((0,) * n for n in range(8))
@@ -181,8 +253,9 @@ _NEEDS_TWO = (((False, False), (False, True)), ((True, False), (True, True)))
 
 # (op, backend, output shape and dtype, then each input's) -> (in_meta, out_meta, real): the
 # metadata of a recorded node, shared by every node with the same key (see tpx._graph.shared),
-# and whether all its values are real (the node then runs Rule.real_vjp). The dtypes in the key
-# are the backend arrays' own; the metadata holds P10's.
+# and whether all its values are real (the node then runs Rule.real_vjp; None: the output is
+# not floating, nothing is recorded). The dtypes in the key are the backend arrays' own; the
+# metadata holds P10's.
 _node_meta: dict[tuple, tuple] = {}
 
 
@@ -190,113 +263,13 @@ def _new_meta(key: tuple, raw: tuple | list, out: p10.Tensor) -> tuple:
     """The metadata of ``key`` (not cached yet): computed from the values, then cached."""
     in_meta = shared_meta(tuple([(r._data.shape, r.dtype) for r in raw]))
     real = all(dtype.kind != "c" for _, dtype in in_meta) and out.dtype.kind != "c"
+    if out.dtype.kind not in "fc":
+        real = None  # NOTE: a non-floating output is not recorded (see record)
     meta = (in_meta, shared((out._data.shape, out.dtype)), real)
     if len(_node_meta) >= 4096:
         _node_meta.clear()  # bounded, as tpx._graph.shared
     _node_meta[key] = meta
     return meta
-
-
-def record_pair(
-    op: Op,
-    x: Any,
-    y: Any,
-    a: p10.Tensor,
-    b: p10.Tensor | None,
-    out: Any,
-    params: dict | None = None,
-    start: float = 0.0,
-) -> Any:
-    """Record the node of a shortcut operator: ``_record`` written out for one or two inputs
-    of one dtype and backend, a floating output, no observer and no anomaly mode (checked by
-    the callers). ``x``/``y`` are the TPX tensors or Python scalars, ``a``/``b`` their values
-    (``y``/``b`` are None for a unary op). It records the same node as ``_record``."""
-    rule = RULES.get(op)
-    overrides = state.overrides
-    if overrides is not None:
-        rule = overrides.rule(op, rule)
-    if rule is None:
-        inputs, raw = ((x,), (a,)) if b is None else ((x, y), (a, b))
-        return _record(op, inputs, raw, params or {}, out, start, skip=2)
-    # the edges, _edge() inlined for the common cases
-    e0 = e1 = None
-    if x.__class__ is Tensor and x._requires_grad:
-        e0 = x.grad_fn
-        if e0 is None:  # a leaf: its AccumulateGrad, held weakly (see Tensor._accumulator)
-            acc = x._accumulator_ref
-            e0 = acc() if acc is not None else None
-            if e0 is None:
-                e0 = x._accumulator()
-        elif x._recorded_version != (0 if (vc := x._value._vc) is None else vc[0]):
-            e0 = _edge(x)  # raises, naming the node
-    if b is not None and y.__class__ is Tensor and y._requires_grad:
-        e1 = y.grad_fn
-        if e1 is None:
-            acc = y._accumulator_ref
-            e1 = acc() if acc is not None else None
-            if e1 is None:
-                e1 = y._accumulator()
-        elif y._recorded_version != (0 if (vc := y._value._vc) is None else vc[0]):
-            e1 = _edge(y)
-    ad, od = a._data, out._data
-    # NOTE: the backend comes before the backend's dtype objects, so that keys of different
-    # backends differ before their dtypes are compared (array-api-strict warns on that)
-    if b is None:
-        key = (op, a._backend, od.shape, od.dtype, ad.shape, ad.dtype)
-    else:
-        bd = b._data
-        key = (op, a._backend, od.shape, od.dtype, ad.shape, ad.dtype, bd.shape, bd.dtype)
-    meta = _node_meta.get(key)
-    if meta is None:
-        meta = _new_meta(key, (a,) if b is None else (a, b), out)
-    # NOTE: GradFn.__init__ written out (one call less per recorded op)
-    node = _new(GradFn)
-    node.seq = next(_graph._seq)
-    node.op = op
-    node.params = {} if params is None else params
-    node.rule = rule
-    node.in_meta, node.out_meta, real = meta
-    node.vjp = rule.real_vjp if real else rule.vjp
-    if b is None:
-        node.edges, node.needs_input_grad = (e0,), _NEEDS_ONE
-    else:
-        node.edges = (e0, e1)
-        node.needs_input_grad = _NEEDS_TWO[e0 is not None][e1 is not None]
-    if overrides is not None:
-        node.overrides = overrides.mark(op, a._backend)
-    save = rule.save
-    if save or rule.save_output:
-        if b is None:
-            saved = (a if save else None, out if rule.save_output else None)
-        elif rule.cross:  # each input only for the other's gradient (see Rule.cross)
-            saved = (a if e1 is not None else None, b if e0 is not None else None, None)
-        else:
-            saved = (
-                a if 0 in save else None,
-                b if 1 in save else None,
-                out if rule.save_output else None,
-            )
-        node.saved = saved
-        # NOTE: the output is fresh; inputs without a version counter are at version 0
-        if a._vc is None and (b is None or b._vc is None):
-            node.versions = _ZEROS[len(saved)]
-        else:
-            node.versions = _versions(saved)
-    scope = state.scope
-    if scope:
-        node.scope = scope
-    node.code, node.lineno = user_frame(1)
-    t = _new(Tensor)
-    t._value, t._requires_grad, t.grad_fn = out, True, node
-    t._recorded_version = 0  # a fresh output
-    t._grad = t._accumulator_ref = t._rare_attrs = None
-    if _mode.observers:  # the general path's events, with the inputs it would pass
-        inputs = (x if x.__class__ is Tensor else a,)
-        if b is not None:
-            inputs += (y if y.__class__ is Tensor else b,)
-        _mode.emit("on_node_recorded", node, t)
-        _mode.emit("on_node_forward", node, inputs, t, time.perf_counter() - start)
-    return t
 
 
 def _install() -> None:

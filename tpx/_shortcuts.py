@@ -2,7 +2,7 @@
 
 Each takes a TPX tensor or a Python int/float. When nothing is recorded it runs P10's own
 operator on the P10 values; when a node is recorded it runs the forward and records the node
-directly through :func:`tpx._recording.record_pair`, the same node as the general path's.
+through :func:`tpx._recording.record`, the recording path of the general path as well.
 Anything else (and anomaly mode) takes the method of P10's mixin, which dispatches to
 :func:`tpx._recording.apply_op`. ``install`` sets them on ``tpx.Tensor``.
 """
@@ -19,7 +19,7 @@ from p10._methods import TensorMethods
 from p10._tensor import _fast_axes
 from tpx import _mode
 from tpx._mode import state
-from tpx._recording import record_pair
+from tpx._recording import record
 from tpx._tensor import Tensor, wrap
 from tpx._torch import dim_kwargs
 
@@ -63,14 +63,14 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
             start = time.perf_counter() if _mode.observers else 0.0
             a = self._value
             if cls is not Tensor:
-                b = scalar_tensor(b, a)
+                b = other = scalar_tensor(b, a)  # the input the general path records
             if a._backend is not b._backend or (
                 a._data.dtype is not b._data.dtype and a.dtype != b.dtype  # identity: cheap
             ):
                 return slow(self, other)
             if reflected is not None:  # `2 - x`: the scalar is the left operand
-                return record_pair(op, other, self, b, a, forward(b, a), None, start)
-            return record_pair(op, self, other, a, b, forward(a, b), None, start)
+                return record(op, (other, self), (b, a), {}, forward(b, a), start)
+            return record(op, (self, other), (a, b), {}, forward(a, b), start)
         if state.anomaly:
             return slow(self, other)
         out = reflected(self._value, b) if reflected is not None else forward(self._value, b)
@@ -92,7 +92,7 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
         a = self._value
         if self._requires_grad and state.grad_enabled:
             start = time.perf_counter() if _mode.observers else 0.0
-            return record_pair(op, self, None, a, None, forward(a), None, start)
+            return record(op, (self,), (a,), {}, forward(a), start)
         t = _new(Tensor)  # wrap() inlined, as in _fast_binary
         t._value, t._requires_grad, t._recorded_version = forward(a), False, 0
         t._grad = t.grad_fn = t._accumulator_ref = t._rare_attrs = None
@@ -121,7 +121,7 @@ def _fast_reduce(op: Op, forward: Any, slow: Any) -> Any:
                 start = time.perf_counter() if _mode.observers else 0.0
                 out = forward(a, axis, keepdims)
                 params = {"axis": axes, "keepdims": keepdims}
-                return record_pair(op, self, None, a, None, out, params, start)
+                return record(op, (self,), (a,), params, out, start)
         elif not (self._requires_grad and state.grad_enabled) and not state.anomaly:
             return wrap(forward(self._value, axis, keepdims, *args, **kwargs))  # records nothing
         return slow(self, axis, keepdims, *args, **kwargs)

@@ -1,5 +1,6 @@
-"""The operator shortcuts (``tpx._recording.record_pair``) and ``apply_op`` (``_record``) record
-the same node, field by field, and check version counters the same way (issue 12)."""
+"""The operator shortcuts and ``apply_op`` (both through ``tpx._recording.record``, with their
+own arguments) record the same node, field by field, and check version counters the same way
+(issue 12)."""
 
 from __future__ import annotations
 
