@@ -136,7 +136,7 @@ class _Sender:
         self.client, self.opts, self.check, self.done = client, opts, check, done
         self.held = dict.fromkeys(workers, 0)
         self.sending: list[tuple[Any, Any]] = []  # (send future, worker), in send order
-        self.remote: list = []  # every Dask future made, released at the end
+        self.remote: list = []  # the Dask futures of tasks not merged, released at the end
         self.cost = {"pack_s": 0.0, "scatter_s": 0.0, "here_nodes": 0, "shipped_nodes": 0}
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="tpx-inspect-send")
 
@@ -202,8 +202,8 @@ class _Sender:
 
     def _merge(self, sent: Any, worker: Any) -> None:
         data, future = sent.result()
-        self.remote += [data, future]
         outcomes, seconds = future.result()
+        self.client.cancel([data, future])  # NOTE: the task's values leave the worker now
         self.held[worker] -= 1
         self.done.cpu.append(seconds)
         self.done.add(outcomes)
