@@ -12,7 +12,8 @@ import p10
 import tpx as tp
 from p10 import Op
 from tpx_inspect.checks import LocalOptions, capture_call, local_check
-from tpx_inspect.checks.cluster import connect, streamed_tasks
+from tpx_inspect.checks.cluster import cluster_outcomes, connect
+from tpx_inspect.checks.local import backward_order, check_group, groups_of, replayable
 from tpx_inspect.cli import cli
 
 pytestmark = pytest.mark.slow
@@ -47,14 +48,6 @@ def _graph():
         h.remove()
 
 
-def test_tasks_cover_every_node_once_in_order_as_groups_come():
-    groups = [list(range(0, 5)), list(range(5, 7)), list(range(7, 20))]
-    tasks = list(streamed_tasks(iter(groups), 20, 4))
-    assert [i for t in tasks for g in t for i in g] == list(range(20))
-    assert [sum(map(len, t)) for t in tasks] == [5, 5, 5, 5]
-    assert list(streamed_tasks([[1]], 1, 8)) == [[[1]]] and list(streamed_tasks([], 0, 3)) == []
-
-
 def test_cluster_findings_equal_one_process(client):
     graph = _graph()
     assert len(client.scheduler_info()["workers"]) == 2
@@ -65,8 +58,26 @@ def test_cluster_findings_equal_one_process(client):
     assert spread.findings == alone.findings
     assert (spread.skips, spread.notes, spread.checked) == (alone.skips, alone.notes,
                                                             alone.checked)  # fmt: skip
-    # one call per task (about 4 per worker), the count of nodes done across workers
-    assert seen == sorted(seen) and seen[-1] == len(graph.nodes) and 6 <= len(seen) <= 10, seen
+    # one call per task or group checked here, the count of nodes done across workers
+    assert seen == sorted(seen) and seen[-1] == len(graph.nodes) and len(seen) >= 6, seen
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_every_node_is_checked_once_on_the_workers_or_here(client, share):
+    graph = _graph()
+    opts = LocalOptions(batch_size=8)  # many small groups: some are checked here with share
+    _, todo = replayable(graph, backward_order(graph))
+    stats = {}
+    got = cluster_outcomes(client, groups_of(todo, opts), opts, check_group, stats=stats,
+                           total=len(todo), share=share)  # fmt: skip
+    assert sorted(got) == sorted(node.id for node, _ in todo)
+    assert stats["shipped_nodes"] + stats["here_nodes"] == len(todo)
+    assert stats["shipped_nodes"] > 0 and len(stats["task_cpu_s"]) >= 2
+    assert stats["here_nodes"] == 0 or share
+    alone = {}
+    for group in groups_of(todo, opts):
+        alone.update(check_group(group, opts))
+    assert got == alone
 
 
 def test_cluster_uses_the_options(client):

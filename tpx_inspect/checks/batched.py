@@ -11,6 +11,8 @@ that is the reference path the batched one is tested against.
 
 from __future__ import annotations
 
+import operator
+import weakref
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any
@@ -203,13 +205,50 @@ def plan(graph: Graph, ids: Sequence[int], opts: Any) -> tuple[dict, list[list]]
     others as groups of ``(node, execution)`` of one layout (at most ``opts.batch_size``
     each), in the order ``local.check_nodes`` checks them with ``local.check_group``."""
     out, todo = replayable(graph, ids)
-    return out, list(groups_of(todo, opts))
+    return out, list(groups_of(todo, opts, graph))
 
 
-def groups_of(todo: list, opts: Any) -> Iterator[list]:
+def groups_of(todo: list, opts: Any, graph: Graph | None = None) -> Iterator[list]:
     """The ``(node, execution)`` items ``todo`` in groups of one layout (at most
-    ``opts.batch_size`` each), made as they are iterated."""
-    return batches(todo, opts.batch_size, _key)
+    ``opts.batch_size`` each), made as they are iterated; with ``graph`` (the graph of the
+    items) by its cached :func:`layout_keys`."""
+    if graph is None or opts.batch_size <= 1:
+        return batches(todo, opts.batch_size, _key)
+    keys = layout_keys(graph)
+    return batches(todo, opts.batch_size, lambda item: keys[item[0].id])
+
+
+_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def layout_keys(graph: Graph) -> list[int | None]:
+    """Per node id, a small int shared by the nodes that replay as one batch (same op,
+    params, layouts of values and gradients), None for a node replayed alone.
+
+    Made once per graph (and rule table: a node whose recorded rule is no longer the table's
+    replays alone) and shared by the local and kernel checks and every rerun: the per-node
+    Python of the key was the largest part of grouping.
+
+    >>> import tpx as tp
+    >>> from tpx_inspect.checks.record import record
+    >>> with record() as rec:
+    ...     x = tp.asarray([0.5, 1.5], requires_grad=True)
+    ...     _ = x.sin() + x.sin()
+    >>> layout_keys(rec.graph())
+    [None, 0, 0, 1]
+    """
+    rules = tuple(tpx.rules.RULES.values())
+    cached = _KEYS.get(graph)
+    same = cached is not None and len(cached[0]) == len(rules)
+    if same and all(map(operator.is_, cached[0], rules)):
+        return cached[1]
+    codes: dict[tuple, int] = {}
+    keys = []
+    for node in graph.replay_nodes:
+        key = _key((node, graph.execution(node.id)))
+        keys.append(None if key is None else codes.setdefault(key, len(codes)))
+    _KEYS[graph] = (rules, keys)
+    return keys
 
 
 def replayable(graph: Graph, ids: Sequence[int]) -> tuple[dict, list]:

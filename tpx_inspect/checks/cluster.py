@@ -1,16 +1,20 @@
 """The local check on a Dask cluster: groups of nodes on the workers, results merged here.
 
 The client plans the work as one process does (:func:`~tpx_inspect.checks.batched.plan`: the
-nodes that cannot be replayed, and groups of nodes of one layout), then packs each task's
-groups column-wise: per group, one stacked NumPy array per input, output and gradient, the
-node ids, names, sources and edges, and one value-free description of the first node. Each
-task is packed, scattered to its worker (each value travels once, to the one worker that checks
-it, in a few large frames) and started before the next is packed, so the workers check while the
-client packs. A worker unpacks its groups into node records that are views of those arrays and
-runs :func:`~tpx_inspect.checks.local.check_group` on them (the function one process runs) with
-the stacked arrays themselves, not stacked again, and
-:func:`~tpx_inspect.checks.local.local_check` merges the outcomes in backward order, so the
-findings are those of a single-process run. No graph is pickled by this module.
+nodes that cannot be replayed, and groups of nodes of one layout) and hands the groups out as
+they are made. A task (a few groups) is packed column-wise: per group, one stacked NumPy
+array per input, output and gradient, the node ids, names, sources and edges, and one
+value-free description of the first node; it is scattered to the worker that holds the fewest
+tasks (each value travels once, to the one worker that checks it, in a few large frames) and
+started there. Packing and sending run on a thread of their own, so the client never waits
+for a send. While every worker holds :data:`AHEAD` tasks, the client checks the next group
+itself instead (it would otherwise only wait, and a group checked here is neither packed nor
+shipped). A worker unpacks its groups into node records that are views of those arrays and
+runs :func:`~tpx_inspect.checks.local.check_group` on them (the function one process runs)
+with the stacked arrays themselves, not stacked again, and
+:func:`~tpx_inspect.checks.local.local_check` merges the outcomes in backward order: a node's
+outcome does not depend on where, or with which nodes, it was checked, so the findings are
+those of a single-process run. No graph is pickled by this module.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent import futures
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,11 +34,16 @@ from tpx_inspect.check_view import Execution, NodeRecord
 
 CheckGroup = Callable[[list, Any, Any], dict[int, tuple]]
 """``check(items, opts, columns)``: the outcomes of one group of ``(node, execution)`` items,
-their values also given stacked (``local.check_group``, passed in: this module does not
-import the local check)."""
+their values also given stacked or None (``local.check_group``, passed in: this module does
+not import the local check)."""
 
-TASKS_PER_WORKER = 4
-"""Tasks per worker: enough to balance uneven tasks and to show progress."""
+TASKS_PER_WORKER = 8
+"""About how many tasks each worker gets: small enough that the workers end together and
+progress moves, large enough that a task's fixed cost (a few messages) is small."""
+
+AHEAD = 2
+"""Tasks a worker holds (running, queued or on their way) before the client checks groups
+itself: one to run and one to start as soon as it is done."""
 
 
 def cluster_outcomes(
@@ -44,52 +55,61 @@ def cluster_outcomes(
     decided: int = 0,
     stats: dict[str, Any] | None = None,
     total: int | None = None,
+    share: bool = True,
 ) -> dict[int, tuple]:
     """``check(group, opts, columns)`` of every group run on the workers of ``client`` (a
-    ``dask.distributed.Client``), merged into one dict.
+    ``dask.distributed.Client``) and, with ``share``, here while the workers are busy; merged
+    into one dict.
 
     ``groups`` may be an iterator: with ``total`` (how many nodes it holds) each task is
     shipped as soon as its groups are made, so the workers check while the caller still
-    groups. ``progress(done, total)`` is called as tasks finish; it counts nodes, ``decided``
-    (those the caller settled without a check) included from the first call. ``stats`` (a
-    dict) receives the client's seconds spent packing and scattering, the wait after the last
-    task was sent, each task's CPU seconds on its worker and the wall seconds in all.
+    groups. ``progress(done, total)`` is called as tasks and groups finish; it counts nodes,
+    ``decided`` (those the caller settled without a check) included from the first call.
+    ``stats`` (a dict) receives the sender's seconds spent packing and scattering, the nodes
+    checked here and on the workers, the wait after the last group, each task's CPU seconds
+    on its worker and the wall seconds in all.
     """
-    from dask.distributed import as_completed
-
     start = time.perf_counter()
     if total is None:
         groups = list(groups)
         total = sum(map(len, groups))
     workers = sorted(client.scheduler_info().get("workers", {})) or [None]
-    tasks = streamed_tasks(groups, total, len(workers) * TASKS_PER_WORKER)
-    futures: dict[Any, int] = {}
-    remote: list = []
-    cost = {"pack_s": 0.0, "scatter_s": 0.0}
-    progress_of = _Progress(progress, decided, decided + total)
-    try:
-        # NOTE: each task is packed, sent to its worker and started before the next is made:
-        # the workers check while the client groups and packs (each value travels once)
-        for k, task in enumerate(tasks):
-            where = None if workers[k % len(workers)] is None else [workers[k % len(workers)]]
-            began = time.perf_counter()
-            packs = [pack(group) for group in task]
-            packed = time.perf_counter()
-            [data] = client.scatter([packs], workers=where, hash=False, direct=True)
-            cost["pack_s"] += packed - began
-            cost["scatter_s"] += time.perf_counter() - packed
-            remote.append(data)
-            future = client.submit(_check_packed, data, opts, check, workers=where, pure=False)
-            futures[future] = sum(map(len, task))
-            progress_of.harvest([f for f in futures if f.done() and f not in progress_of.seen])
-        submitted = time.perf_counter()
-        progress_of.harvest(as_completed([f for f in futures if f not in progress_of.seen]))
-    finally:
-        client.cancel(list(futures) + remote)
+    done = _Progress(progress, decided, decided + total)
+    with _Sender(client, workers, opts, check, done) as sender:
+        for task in _tasks(groups, total, len(workers), sender, share):
+            sender.ship(task)
+        waited = time.perf_counter()
+        sender.finish()
     if stats is not None:
-        stats.update(cost, run_s=time.perf_counter() - submitted, task_cpu_s=progress_of.cpu,
+        stats.update(sender.cost, run_s=time.perf_counter() - waited, task_cpu_s=done.cpu,
                      wall_s=time.perf_counter() - start)  # fmt: skip
-    return progress_of.out
+    return done.out
+
+
+def _tasks(groups: Iterable[list], total: int, workers: int, sender: _Sender,
+           share: bool) -> Iterator[list]:  # fmt: skip
+    """Tasks of whole groups, given as they fill; a group that comes while every worker is
+    busy is checked here instead (with ``share``).
+
+    A task holds about ``total / (workers * TASKS_PER_WORKER)`` nodes, fewer as the nodes
+    left to hand out run low (guided scheduling: the workers end together)."""
+    largest = max(1, -(-total // (workers * TASKS_PER_WORKER)))
+    left = total
+    task: list[list] = []
+    count = 0
+    for group in groups:
+        sender.harvest()
+        left -= len(group)
+        if share and sender.busy():
+            sender.here(group)
+            continue
+        task.append(group)
+        count += len(group)
+        if count >= min(largest, (count + left) // (workers * AHEAD)):
+            yield task
+            task, count = [], 0
+    if task:
+        yield task
 
 
 class _Progress:
@@ -99,41 +119,94 @@ class _Progress:
         self.progress, self.done, self.total = progress, done, total
         self.out: dict[int, tuple] = {}
         self.cpu: list[float] = []
-        self.seen: set = set()
 
-    def harvest(self, finished: Iterable[Any]) -> None:
-        for future in finished:
-            outcomes, seconds = future.result()
-            self.seen.add(future)
-            self.out.update(outcomes)
-            self.cpu.append(seconds)
-            self.done += len(outcomes)
-            if self.progress is not None:
-                self.progress(self.done, self.total)
+    def add(self, outcomes: dict[int, tuple]) -> None:
+        self.out.update(outcomes)
+        self.done += len(outcomes)
+        if self.progress is not None:
+            self.progress(self.done, self.total)
 
 
-def streamed_tasks(groups: Iterable[list], total: int, parts: int) -> Iterator[list[list]]:
-    """``groups`` gathered into ``parts`` tasks of ``total / parts`` nodes (rounded up), each
-    task given as soon as its groups have come; a group is cut where a task is full (a node's
-    outcome does not depend on the nodes checked with it).
+class _Sender:
+    """Packs and sends tasks on a thread of its own, to the worker holding the fewest; checks
+    groups here; collects what the workers return."""
 
-    >>> [[len(g) for g in t] for t in streamed_tasks([[1] * 5, [2] * 2, [3]], 8, 3)]
-    [[3], [2, 1], [1, 1]]
-    """
-    size = max(1, -(-total // max(parts, 1)))
-    task: list[list] = []
-    count = 0
-    for group in groups:
-        while group:
-            room = size - count
-            task.append(group[:room])
-            count += len(task[-1])
-            group = group[room:]
-            if count >= size:
-                yield task
-                task, count = [], 0
-    if task:
-        yield task
+    def __init__(self, client: Any, workers: list, opts: Any, check: CheckGroup,
+                 done: _Progress) -> None:  # fmt: skip
+        self.client, self.opts, self.check, self.done = client, opts, check, done
+        self.held = dict.fromkeys(workers, 0)
+        self.sending: list[tuple[Any, Any]] = []  # (send future, worker), in send order
+        self.remote: list = []  # the Dask futures of tasks not merged, released at the end
+        self.cost = {"pack_s": 0.0, "scatter_s": 0.0, "here_nodes": 0, "shipped_nodes": 0}
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="tpx-inspect-send")
+
+    def __enter__(self) -> _Sender:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for sent, _ in self.sending:
+            if sent.done() and sent.exception() is None:
+                self.remote += sent.result()
+        self.client.cancel(self.remote)
+
+    def busy(self) -> bool:
+        return min(self.held.values()) >= AHEAD
+
+    def here(self, group: list) -> None:
+        # NOTE: sends first: the sender thread and a check here share the GIL, and a worker
+        # waiting for its next task costs more than the client waiting for a send
+        futures.wait([sent for sent, _ in self.sending])
+        self.cost["here_nodes"] += len(group)
+        self.done.add(self.check(group, self.opts, None))
+
+    def ship(self, task: list) -> None:
+        worker = min(self.held, key=self.held.__getitem__)  # NOTE: ties: the first, sorted
+        self.held[worker] += 1
+        self.cost["shipped_nodes"] += sum(map(len, task))
+        self.sending.append((self.pool.submit(self._send, task, worker), worker))
+
+    def _send(self, task: list, worker: Any) -> list:
+        """On the sender thread: the task packed, scattered to ``worker`` and started there."""
+        began = time.perf_counter()
+        packs = [pack(group) for group in task]
+        packed = time.perf_counter()
+        where = None if worker is None else [worker]
+        [data] = self.client.scatter([packs], workers=where, hash=False, direct=True)
+        future = self.client.submit(_check_packed, data, self.opts, self.check, workers=where,
+                                    pure=False)  # fmt: skip
+        self.cost["pack_s"] += packed - began
+        self.cost["scatter_s"] += time.perf_counter() - packed
+        return [data, future]
+
+    def harvest(self) -> None:
+        """Merge every task that has finished (a send that failed raises here)."""
+        keep = []
+        for sent, worker in self.sending:
+            if sent.done() and sent.result()[1].done():
+                self._merge(sent, worker)
+            else:
+                keep.append((sent, worker))
+        self.sending = keep
+
+    def finish(self) -> None:
+        """Wait for every task, merging each as it finishes."""
+        from dask.distributed import as_completed
+
+        where = {}
+        for sent, worker in self.sending:
+            where[sent.result()[1]] = (sent, worker)
+        for future in as_completed(list(where)):
+            self._merge(*where[future])
+        self.sending = []
+
+    def _merge(self, sent: Any, worker: Any) -> None:
+        data, future = sent.result()
+        outcomes, seconds = future.result()
+        self.client.cancel([data, future])  # NOTE: the task's values leave the worker now
+        self.held[worker] -= 1
+        self.done.cpu.append(seconds)
+        self.done.add(outcomes)
 
 
 def pack(items: list) -> dict[str, Any]:
@@ -196,51 +269,55 @@ def _rule(node: NodeRecord) -> Any:
 def _column(values: list) -> Any:
     """The values stacked (a list when they are not arrays of one shape and dtype)."""
     first = values[0]
-    if first.__class__ is np.ndarray and all(
-        v.__class__ is np.ndarray and v.shape == first.shape and v.dtype == first.dtype
-        for v in values
-    ):
-        return np.array(values)
+    # NOTE: one C-level pass over the classes; shape and dtype are checked on the result
+    if first.__class__ is np.ndarray and set(map(type, values)) == {np.ndarray}:
+        with contextlib.suppress(ValueError):
+            stacked = np.array(values)
+            if stacked.dtype == first.dtype and stacked.shape == (len(values), *first.shape):
+                return stacked
     return list(values)
 
 
 def unpack(p: dict[str, Any]) -> list[tuple[NodeRecord, Execution | None]]:
     """The ``(node, execution)`` items of a :func:`pack`, their values views of its arrays."""
     base = vars(p["first"])
-    inputs = [(x, a) for x, a in zip(p["inputs"], p["arrays"])]
-    output, grad_output, grad_inputs = p["output"], p["grad_output"], p["grad_inputs"]
-    items = []
-    # NOTE: row b as x[b, ...], a 0-d array for a scalar value as recorded (x[b]: a NumPy scalar)
-    for b, nid in enumerate(p["ids"].tolist()):
-        name, scope, source, edges = p["text"][b]
-        inputs_b = tuple([x[b, ...] if a else x for x, a in inputs])
-        node = _record(base, id=nid, name=name, scope=scope, source=source, edges=edges,
-                       inputs=inputs_b,
-                       output=_row(output, b))  # fmt: skip
-        ex = None
-        if grad_output is not None:
-            grads = tuple([_row(g, b) for g in grad_inputs])
-            ex = Execution(nid, _row(grad_output, b), grads)
-        items.append((node, ex))
-    return items
+    ids = p["ids"].tolist()
+    n = len(ids)
+    inputs = [_rows(x, n) if a else [x] * n for x, a in zip(p["inputs"], p["arrays"])]
+    rows = zip(ids, p["text"], zip(*inputs) if inputs else [()] * n, _rows(p["output"], n))
+    nodes = [
+        _record(NodeRecord, base, id=nid, name=name, scope=scope, source=source, edges=edges,
+                inputs=ins, output=out)
+        for nid, (name, scope, source, edges), ins, out in rows
+    ]  # fmt: skip
+    if p["grad_output"] is None:
+        return [(node, None) for node in nodes]
+    grads = [_rows(g, n) for g in p["grad_inputs"]]
+    execs = zip(ids, _rows(p["grad_output"], n), zip(*grads) if grads else [()] * n)
+    return [
+        (node, _record(Execution, {}, node=nid, grad_output=g, grad_inputs=gs))
+        for node, (nid, g, gs) in zip(nodes, execs)
+    ]
 
 
-def _record(base: dict, **changes: Any) -> NodeRecord:
+def _record(cls: type, base: dict, **changes: Any) -> Any:
     """``dataclasses.replace`` of the record whose fields are ``base``, without its cost
     (it calls ``__init__`` with every field). Measured, 10k nodes: unpacking took 0.25 s CPU
     with ``replace`` and the cyclic GC on (it scanned the new records again and again), 0.06 s
     this way under ``paused_gc`` (the records hold no cycles)."""
-    node = object.__new__(NodeRecord)
-    fields = node.__dict__
+    record = object.__new__(cls)
+    fields = record.__dict__
     fields.update(base)
     fields.update(changes)
-    return node
+    return record
 
 
-def _row(column: Any, b: int) -> Any:
+def _rows(column: Any, n: int) -> list:
+    """The ``n`` rows of a column: views of a stacked array (0-d arrays for scalar values, as
+    recorded: ``x[b]`` would be a NumPy scalar), the values of a list, or Nones."""
     if column.__class__ is np.ndarray:
-        return column[b, ...]
-    return None if column is None else column[b]
+        return list(column) if column.ndim > 1 else [column[b, ...] for b in range(n)]
+    return [None] * n if column is None else column
 
 
 def columns(p: dict[str, Any]) -> tuple:
@@ -276,20 +353,38 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
 
     distributed = require("distributed", "checks on a Dask cluster (--workers, --scheduler)")
     Client, LocalCluster = distributed.Client, distributed.LocalCluster
-    if scheduler:
-        with Client(scheduler) as client:
-            yield client
-        return
     import dask
 
+    if scheduler:
+        with dask.config.set(QUIET):  # NOTE: read when the client starts: set only then
+            client = Client(scheduler)
+        with client:
+            yield client
+        return
     # NOTE: Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
     # dynamic mmap threshold: every NumPy temporary of a batch (~0.5 MB) was then a fresh
     # mmap with its page faults, and the check ran 2-5x slower on a worker than here.
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+    malloc = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+    with dask.config.set({**QUIET, **malloc}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None)  # fmt: skip
     try:
-        with Client(cluster) as client:
+        with dask.config.set(QUIET):
+            client = Client(cluster)
+        with client:
             yield client
     finally:
         cluster.close()
+
+
+QUIET = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+"""Dask settings for the clusters the checks start and the clients they make: no
+statistical profiler in the workers, event-loop ticks, system and memory monitors once a
+second or less. Measured idle (2-worker LocalCluster): the client process (scheduler,
+nannies) 0.061 -> 0.013 CPU-s/s and each worker 0.045 -> 0.005 CPU-s/s, which a check's
+wall time multiplies on a machine whose cores the workers share."""

@@ -19,7 +19,7 @@ import p10
 from tpx_inspect._util import paused_gc
 from tpx_inspect.check_view import NodeRecord
 from tpx_inspect.checks._differences import stack_arrays
-from tpx_inspect.checks.batched import BatchReplay, batch_key, batches, stackable
+from tpx_inspect.checks.batched import BatchReplay, batches, layout_keys
 from tpx_inspect.checks.registry import register_check
 from tpx_inspect.checks.replay import Replay, why_not_replayable
 from tpx_inspect.checks.report import CheckResult, Finding, Skip, finding_at
@@ -150,7 +150,8 @@ def kernel_check(graph: Graph, include_spec: bool = False, batch_size: int = 512
     todo = [graph.replay_node(nid) for nid, why in reasons.items() if why is None]
     results: dict[int, Any] = {}
     with paused_gc(promote=True):  # NOTE: keys and results hold no cycles (see local_check)
-        for batch in batches(todo, batch_size, lambda n: _key(graph, n)):
+        keys = layout_keys(graph) if batch_size > 1 else []
+        for batch in batches(todo, batch_size, lambda n: keys[n.id]):
             results.update(_check_batch(graph, batch))
     findings: list[Finding] = []
     checked, skips, notes = 0, [], []
@@ -169,22 +170,6 @@ def kernel_check(graph: Graph, include_spec: bool = False, batch_size: int = 512
         skips = [Skip(ON_SPEC)]  # NOTE: one reason for the whole graph, not one per node
     return CheckResult("kernel", checked, tuple(findings), skipped,
                        time.perf_counter() - start, tuple(notes), tuple(skips))  # fmt: skip
-
-
-def _key(graph: Graph, node: NodeRecord) -> tuple | None:
-    if not stackable(node):
-        return None
-    ex = graph.execution(node.id)
-    if ex is None:
-        return batch_key(node), None
-    grads = tuple(map(_layout, ex.grad_inputs or ()))
-    return batch_key(node), _layout(ex.grad_output), grads
-
-
-def _layout(a: Any) -> tuple | None:
-    if a.__class__ is np.ndarray:
-        return a.shape, a.dtype.str
-    return None if a is None else (np.shape(a), np.asarray(a).dtype.str)
 
 
 def _check_batch(graph: Graph, nodes: list) -> dict[int, Any]:

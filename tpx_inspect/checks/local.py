@@ -222,7 +222,7 @@ def local_check(
     with paused_gc(promote=True):
         if client is not None:
             outcomes, todo = replayable(graph, order)
-            groups = groups_of(todo, opts)  # NOTE: made while the workers check
+            groups = groups_of(todo, opts, graph)  # NOTE: made while the workers check
             outcomes.update(cluster_outcomes(client, groups, opts, check_group, progress,
                                              len(order) - len(todo), total=len(todo)))  # fmt: skip
         else:
