@@ -176,7 +176,15 @@ check_serve() {
   local url
   url=$(url_in "$DIR/serve.log")
   get "$url" "$DIR/index.html"
-  cmp -s "$DIR/index.html" "$ROOT/web/index.html" || die "the served page is not web/index.html"
+  # NOTE: the page names its files under v/<digest of web/>/ (server/webfiles.py): without
+  # that prefix it is web/index.html, and a script under it is the repository's file
+  sed -E 's#="v/[0-9a-f]{12}/#="#g' "$DIR/index.html" | cmp -s - "$ROOT/web/index.html" ||
+    die "the served page is not web/index.html (with its files under v/<version>/)"
+  local main
+  main=$(grep -oE 'v/[0-9a-f]{12}/js/main\.js' "$DIR/index.html" | head -n 1)
+  [ -n "$main" ] || die "the served page names no versioned js/main.js"
+  get "$url$main" "$DIR/main.js"
+  cmp -s "$DIR/main.js" "$ROOT/web/js/main.js" || die "the served $main is not web/js/main.js"
   run_ok "$url" custom_rule
   cleanup
   PIDS=()
