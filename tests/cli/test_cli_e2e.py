@@ -65,6 +65,10 @@ def test_run_serve_end_to_end(tmp_path):
         last = max(b["node"] for b in view["boxes"] if b["kind"] in ("op", "loss"))
         node = _get(f"{base}api/runs/mlp/graphs/0/nodes/{last}")
         assert node["grad"] is not None
+        # NOTE: the feed says "ok" when the script ends; the server reads the run from disk
+        # once it is saved (and its view model kept beside it), a moment later
+        while _get(f"{base}api/runs/mlp")["live"] and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert _get(f"{base}api/runs/mlp")["live"] is False, "read from disk once saved"
         with urllib.request.urlopen(base, timeout=30) as r:
             assert r.headers["content-type"].startswith("text/html")
