@@ -150,7 +150,7 @@ class _Pass:
     """The settings of one backward pass and the per-node flags, fixed before its loop."""
 
     __slots__ = (
-        "create_graph", "flags", "inspected", "nan_checks", "observed", "plain", "results",
+        "create_graph", "flags", "inspected", "nan_checks", "observed", "results",
         "retain_graph", "targets",
     )  # fmt: skip
 
@@ -160,7 +160,6 @@ class _Pass:
         self.observed = bool(_mode.observers)
         self.nan_checks = bool(state.anomaly & NAN_CHECKS)
         self.inspected = self.observed or self.nan_checks  # see _after
-        self.plain = not (create_graph or self.observed)  # P10 sums, no events (see _send)
         self.targets = _targets(inputs)
         self.results = None if inputs is None else [None] * len(inputs)
         self.flags: dict[Node, int] = {}
@@ -272,7 +271,8 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         raise_arity(node, grad_inputs)
     if run.inspected or node._hooks is not None:
         grad_inputs = _after(node, g, grad_inputs, run, start)
-    plain = run.plain
+    create_graph = run.create_graph
+    source = node if run.observed else None  # observers see each sum
     for nxt, gi, (shape, dtype) in zip(edges, grad_inputs, node.in_meta):
         if nxt is None or gi is None:
             continue
@@ -283,13 +283,9 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
             data.dtype is not dtype and raw.dtype != dtype
         ):
             raise_bad_gradient(node, grad_inputs)
-        if plain:  # NOTE: _accumulate written out (one call less per edge)
-            prev = grads.get(nxt)
-            grads[nxt] = raw if prev is None else prev + raw
-        else:  # TPX tensors under create_graph; observers see each sum
-            if run.create_graph:
-                raw = gi if gi.__class__ is Tensor else wrap(gi)
-            _accumulate(grads, nxt, raw, node if run.observed else None)
+        if create_graph:  # TPX tensors, so that the sums are recorded
+            raw = gi if gi.__class__ is Tensor else wrap(gi)
+        _accumulate(grads, nxt, raw, source)
 
 
 def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -> tuple:
