@@ -19,18 +19,16 @@ from typing import Any
 from tpx._plan import ARG, Segment, Slot, Step, fill_key, key_slots
 
 
-def generate(seg: Segment, workspace: bool = True) -> Callable[[list], None]:
-    """The function ``run(b)`` that executes ``seg``'s steps on the buffer list ``b``; with
-    ``workspace``, the steps of ``seg.workspace`` write into their arrays (``out=``)."""
-    return _Writer(seg, seg.workspace if workspace else {}).function()
+def generate(seg: Segment) -> Callable[[list], None]:
+    """The function ``run(b)`` that executes ``seg``'s steps on the buffer list ``b``."""
+    return _Writer(seg).function()
 
 
 class _Writer:
     """Writes the source of one segment's ``run(b)``, then compiles it."""
 
-    def __init__(self, seg: Segment, workspace: dict[int, Any]) -> None:
+    def __init__(self, seg: Segment) -> None:
         self.seg = seg
-        self.workspace = workspace
         self.names: dict[str, Any] = {"fill": fill_key}
         self.known: dict[int, str] = {}  # id of a global value -> its name
         self.local = local_slots(seg)
@@ -43,7 +41,7 @@ class _Writer:
     def function(self) -> Callable[[list], None]:
         deferred: list[int] = []  # NOTE: an inlined step's inputs die after its reader
         for k, (step, frees) in enumerate(zip(self.seg.steps, self.seg.frees)):
-            call = self.call(step, k)
+            call = self.call(step)
             if self._inlined(k, step):
                 self.inline[step.out] = call
                 deferred += frees
@@ -69,7 +67,7 @@ class _Writer:
             return self.inline.pop(i)
         return self.var.get(i, f"b[{i}]")
 
-    def call(self, step: Step, k: int = -1) -> str:
+    def call(self, step: Step) -> str:
         args = [self.ref(x) if x.__class__ is int else self.glob(x[1], "c") for x in step.inputs]
         if step.kind == "setitem":
             args.insert(1, f"fill(b, {self.glob(step.params['key'], 'key')})")
@@ -77,8 +75,6 @@ class _Writer:
             args += [f"{k}={self.glob(v, 'p')}" for k, v in step.params.items()]
         elif step.params:
             args.append(f"**{self.glob(step.params, 'p')}")
-        if k in self.workspace:
-            args.append(f"out={self.glob(self.workspace[k], 'w')}")
         kernel = getattr(step.kernel, "in_place_kernel", None) or step.kernel
         return f"{self.glob(kernel, 'k')}({', '.join(args)})"
 
