@@ -17,18 +17,21 @@ from collections.abc import Callable
 from typing import Any
 
 from tpx._plan import ARG, Segment, Slot, Step, fill_key, key_slots
+from tpx._plan_direct import DST, direct_form
 
 
-def generate(seg: Segment) -> Callable[[list], None]:
-    """The function ``run(b)`` that executes ``seg``'s steps on the buffer list ``b``."""
-    return _Writer(seg).function()
+def generate(seg: Segment, slots: list[Slot]) -> Callable[[list], None]:
+    """The function ``run(b)`` that executes ``seg``'s steps on the buffer list ``b``
+    (``slots``: the plan's buffers, for the direct NumPy calls of :mod:`tpx._plan_direct`)."""
+    return _Writer(seg, slots).function()
 
 
 class _Writer:
     """Writes the source of one segment's ``run(b)``, then compiles it."""
 
-    def __init__(self, seg: Segment) -> None:
+    def __init__(self, seg: Segment, slots: list[Slot]) -> None:
         self.seg = seg
+        self.slots = slots
         self.names: dict[str, Any] = {"fill": fill_key}
         self.known: dict[int, str] = {}  # id of a global value -> its name
         self.local = local_slots(seg)
@@ -62,20 +65,33 @@ class _Writer:
             self.names[name] = value
         return name
 
+    def literal(self, value: Any, first: str) -> str:
+        """An argument of a direct NumPy call (see :mod:`tpx._plan_direct`)."""
+        if value is DST:
+            return first
+        return repr(value) if value is None or value.__class__ is bool else self.glob(value, "p")
+
     def ref(self, i: int) -> str:
         if i in self.inline:
             return self.inline.pop(i)
         return self.var.get(i, f"b[{i}]")
 
     def call(self, step: Step) -> str:
+        kernel = getattr(step.kernel, "in_place_kernel", None) or step.kernel
+        form = direct_form(kernel, step, self.slots)
+        if form is not None and any(x is DST for x in form[1]) and step.inputs[0] in self.inline:
+            form = None  # NOTE: the destination is a call written inline: not written twice
         args = [self.ref(x) if x.__class__ is int else self.glob(x[1], "c") for x in step.inputs]
+        if form is not None:
+            callee, extra = form
+            args += [self.literal(x, args[0]) for x in extra]
+            return f"{self.glob(callee, 'k')}({', '.join(args)})"
         if step.kind == "setitem":
             args.insert(1, f"fill(b, {self.glob(step.params['key'], 'key')})")
         elif step.params and all(_plain_name(k) for k in step.params):
             args += [f"{k}={self.glob(v, 'p')}" for k, v in step.params.items()]
         elif step.params:
             args.append(f"**{self.glob(step.params, 'p')}")
-        kernel = getattr(step.kernel, "in_place_kernel", None) or step.kernel
         return f"{self.glob(kernel, 'k')}({', '.join(args)})"
 
     def emit(self, step: Step, call: str, frees: list[int]) -> None:
