@@ -125,3 +125,22 @@ def test_the_mlp_step_calls_numpy_directly_and_replays_bitwise() -> None:
     assert "None, None, False)" in source  # the bias gradients' sums
     assert source.count("keepdims=") == 1  # the returned loss's 0-d sum keeps the kernel
     assert compiled.stats.replays == 3 and compiled.stats.eager_calls == 0
+
+
+def test_a_captured_target_changed_in_place_between_calls_is_followed_bitwise() -> None:
+    # NOTE: -onehot / batch is computed from a captured tensor: never folded into a constant
+    # (its version could change between calls), so the plan multiplies it at every replay
+    eager_state, compiled_state = _mlp_state(4), _mlp_state(4)
+    eager, compiled = _mlp_step(*eager_state), tp.compile(_mlp_step(*compiled_state))
+    for k in range(4):
+        assert eager().numpy().tobytes() == compiled().numpy().tobytes()
+        with tp.no_grad():
+            for onehot in (eager_state[2], compiled_state[2]):
+                onehot[k % 8] = tp.asarray(np.roll(np.eye(10, dtype=np.float32)[k], k))
+    for p, q in zip(eager_state[0], compiled_state[0]):
+        assert p.numpy().tobytes() == q.numpy().tobytes()
+    assert compiled.stats.replays == 3 and compiled.stats.eager_calls == 0
+    onehot_slots = {i for i, s in enumerate(compiled.plans()[0].slots) if s.kind == "capture"}
+    reads = [s for s in compiled.plans()[0].steps if set(s.inputs) & onehot_slots]
+    # the backward's seed times onehot still runs at every replay (not folded)
+    assert any(s.op == "mul" and s.origin[0] == "backward" for s in reads)
