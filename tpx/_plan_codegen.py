@@ -20,18 +20,20 @@ from tpx._plan import ARG, Segment, Slot, Step, fill_key, key_slots
 from tpx._plan_direct import DST, direct_form
 
 
-def generate(seg: Segment, slots: list[Slot]) -> Callable[[list], None]:
+def generate(seg: Segment, slots: list[Slot], backend_of: dict[int, Any]) -> Callable[[list], None]:
     """The function ``run(b)`` that executes ``seg``'s steps on the buffer list ``b``
-    (``slots``: the plan's buffers, for the direct NumPy calls of :mod:`tpx._plan_direct`)."""
-    return _Writer(seg, slots).function()
+    (``slots``, ``backend_of``: the plan's buffers, for the direct NumPy calls of
+    :mod:`tpx._plan_direct`)."""
+    return _Writer(seg, slots, backend_of).function()
 
 
 class _Writer:
     """Writes the source of one segment's ``run(b)``, then compiles it."""
 
-    def __init__(self, seg: Segment, slots: list[Slot]) -> None:
+    def __init__(self, seg: Segment, slots: list[Slot], backend_of: dict[int, Any]) -> None:
         self.seg = seg
         self.slots = slots
+        self.backend_of = backend_of
         self.names: dict[str, Any] = {"fill": fill_key}
         self.known: dict[int, str] = {}  # id of a global value -> its name
         self.local = local_slots(seg)
@@ -78,7 +80,7 @@ class _Writer:
 
     def call(self, step: Step) -> str:
         kernel = getattr(step.kernel, "in_place_kernel", None) or step.kernel
-        form = direct_form(kernel, step, self.slots)
+        form = direct_form(kernel, step, self.slots, self.backend_of)
         if form is not None and any(x is DST for x in form[1]) and step.inputs[0] in self.inline:
             form = None  # NOTE: the destination is a call written inline: not written twice
         args = [self.ref(x) if x.__class__ is int else self.glob(x[1], "c") for x in step.inputs]

@@ -51,10 +51,18 @@ def _forms() -> dict[Callable[..., Any], Callable[[Step, list[Slot]], Form]]:
     return forms
 
 
-def direct_form(kernel: Callable[..., Any], step: Step, slots: list[Slot]) -> Form:
-    """The NumPy call that does what ``kernel`` does for ``step``, or None to call ``kernel``."""
+def direct_form(
+    kernel: Callable[..., Any], step: Step, slots: list[Slot], backend_of: dict[int, Any]
+) -> Form:
+    """The NumPy call that does what ``kernel`` does for ``step``, or None to call ``kernel``
+    (also when an input is not a NumPy array: a backend that borrowed the kernel)."""
     writer = _forms().get(kernel)
-    return None if writer is None else writer(step, slots)
+    if writer is None:
+        return None
+    for x in step.inputs:
+        if x.__class__ is int and getattr(backend_of.get(x), "array_type", None) is not np.ndarray:
+            return None
+    return writer(step, slots)
 
 
 def _inplace(ufunc: np.ufunc) -> Callable[[Step, list[Slot]], Form]:

@@ -135,7 +135,7 @@ def lower(plan: Plan) -> Plan:
         )
     plan.peak_bytes = _liveness(plan, last)
     for seg in plan.segments:
-        seg.run = generate(seg, plan.slots)
+        seg.run = generate(seg, plan.slots, plan.backend_of)
     return plan
 
 

@@ -3,16 +3,21 @@ MLP step uses them and replays bitwise, and what they cannot express keeps the k
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
+import p10
 import tpx as tp
 from p10._ops import Op
 from p10.backends import numpy_backend as nb
 from tpx._plan import KERNEL, Slot, Step
 from tpx._plan_direct import DST, _forms, direct_form
+
+NUMPY = p10.asarray(0.0)._backend
+ON_NUMPY = {i: NUMPY for i in range(4)}
 
 
 def _slot(a: np.ndarray) -> Slot:
@@ -29,7 +34,7 @@ def _run_form(kernel: Any, inputs: list, params: dict, out_like: np.ndarray) -> 
     arrays = [np.array(a, copy=True) for a in inputs]
     slots = [_slot(a) for a in arrays] + [_slot(out_like)]
     step = Step("kernel", "x", kernel, tuple(range(len(arrays))), params, len(arrays))
-    form = direct_form(kernel, step, slots)
+    form = direct_form(kernel, step, slots, ON_NUMPY)
     assert form is not None
     callee, extra = form
     result = callee(*arrays, *[arrays[0] if x is DST else x for x in extra])
@@ -75,9 +80,14 @@ def test_what_a_direct_call_cannot_express_keeps_the_kernel() -> None:
     x = np.ones((3, 4), np.float32)
     slots = [_slot(x), _slot(np.float32(0.0).reshape(()))]  # a 0-d result
     full = Step("kernel", "sum", nb.KERNELS[Op.SUM], (0,), {"axis": None, "keepdims": False}, 1)
-    assert direct_form(full.kernel, full, slots) is None  # needs out=...: a 0-d array
+    assert direct_form(full.kernel, full, slots, ON_NUMPY) is None  # needs out=...: 0-d array
     replaced = lambda x, *, axis=None, keepdims=False: x.sum(axis, keepdims=keepdims)
-    assert direct_form(replaced, full, [_slot(x), _slot(x.sum(0))]) is None  # not the backend's
+    partial = Step("kernel", "sum", nb.KERNELS[Op.SUM], (0,), {"axis": (0,), "keepdims": False}, 1)
+    row = [_slot(x), _slot(x.sum(0))]
+    assert direct_form(partial.kernel, partial, row, ON_NUMPY) is not None
+    assert direct_form(replaced, partial, row, ON_NUMPY) is None  # not the backend's kernel
+    borrowed = {0: SimpleNamespace(array_type=list), 1: NUMPY}  # the kernel, not NumPy arrays
+    assert direct_form(partial.kernel, partial, row, borrowed) is None
     assert set(_forms()) >= {nb.KERNELS[Op.SUM], nb.INPLACE[Op.SUB], nb.KERNELS[Op.PERMUTE]}
 
 
