@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tpx import AccumulateGrad
-from tpx_inspect._batch_stats import fill_rows
+from tpx_inspect._batch_stats import _group, _one, fill_rows
 from tpx_inspect._pending import _Frozen
 from tpx_inspect.records import SUMMARY_COLUMNS, GraphTables
 from tpx_inspect.summary import PREVIEW, to_numpy
@@ -62,6 +62,7 @@ class Summaries:
         self.arrays: list[np.ndarray | None] = []  # None: the row is known (``done``)
         self.vids: list[int] = []
         self.done: dict[int, tuple[list, tuple]] = {}
+        self.blocks: list[tuple[list[int], np.ndarray]] = []  # (rows, stacked values)
         self._made: tuple[np.ndarray, np.ndarray] | None = None
         self._keep(values, owns)
 
@@ -75,13 +76,28 @@ class Summaries:
         arrays, vids, done = self.arrays, self.vids, self.done
         ndarray = np.ndarray
         base = len(store)
-        kept: list[np.ndarray] = []  # NOTE: store ids are base + position here, in row order
-        adopted: list[np.ndarray] = []
+        kept: list[np.ndarray | None] = []  # NOTE: store ids are base + position, row order
+        adopted: list[np.ndarray | None] = []
         later: list[int] = []
+        snaps: dict[int, tuple[tuple, list, list, list]] = {}
         row = -1
         for x in values:
             row += 1
-            if owns[row] and x.__class__ is ndarray:
+            if x.__class__ is bytes:  # a small float output (see PendingNode.freeze)
+                meta = owns[row]
+                g = snaps.get(id(meta))
+                if g is None:
+                    g = snaps[id(meta)] = (meta, [], [], [])
+                g[1].append(row)
+                g[2].append(x)
+                arrays.append(None)
+                if full and math.prod(meta[0]) <= limit:
+                    vids.append(base + len(kept))
+                    g[3].append(len(kept))
+                    kept.append(None)  # NOTE: a view of its group's block (below)
+                else:
+                    vids.append(-1)
+            elif owns[row] and x.__class__ is ndarray:
                 arrays.append(x)
                 if full and x.size <= limit:
                     vids.append(base + len(kept))
@@ -107,7 +123,14 @@ class Summaries:
                     kept.append(a)
                 else:
                     vids.append(-1)
-        store.extend(kept, later, adopted)
+        for meta, rows, snapped, at in snaps.values():
+            # NOTE: one block per (shape, dtype): its statistics and kept values are slices
+            block = np.frombuffer(b"".join(snapped), meta[1]).reshape((len(rows), *meta[0]))
+            self.blocks.append((rows, block))
+            if at:  # NOTE: read-only views (of bytes): nothing to seal
+                for k, v in zip(at, list(block)):
+                    kept[k] = v
+        store.extend(kept, later, adopted)  # type: ignore[arg-type]
 
     def finite(self) -> bool:
         """No NaN or Inf among the values."""
@@ -129,12 +152,25 @@ class Summaries:
             return table, np.zeros((0, PREVIEW))
         previews = np.full((len(self.vids), PREVIEW), math.nan) if self.full else None
         fill_rows(self.arrays, table, previews)
+        for rows, block in self.blocks:
+            fill_block(rows, block, table, previews)
         for i, (row, head) in self.done.items():
             table[i, :8] = row
             if previews is not None:
                 previews[i, : len(head)] = head
                 table[i, 9] = len(head)
         return table, previews if previews is not None else np.zeros((0, PREVIEW))
+
+
+def fill_block(
+    rows: list[int], block: np.ndarray, table: np.ndarray, previews: np.ndarray | None
+) -> None:
+    """:func:`~tpx_inspect._batch_stats.fill_rows` for values stacked already (``block[k]``
+    is the value of row ``rows[k]``): the same reductions, so the same numbers."""
+    if len(rows) == 1:
+        _one(rows[0], block[0], table, previews)
+    else:
+        _group(rows, block, table, previews)  # type: ignore[arg-type]
 
 
 def value_tables(
@@ -187,6 +223,8 @@ def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) ->
             own = x is not None
             if not own:
                 x = p.raw
+            elif x.__class__ is bytes:  # its (shape, dtype) in place of the flag (see _keep)
+                own = n.out_meta
         starts.append(len(seq))
         e = ex.get(i)
         fwd = p.seconds if p is not None else 0.0

@@ -255,7 +255,7 @@ class Capture:
         seconds = seconds if self.timing else 0.0
         pending = PendingNode(seconds, output.p10, consts, node.saved, step)
         if wanted:
-            pending.freeze(self._builder.keep, self._builder.stats)
+            pending.freeze(self._builder.keep, self._builder.stats, node.out_meta)
         # NOTE: NodeMap.__setitem__ written out; one dict store: atomic, no lock needed
         pmap = self._pending
         pmap.data[ref(node, pmap.drop)] = pending
