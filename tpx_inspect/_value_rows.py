@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tpx import AccumulateGrad
-from tpx_inspect._batch_stats import _group, _one, fill_rows
+from tpx_inspect._batch_stats import BATCHED, _group, _one, fill_rows
 from tpx_inspect._pending import _Frozen
 from tpx_inspect.records import SUMMARY_COLUMNS, GraphTables
 from tpx_inspect.summary import PREVIEW, to_numpy
@@ -52,6 +52,38 @@ class ValueList:
         return row_of[inverse], list(map(seq.__getitem__, at)), list(map(self.owns.__getitem__, at))
 
 
+class _Groups:
+    """Small float values gathered by (shape, dtype) to be stacked once (one copy): their
+    rows, the values (arrays, or the bytes of outputs, see ``PendingNode.freeze``) and their
+    positions among the kept values (-1: not kept)."""
+
+    def __init__(self) -> None:
+        self.by: dict[Any, tuple[tuple | None, list[int], list[Any], list[int]]] = {}
+
+    def add(self, key: Any, meta: tuple | None, row: int, x: Any, at: int) -> None:
+        g = self.by.get(key)
+        if g is None:
+            g = self.by[key] = (meta, [], [], [])
+        g[1].append(row)
+        g[2].append(x)
+        if at >= 0:
+            g[3].append(at)
+
+    def stack(self, kept: list, blocks: list) -> None:
+        """One read-only block per group into ``blocks`` (with its rows); each kept value
+        becomes a view of its block (as ``BatchStore.flush`` makes them)."""
+        for meta, rows, xs, at in self.by.values():
+            if meta is None:
+                block = np.array(xs)  # NOTE: one shape and dtype: a stack, made in C
+                block.flags.writeable = False
+            else:
+                block = np.frombuffer(b"".join(xs), meta[1]).reshape((len(rows), *meta[0]))
+            blocks.append((rows, block))
+            if at:
+                for k, v in zip(at, list(block)):
+                    kept[k] = v
+
+
 class Summaries:
     """The summary table and previews of the distinct values of one graph record; the full
     values kept by the policy go to the builder's value store."""
@@ -77,26 +109,21 @@ class Summaries:
         ndarray = np.ndarray
         base = len(store)
         kept: list[np.ndarray | None] = []  # NOTE: store ids are base + position, row order
-        adopted: list[np.ndarray | None] = []
+        adopted: list[np.ndarray] = []
         later: list[int] = []
-        snaps: dict[int, tuple[tuple, list, list, list]] = {}
+        groups = _Groups()
         row = -1
         for x in values:
             row += 1
             if x.__class__ is bytes:  # a small float output (see PendingNode.freeze)
                 meta = owns[row]
-                g = snaps.get(id(meta))
-                if g is None:
-                    g = snaps[id(meta)] = (meta, [], [], [])
-                g[1].append(row)
-                g[2].append(x)
-                arrays.append(None)
+                arrays.append(None)  # NOTE: its row is made from its group's block
+                at = -1
                 if full and math.prod(meta[0]) <= limit:
-                    vids.append(base + len(kept))
-                    g[3].append(len(kept))
-                    kept.append(None)  # NOTE: a view of its group's block (below)
-                else:
-                    vids.append(-1)
+                    at = len(kept)
+                    kept.append(None)  # NOTE: a view of its group's block
+                vids.append(-1 if at < 0 else base + at)
+                groups.add(id(meta), meta, row, x, at)
             elif owns[row] and x.__class__ is ndarray:
                 arrays.append(x)
                 if full and x.size <= limit:
@@ -116,20 +143,19 @@ class Summaries:
                     vids.append(-1)
             else:
                 a = to_numpy(x)
-                arrays.append(a)
+                t = a.dtype
+                small = t.kind == "f" and 0 < a.size <= BATCHED
+                arrays.append(None if small else a)
+                at = -1
                 if full and a.size <= limit:
-                    later.append(base + len(kept))
-                    vids.append(base + len(kept))
-                    kept.append(a)
-                else:
-                    vids.append(-1)
-        for meta, rows, snapped, at in snaps.values():
-            # NOTE: one block per (shape, dtype): its statistics and kept values are slices
-            block = np.frombuffer(b"".join(snapped), meta[1]).reshape((len(rows), *meta[0]))
-            self.blocks.append((rows, block))
-            if at:  # NOTE: read-only views (of bytes): nothing to seal
-                for k, v in zip(at, list(block)):
-                    kept[k] = v
+                    at = len(kept)
+                    kept.append(None if small else a)
+                    if not small:
+                        later.append(base + at)
+                vids.append(-1 if at < 0 else base + at)
+                if small:  # NOTE: copied with its group (BatchStore.flush's copy, once)
+                    groups.add((a.shape, t.char), None, row, a, at)
+        groups.stack(kept, self.blocks)
         store.extend(kept, later, adopted)  # type: ignore[arg-type]
 
     def finite(self) -> bool:
