@@ -35,14 +35,16 @@ def saved_meta(saved: tuple | None) -> tuple:
     for i, v in enumerate(saved):
         if v is None:
             continue
-        raw = p10_tensor(v)
-        a = native(raw) if isinstance(raw, p10.Tensor) else None
+        a = native(v)  # NOTE: one call for a tpx or P10 tensor (p10_tensor only if not NumPy)
         if a.__class__ is np.ndarray:
             dt = a.dtype
             hit = names.get(id(dt))
             name = hit[1] if hit is not None else _dtype_name(dt)
             out.append((-1 if i == last else i, a.shape, name, a.nbytes, id(a)))
             continue
+        raw = p10_tensor(v)
+        if not isinstance(raw, p10.Tensor):
+            a = None
         if is_lazy(raw):  # its shape and dtype, without computing it
             size = math.prod(raw.shape) * raw.dtype.itemsize
             out.append((-1 if i == last else i, raw.shape, _dtype_name(raw.dtype), size, id(a)))
