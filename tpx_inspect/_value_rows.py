@@ -17,7 +17,7 @@ import numpy as np
 
 from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BATCHED, _group, _one, fill_rows
-from tpx_inspect._pending import _Frozen
+from tpx_inspect._pending import _Frozen, native
 from tpx_inspect.records import SUMMARY_COLUMNS, GraphTables
 from tpx_inspect.summary import PREVIEW, to_numpy
 
@@ -51,26 +51,18 @@ class ValueList:
 
 
 class _Groups:
-    """Small float values gathered by (shape, dtype) to be stacked once (one copy): their
-    rows, the values (arrays, or the bytes of outputs, see ``PendingNode.freeze``) and their
-    positions among the kept values (-1: not kept)."""
+    """Small float values gathered by (shape, dtype) to be stacked once (one copy): per
+    group ``(meta, rows, values, kept positions, kept)``, the values arrays, or the bytes of
+    outputs (see ``PendingNode.freeze``) with their ``(shape, dtype)`` as ``meta``; filled by
+    ``Summaries._keep``. One shape: all of a group are kept or none."""
 
     def __init__(self) -> None:
-        self.by: dict[Any, tuple[tuple | None, list[int], list[Any], list[int]]] = {}
-
-    def add(self, key: Any, meta: tuple | None, row: int, x: Any, at: int) -> None:
-        g = self.by.get(key)
-        if g is None:
-            g = self.by[key] = (meta, [], [], [])
-        g[1].append(row)
-        g[2].append(x)
-        if at >= 0:
-            g[3].append(at)
+        self.by: dict[Any, tuple[tuple | None, list[int], list[Any], list[int], bool]] = {}
 
     def stack(self, kept: list, blocks: list) -> None:
         """One read-only block per group into ``blocks`` (with its rows); each kept value
         becomes a view of its block (as ``BatchStore.flush`` makes them)."""
-        for meta, rows, xs, at in self.by.values():
+        for meta, rows, xs, at, _kept in self.by.values():
             if meta is None:
                 block = np.array(xs)  # NOTE: one shape and dtype: a stack, made in C
                 block.flags.writeable = False
@@ -110,18 +102,26 @@ class Summaries:
         adopted: list[np.ndarray] = []
         later: list[int] = []
         groups = _Groups()
+        by = groups.by
         row = -1
         for x in values:
             row += 1
             if x.__class__ is bytes:  # a small float output (see PendingNode.freeze)
                 meta = owns[row]
                 arrays.append(None)  # NOTE: its row is made from its group's block
-                at = -1
-                if full and math.prod(meta[0]) <= limit:
-                    at = len(kept)
+                # NOTE: _Groups.add written out (a call per value); kept or not: per group
+                g = by.get(id(meta))
+                if g is None:
+                    kept_all = full and math.prod(meta[0]) <= limit
+                    g = by[id(meta)] = (meta, [], [], [], kept_all)
+                g[1].append(row)
+                g[2].append(x)
+                if g[4]:
+                    g[3].append(len(kept))
+                    vids.append(base + len(kept))
                     kept.append(None)  # NOTE: a view of its group's block
-                vids.append(-1 if at < 0 else base + at)
-                groups.add(id(meta), meta, row, x, at)
+                else:
+                    vids.append(-1)
             elif owns[row] and x.__class__ is ndarray:
                 arrays.append(x)
                 if full and x.size <= limit:
@@ -140,19 +140,34 @@ class Summaries:
                 else:
                     vids.append(-1)
             else:
-                a = to_numpy(x)
+                a = native(x)  # NOTE: to_numpy written out for a NumPy-backed tensor
+                if a.__class__ is not ndarray:
+                    a = to_numpy(x)
                 t = a.dtype
-                small = t.kind == "f" and 0 < a.size <= BATCHED
-                arrays.append(None if small else a)
-                at = -1
-                if full and a.size <= limit:
-                    at = len(kept)
-                    kept.append(None if small else a)
-                    if not small:
-                        later.append(base + at)
-                vids.append(-1 if at < 0 else base + at)
-                if small:  # NOTE: copied with its group (BatchStore.flush's copy, once)
-                    groups.add((a.shape, t.char), None, row, a, at)
+                size = a.size
+                if t.kind == "f" and 0 < size <= BATCHED:
+                    # NOTE: copied with its group (BatchStore.flush's copy, made once)
+                    arrays.append(None)
+                    key = (a.shape, t.char)
+                    g = by.get(key)
+                    if g is None:
+                        g = by[key] = (None, [], [], [], full and size <= limit)
+                    g[1].append(row)
+                    g[2].append(a)
+                    if g[4]:
+                        g[3].append(len(kept))
+                        vids.append(base + len(kept))
+                        kept.append(None)
+                    else:
+                        vids.append(-1)
+                    continue
+                arrays.append(a)
+                if full and size <= limit:
+                    later.append(base + len(kept))
+                    vids.append(base + len(kept))
+                    kept.append(a)
+                else:
+                    vids.append(-1)
         groups.stack(kept, self.blocks)
         store.extend(kept, later, adopted)  # type: ignore[arg-type]
 
