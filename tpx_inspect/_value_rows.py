@@ -35,19 +35,21 @@ class ValueList:
     def rows(self) -> tuple[np.ndarray, list[Any], list[bool]]:
         """The row of every listed value (-1 for None), and the distinct values with their
         ``own`` flags, in row order."""
-        # NOTE: dicts keyed by id, built in C: first-seen order, and each id's first position
         seq = self.seq
-        ids = list(map(id, seq))
-        order = list(dict.fromkeys(ids))
-        n = len(ids)
-        first = dict(zip(reversed(ids), range(n - 1, -1, -1)))  # NOTE: the first one wins
-        if _NONE in first:
-            order.remove(_NONE)
-        row_of = dict(zip(order, range(len(order))))
-        row_of[_NONE] = -1
-        rows = np.fromiter(map(row_of.__getitem__, ids), np.int64, n)
-        at = list(map(first.__getitem__, order))
-        return rows, list(map(seq.__getitem__, at)), list(map(self.owns.__getitem__, at))
+        ids = np.fromiter(map(id, seq), np.int64, len(seq))
+        uniq, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        none = np.searchsorted(uniq, _NONE)
+        has_none = none < len(uniq) and uniq[none] == _NONE
+        if has_none:
+            first[none] = len(seq)  # NOTE: sorts last, gets no row
+        order = np.argsort(first, kind="stable")
+        row_of = np.empty(len(uniq), np.int64)
+        row_of[order] = np.arange(len(uniq))
+        if has_none:
+            row_of[none] = -1
+            order = order[:-1]
+        at = first[order].tolist()
+        return row_of[inverse], list(map(seq.__getitem__, at)), list(map(self.owns.__getitem__, at))
 
 
 class _Groups:
