@@ -76,4 +76,4 @@ def finite_floats(a: np.ndarray) -> bool:
     (True, False, True)
     """
     flat = a.ravel("K")  # NOTE: a view of a transposed gradient too (reshape(-1) copies it)
-    return math.isfinite(np.dot(flat, flat)) or bool(np.isfinite(a).all())
+    return math.isfinite(flat.dot(flat)) or bool(np.isfinite(a).all())

@@ -137,7 +137,7 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
     zeros = float(flat.size - np.count_nonzero(f64))
     total = float(np.add.reduce(f64))
     if math.isfinite(total):
-        sq = float(np.dot(f64, f64))
+        sq = float(f64.dot(f64))  # NOTE: the method: no dispatch through np.dot
         lo, hi = float(np.minimum.reduce(flat)), float(np.maximum.reduce(flat))
         return finite_row(flat.size, lo, hi, total, sq, zeros), head
     nan = float(np.count_nonzero(np.isnan(flat)))
