@@ -80,10 +80,14 @@ def bench_capture(repeats: int = 7) -> dict[str, float]:
         times["cap"].append(wall)
         times["cap_cpu"].append(cpu)
     m = {k: statistics.median(v) for k, v in times.items()}
+    # NOTE: each round's captured / uncaptured CPU ratio too: on a loaded machine their
+    # spread says how far the medians can be trusted
+    rounds = [c / p for c, p in zip(times["cap_cpu"], times["plain_cpu"])]
     return {
         "plain_s": m["plain"], "captured_s": m["cap"], "ratio": m["cap"] / m["plain"],
         "plain_cpu_s": m["plain_cpu"], "captured_cpu_s": m["cap_cpu"],
         "ratio_cpu": m["cap_cpu"] / m["plain_cpu"],
+        "ratio_cpu_min": min(rounds), "ratio_cpu_max": max(rounds),
     }  # fmt: skip
 
 
@@ -356,7 +360,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(
         f"capture overhead (MLP, {STEPS} steps, default policy): wall {cap['plain_s']:.3f} -> "
         f"{cap['captured_s']:.3f} s ({cap['ratio']:.2f}x), CPU {cap['plain_cpu_s']:.3f} -> "
-        f"{cap['captured_cpu_s']:.3f} s ({cap['ratio_cpu']:.2f}x) (goal <= 1.15x)"
+        f"{cap['captured_cpu_s']:.3f} s ({cap['ratio_cpu']:.2f}x; rounds "
+        f"{cap['ratio_cpu_min']:.2f}-{cap['ratio_cpu_max']:.2f}x) (goal <= 1.15x)"
     )
     sl = bench_save_load(100_000 // scale, args.dot)
     json_lib = "orjson" if sl["orjson"] else "stdlib json"

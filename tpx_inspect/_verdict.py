@@ -78,5 +78,5 @@ def finite_floats(a: np.ndarray) -> bool:
     ...         np.array([3e38, 1.0], np.float32))
     (True, False, True)
     """
-    flat = a.reshape(-1)
-    return math.isfinite(np.dot(flat, flat)) or bool(np.isfinite(a).all())
+    flat = a.ravel("K")  # NOTE: a view of a transposed gradient too (reshape(-1) copies it)
+    return math.isfinite(flat.dot(flat)) or bool(np.isfinite(a).all())
