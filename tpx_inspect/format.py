@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import zipfile
 from itertools import chain
 from operator import attrgetter
 from typing import Any
@@ -35,6 +34,7 @@ from tpx_inspect._trace_load import (
 )
 from tpx_inspect._util import paused_gc, replace_file
 from tpx_inspect._version import version_fields
+from tpx_inspect._zip_write import zip_bytes
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     SUMMARY_COLUMNS,
@@ -50,8 +50,6 @@ __all__ = [
     "FORMAT", "SUPPORTED_VERSIONS", "VERSION", "GraphHeader", "RunHeader", "TraceHeader",
     "from_json", "load", "read_header", "save", "schema_path", "sidecar_path", "to_json",
 ]  # fmt: skip
-
-_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 # -- saving -------------------------------------------------------------------------------------
@@ -120,15 +118,11 @@ def _save(trace: Trace, path: str, sidecar: str | None, compress: bool) -> tuple
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool = True) -> bytes:
-    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method, compresslevel=1) as z:
-        for key in sorted(arrays):
-            info = zipfile.ZipInfo(key + ".npy", _ZIP_DATE)
-            info.compress_type = method
-            data = _npy_bytes(arrays[key], fortran=key.endswith(_BY_COLUMN))
-            z.writestr(info, data, compresslevel=1)
-    return buf.getvalue()
+    """The ``.npz`` of ``arrays`` (members in sorted order; deflated on threads at once)."""
+    members = (
+        (k + ".npy", _npy_bytes(arrays[k], fortran=k.endswith(_BY_COLUMN))) for k in sorted(arrays)
+    )
+    return zip_bytes(members, compress)
 
 
 _BY_COLUMN = (".summaries", ".previews")
