@@ -161,13 +161,13 @@ def load_parts(path: str) -> dict[str, float]:
         doc, _, parse = _timed(lambda: tl._read_json(path, limits))
         _, _, schema = _timed(lambda: tl._schema_rule().check(doc))
         arrays, _, side = _timed(lambda: tl._read_sidecar(path, doc, limits))
-        store = tl._load_values(arrays, path)
+        store, _, values = _timed(lambda: tl._load_values(arrays, path))
         _, _, records = _timed(lambda: [tl._load_run(r, arrays, store, set()) for r in doc["runs"]])
     finally:
         if was:
             gc.enable()
     return {"load_parse_s": parse, "load_schema_s": schema, "load_sidecar_s": side,
-            "load_records_s": records}  # fmt: skip
+            "load_values_s": values, "load_records_s": records}  # fmt: skip
 
 
 def _chain_run(n: int) -> None:
@@ -405,8 +405,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 def _print_load_steps(sl: dict[str, float]) -> None:
     print(
         f"  load steps alone, one thread (CPU): read+parse {sl['load_parse_s']:.2f} s, schema "
-        f"{sl['load_schema_s']:.2f} s, sidecar {sl['load_sidecar_s']:.2f} s, records "
-        f"{sl['load_records_s']:.2f} s"
+        f"{sl['load_schema_s']:.2f} s, sidecar {sl['load_sidecar_s']:.2f} s, value index "
+        f"{sl['load_values_s']:.2f} s, records {sl['load_records_s']:.2f} s"
     )
 
 
