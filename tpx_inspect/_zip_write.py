@@ -24,6 +24,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 __all__ = ["zip_bytes"]
 
@@ -56,14 +57,22 @@ def zip_bytes(members: Iterable[Member], compress: bool) -> bytes:
         for name, data in members:
             names.append(name)
             total += len(data)
-            if len(data) < _SMALL:
-                packed.append(_pack(data, compress))
-            else:
-                packed.append(pool.submit(_pack, data, compress))
+            packed.append(_pack_soon(pool, data, compress))
         parts = [p if isinstance(p, tuple) else p.result() for p in packed]
     if len(names) >= 0xFFFF or total * 1.05 > _LIMIT:
         return _by_zipfile(names, [_unpack(p) for p in parts], compress)  # ZIP64 records
     return _archive(names, parts, compress)
+
+
+def _pack_soon(pool: ThreadPoolExecutor, data: Any, compress: bool) -> Any:
+    """The packed member of ``data``, or a future of it when it is large and a thread is to
+    be had (none at interpreter shutdown or past the system's thread limit: then here)."""
+    if len(data) >= _SMALL:
+        try:
+            return pool.submit(_pack, data, compress)
+        except RuntimeError:
+            pass
+    return _pack(data, compress)
 
 
 def _pack(

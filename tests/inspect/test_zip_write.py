@@ -75,3 +75,15 @@ def test_a_saved_sidecar_is_the_one_zipfile_made(tmp_path):
     ]
     assert _npz_bytes(arrays) == _zipfile_bytes(members, True)
     assert _npz_bytes(arrays, False) == _zipfile_bytes(members, False)
+
+
+def test_without_a_thread_the_members_are_deflated_here(monkeypatch):
+    """No thread to be had (interpreter shutdown, the system's limit): the same archive."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", refuse)
+    members = _members()
+    assert zip_bytes(members, True) == _zipfile_bytes(members, True)
