@@ -50,16 +50,37 @@ def shared(record: tuple) -> tuple:
     return found
 
 
-def shared_meta(meta: tuple) -> tuple:
-    """``meta``, a tuple of ``(shape, dtype)`` pairs, shared as a whole and pair by pair.
+class InputMeta(tuple):
+    """A node's ``(shape, dtype)`` per input, a tuple, with ``shapes`` and ``dtypes`` taken
+    apart once: nodes share it (see :func:`shared_meta`), and rules read
+    ``ctx.input_shapes`` once per node of every backward."""
+
+    shapes: tuple
+    dtypes: tuple
+
+    def __new__(cls, pairs: list) -> InputMeta:
+        meta = super().__new__(cls, pairs)
+        meta.shapes = tuple([shape for shape, _ in pairs])
+        meta.dtypes = tuple([dtype for _, dtype in pairs])
+        return meta
+
+
+def shared_meta(meta: tuple) -> InputMeta:
+    """``meta``, a tuple of ``(shape, dtype)`` pairs, as an :class:`InputMeta` shared as a
+    whole and pair by pair.
 
     >>> m = shared_meta((((2,), "f4"), ((2,), "f4")))
     >>> m is shared_meta((((2,), "f4"), ((2,), "f4"))) and m[0] is m[1]
     True
+    >>> m.shapes
+    ((2,), (2,))
     """
     found = _shared.get(meta)  # one lookup for a node whose inputs were seen before
-    if found is None:
-        found = shared(tuple([shared(pair) for pair in meta]))
+    if found.__class__ is not InputMeta:  # new, or an equal plain tuple that shared() kept
+        found = InputMeta([shared(pair) for pair in meta])
+        if len(_shared) >= _SHARED_MAX:
+            _shared.clear()
+        _shared[found] = found
     return found
 
 
@@ -329,9 +350,15 @@ class RuleContext:
     @property
     def input_shapes(self) -> tuple[tuple[int, ...], ...]:
         """Shape of each input at record time."""
-        return tuple([m[0] for m in self.input_meta])
+        meta = self.input_meta
+        if meta.__class__ is InputMeta:  # a recorded node's (see shared_meta)
+            return meta.shapes
+        return tuple([m[0] for m in meta])
 
     @property
     def input_dtypes(self) -> tuple[Any, ...]:
         """Dtype of each input at record time."""
-        return tuple([m[1] for m in self.input_meta])
+        meta = self.input_meta
+        if meta.__class__ is InputMeta:
+            return meta.dtypes
+        return tuple([m[1] for m in meta])

@@ -50,6 +50,22 @@ def count_local_setting(delta: int) -> None:
         local_settings += delta
 
 
+# NOTE: how many threads have an anomaly check on (``state.anomaly`` not 0), as
+# ``local_settings``: while none has, the hot paths read ``state.anomaly`` not at all.
+anomalous = 0
+
+
+def set_anomaly(bits: int) -> None:
+    """Set this thread's ``state.anomaly`` to ``bits``, counting it in ``anomalous``: every
+    write of ``state.anomaly`` goes through here."""
+    global anomalous
+    was = state.anomaly
+    state.anomaly = bits
+    if bool(was) != bool(bits):
+        with _local_settings_lock:
+            anomalous += 1 if bits else -1
+
+
 class _GradModeContext:
     """Base of ``no_grad``/``enable_grad``/``set_grad_enabled``: context manager and decorator."""
 
@@ -186,11 +202,11 @@ def detect_anomaly() -> Iterator[None]:
     anomaly in forward of log (LogBackward)
     """
     previous = state.anomaly
-    state.anomaly = previous | NAN_CHECKS | SAVED_CHECKS
+    set_anomaly(previous | NAN_CHECKS | SAVED_CHECKS)
     try:
         yield
     finally:
-        state.anomaly = previous
+        set_anomaly(previous)
 
 
 class set_saved_tensor_checks:
@@ -211,9 +227,9 @@ class set_saved_tensor_checks:
     def __init__(self, mode: bool) -> None:
         self._previous = state.anomaly
         if mode:
-            state.anomaly = self._previous | SAVED_CHECKS
+            set_anomaly(self._previous | SAVED_CHECKS)
         else:
-            state.anomaly = self._previous & ~SAVED_CHECKS
+            set_anomaly(self._previous & ~SAVED_CHECKS)
 
     def __enter__(self) -> set_saved_tensor_checks:
         return self
@@ -223,7 +239,7 @@ class set_saved_tensor_checks:
 
     def restore(self) -> None:
         """Put back the setting from before this call (NaN checks are left as they are)."""
-        state.anomaly = (state.anomaly & ~SAVED_CHECKS) | (self._previous & SAVED_CHECKS)
+        set_anomaly((state.anomaly & ~SAVED_CHECKS) | (self._previous & SAVED_CHECKS))
 
 
 def saved_tensor_checks_enabled() -> bool:

@@ -36,12 +36,13 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
             raw.append(x)
     start = time.perf_counter() if _mode.observers else 0.0
     out = execute(op, raw, params)
+    anomaly = state.anomaly if _mode.anomalous else 0  # see _mode.anomalous
     if needs and state.grad_enabled:
         # NOTE: skip=2: __p10_apply__ is this function's only caller, so the user's frame lies
         # past it (at p10.apply's caller, or at __p10_apply__'s caller when called directly)
-        return record(op, inputs, raw, params, out, start, 2, state.anomaly)
+        return record(op, inputs, raw, params, out, start, 2, anomaly)
     result = wrap(out)
-    if state.anomaly & NAN_CHECKS:
+    if anomaly & NAN_CHECKS:
         _check_finite(op, None, out)
     return result
 

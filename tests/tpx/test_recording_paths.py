@@ -112,3 +112,43 @@ def test_scope_and_override_are_read_while_on_in_any_thread():
     assert inside[0].scope == "" and inside[0].overrides is None
     assert inside[1].scope == "mine" and inside[1].overrides is not None
     assert (x * 2).grad_fn.scope == ""
+
+
+def test_anomaly_mode_is_read_while_on_in_any_thread():
+    """The shortcuts and ``apply_op`` read a thread's anomaly mode only while
+    ``_mode.anomalous`` counts a thread with a check on: the count comes back to its start,
+    anomaly mode in another thread is not seen here, and this thread's own is."""
+    import threading
+
+    from tpx import _mode
+
+    start = _mode.anomalous
+    x = tp.ones(2, requires_grad=True)
+    zero = tp.zeros(2, requires_grad=True)
+    opened, done = threading.Event(), threading.Event()
+
+    def other_thread():
+        with tp.detect_anomaly():
+            opened.set()
+            done.wait(10)
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    opened.wait(10)
+    assert _mode.anomalous == start + 1
+    assert (x * 2).grad_fn.checksums is None  # no saved-value checks in this thread
+    assert np.isinf(zero.log().sum().item())  # nor NaN/Inf checks
+    with tp.set_saved_tensor_checks(True):
+        assert _mode.anomalous == start + 2
+        assert (x * x).grad_fn.checksums is not None
+    assert _mode.anomalous == start + 1
+    with tp.detect_anomaly(), pytest.raises(tp.AnomalyError):
+        zero.log()
+    with tp.detect_anomaly(), pytest.raises(tp.AnomalyError):
+        zero / zero  # a shortcut
+    done.set()
+    t.join()
+    assert _mode.anomalous == start
+    with tp.set_saved_tensor_checks(True):
+        assert _mode.anomalous == start + 1
+    assert _mode.anomalous == start
