@@ -11,10 +11,7 @@ PyTorch, MLP SGD step <= 1.0x NumPy hand-written (the hand-written update, and `
 ``tpx.optim.SGD``, lowered into the plan), tiny transformer step (AdamW, lowered) <= 0.8x TPX
 eager; the plan's peak memory <= the eager call's peak (printed per case).
 
-``--workspace`` makes plans write their large temporaries into arrays they keep (``out=``,
-see ``tpx/_plan_workspace.py``; off by default: slower in the measurements so far).
-
-    python benchmarks/bench_compile.py [--rounds N] [--quick] [--workspace]
+    python benchmarks/bench_compile.py [--rounds N] [--quick]
 """
 
 from __future__ import annotations
@@ -243,8 +240,7 @@ def _memory(name: str) -> str:
     d = fn.describe()[-1]
     eager = d["eager_peak_bytes"]
     verdict = "" if eager is None else (" ok" if d["peak_bytes"] <= eager else " MISSES")
-    kept = f" (workspace {d['workspace_bytes'] / 1e3:.0f} kB)" if d["workspace_bytes"] else ""
-    return f"{d['peak_bytes'] / 1e3:.1f} kB / {(eager or 0) / 1e3:.1f} kB{verdict}{kept}"
+    return f"{d['peak_bytes'] / 1e3:.1f} kB / {(eager or 0) / 1e3:.1f} kB{verdict}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -252,16 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
     parser.add_argument("--quick", action="store_true", help="a shorter deep chain")
-    parser.add_argument(
-        "--workspace",
-        action="store_true",
-        help="plans write temporaries of 16 kB and more into kept arrays (off by default)",
-    )
     args = parser.parse_args(argv)
-    if args.workspace:
-        import tpx._plan_workspace as workspace
-
-        workspace.MIN_BYTES = 1 << 14
     print(f"numpy {np.__version__}, BLAS: {bt.blas_description()}")
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("error", tp.CompileWarning)  # a graph break would be no replay

@@ -80,10 +80,14 @@ def bench_capture(repeats: int = 7) -> dict[str, float]:
         times["cap"].append(wall)
         times["cap_cpu"].append(cpu)
     m = {k: statistics.median(v) for k, v in times.items()}
+    # NOTE: each round's captured / uncaptured CPU ratio too: on a loaded machine their
+    # spread says how far the medians can be trusted
+    rounds = [c / p for c, p in zip(times["cap_cpu"], times["plain_cpu"])]
     return {
         "plain_s": m["plain"], "captured_s": m["cap"], "ratio": m["cap"] / m["plain"],
         "plain_cpu_s": m["plain_cpu"], "captured_cpu_s": m["cap_cpu"],
         "ratio_cpu": m["cap_cpu"] / m["plain_cpu"],
+        "ratio_cpu_min": min(rounds), "ratio_cpu_max": max(rounds),
     }  # fmt: skip
 
 
@@ -98,17 +102,31 @@ def chain(n: int) -> tpx_inspect.Trace:
     return cap.trace
 
 
-def bench_save_load(n: int = 100_000, dot: bool = False, rounds: int = 5) -> dict[str, float]:
+def small_chain(n: int) -> tpx_inspect.Trace:
+    """A trace of an n-op (4, 4) chain captured as users capture (default policy,
+    ``values="small"``: each node's small values kept, ~3 per node)."""
+    with tpx_inspect.capture(values="small") as cap:
+        _chain_run(n)
+    return cap.trace
+
+
+def bench_save_load(
+    n: int = 100_000, dot: bool = False, rounds: int = 5, values: str = "none"
+) -> dict[str, float]:
     """Seconds (wall, and CPU of this process) to capture, save, load (and with ``dot``
     export DOT) of an n-node chain, and to read its header (``format.read_header``). Save and
     load alternate for ``rounds`` rounds: the median and best wall seconds and the best and
     median CPU seconds of each are given (the machine may be shared: CPU time is the steadier
-    figure; a load's CPU counts its sidecar thread too)."""
+    figure; a load's CPU counts its sidecar thread too). ``values="none"``: the benchmark
+    trace (:func:`chain`); ``"small"``: the default capture of a (4, 4) chain
+    (:func:`small_chain`)."""
     from tpx_inspect.format import read_header
 
     out: dict[str, float] = {}
-    trace, out["capture_s"], out["capture_cpu_s"] = _timed(lambda: chain(n - 2))
+    make = (lambda: chain(n - 2)) if values == "none" else (lambda: small_chain(n - 2))
+    trace, out["capture_s"], out["capture_cpu_s"] = _timed(make)
     out["nodes"] = float(len(trace.graphs[0].nodes))
+    out["kept_values"] = float(len(trace.graphs[0].values))
     saves: list[tuple[float, float]] = []
     loads: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as d:
@@ -147,13 +165,13 @@ def load_parts(path: str) -> dict[str, float]:
         doc, _, parse = _timed(lambda: tl._read_json(path, limits))
         _, _, schema = _timed(lambda: tl._schema_rule().check(doc))
         arrays, _, side = _timed(lambda: tl._read_sidecar(path, doc, limits))
-        store = tl._load_values(arrays, path)
+        store, _, values = _timed(lambda: tl._load_values(arrays, path))
         _, _, records = _timed(lambda: [tl._load_run(r, arrays, store, set()) for r in doc["runs"]])
     finally:
         if was:
             gc.enable()
     return {"load_parse_s": parse, "load_schema_s": schema, "load_sidecar_s": side,
-            "load_records_s": records}  # fmt: skip
+            "load_values_s": values, "load_records_s": records}  # fmt: skip
 
 
 def _chain_run(n: int) -> None:
@@ -356,7 +374,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(
         f"capture overhead (MLP, {STEPS} steps, default policy): wall {cap['plain_s']:.3f} -> "
         f"{cap['captured_s']:.3f} s ({cap['ratio']:.2f}x), CPU {cap['plain_cpu_s']:.3f} -> "
-        f"{cap['captured_cpu_s']:.3f} s ({cap['ratio_cpu']:.2f}x) (goal <= 1.15x)"
+        f"{cap['captured_cpu_s']:.3f} s ({cap['ratio_cpu']:.2f}x; rounds "
+        f"{cap['ratio_cpu_min']:.2f}-{cap['ratio_cpu_max']:.2f}x) (goal <= 1.15x)"
     )
     sl = bench_save_load(100_000 // scale, args.dot)
     json_lib = "orjson" if sl["orjson"] else "stdlib json"
@@ -371,15 +390,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"< CPU on a free core); header only (read_header) {sl['header_cpu_s']:.3f} s CPU"
         + (f", DOT {sl['dot_s']:.2f} / {sl['dot_cpu_s']:.2f} s" if args.dot else "")
     )
+    _print_load_steps(sl)
+    small = bench_save_load(100_000 // scale, values="small")
     print(
-        f"  load steps alone, one thread (CPU): read+parse {sl['load_parse_s']:.2f} s, schema "
-        f"{sl['load_schema_s']:.2f} s, sidecar {sl['load_sidecar_s']:.2f} s, records "
-        f"{sl['load_records_s']:.2f} s"
+        f"{int(small['nodes'])}-node (4, 4) chain, default capture (values=small, "
+        f"{small['kept_values']:.0f} kept values; same rounds and columns): save "
+        f"{small['save_s']:.2f} / {small['save_best_s']:.2f} / {small['save_cpu_s']:.2f} / "
+        f"{small['save_cpu_median_s']:.2f} s ({small['json_mb']:.1f} MB JSON + "
+        f"{small['npz_mb']:.1f} MB npz), load {small['load_s']:.2f} / {small['load_best_s']:.2f}"
+        f" / {small['load_cpu_s']:.2f} / {small['load_cpu_median_s']:.2f} s (goal <= 0.5 s each)"
     )
+    _print_load_steps(small)
     sizes = tuple(k // scale for k in (1_000, 10_000, 100_000) if k // scale >= 100)
     bench_checks(sizes, () if args.no_cluster else (10_000 // scale, 100_000 // scale))
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
-    return {"capture": cap, "chain": ch, "save_load": sl}
+    return {"capture": cap, "chain": ch, "save_load": sl, "save_load_small": small}
+
+
+def _print_load_steps(sl: dict[str, float]) -> None:
+    print(
+        f"  load steps alone, one thread (CPU): read+parse {sl['load_parse_s']:.2f} s, schema "
+        f"{sl['load_schema_s']:.2f} s, sidecar {sl['load_sidecar_s']:.2f} s, value index "
+        f"{sl['load_values_s']:.2f} s, records {sl['load_records_s']:.2f} s"
+    )
 
 
 def _blas() -> str:

@@ -32,7 +32,7 @@ def global_reason() -> str | None:
     """Why no call can replay now (an observer, anomaly mode), or None."""
     if _mode.observers:
         return "an observer is registered (a tpx_inspect capture, tp.add_observer)"
-    if _mode.state.anomaly:
+    if _mode.anomalous and _mode.state.anomaly:  # NOTE: no thread-local read while none has it
         return "anomaly mode (tp.detect_anomaly) is on"
     return None
 

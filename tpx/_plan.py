@@ -15,7 +15,6 @@ kernels on raw arrays: no tensor, graph node or engine object is made per op.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +44,6 @@ class Slot:
     dtype: str
     nbytes: int
     source: Any = None  # ARG: flat index; STATE: (holder index, "data" | "grad"); CONST: array
-    c_order: bool = False  # the recorded array was C-contiguous (see tpx._plan_workspace)
 
 
 @dataclass(frozen=True)
@@ -99,9 +97,6 @@ class Segment:
     prologue: Callable[[list], bool] | None = None
     fallback: Any = None  # (function, args, kwargs) of the eager step
     fallback_writeback: list[tuple[int, int | None]] = field(default_factory=list)
-    # step index -> the array its kernel writes into with ``out=`` (see tpx._plan_workspace)
-    workspace: dict[int, Any] = field(default_factory=dict)
-    plain_run: Callable[[list], None] | None = None  # ``run`` without them (when it has some)
 
 
 @dataclass
@@ -133,8 +128,6 @@ class Plan:
     optimizers: list[Any] = field(default_factory=list)  # whose steps are lowered kernels
     # (optimizer, ids of its parameters per group): its zero_grad(set_to_none=True) ran inside
     param_guards: list[tuple[Any, tuple]] = field(default_factory=list)
-    workspace_bytes: int = 0  # the arrays kept between replays (see tpx._plan_workspace)
-    busy: Any = field(default_factory=threading.Lock)  # held while a replay uses them
 
     @property
     def steps(self) -> list[Step]:
@@ -200,20 +193,7 @@ def fill_key(b: list, key: Any) -> Any:
 
 def replay(plan: Plan, flat_args: list[Any]) -> Any:
     """Run ``plan`` on the raw arrays of ``flat_args`` (the call's flattened tensor arguments);
-    write back the state it changes and return the outputs, wrapped as tensors without graph.
-    A replay that starts while another one of the same plan runs (another thread, or an
-    island calling the compiled function again) runs without the workspace arrays."""
-    if not plan.workspace_bytes:
-        return _replay(plan, flat_args, False)
-    if not plan.busy.acquire(blocking=False):
-        return _replay(plan, flat_args, True)
-    try:
-        return _replay(plan, flat_args, False)
-    finally:
-        plan.busy.release()
-
-
-def _replay(plan: Plan, flat_args: list[Any], plain: bool) -> Any:
+    write back the state it changes and return the outputs, wrapped as tensors without graph."""
     b = plan.template.copy()  # NOTE: the captured arrays and constants already in place
     holders = resolve(plan.holders, flat_args) if plan.has_arg_holders else plan.holders
     for i in plan.fresh:
@@ -221,11 +201,10 @@ def _replay(plan: Plan, flat_args: list[Any], plain: bool) -> Any:
     plan.bind(b, flat_args, holders)
     island_results: list[Any] = []
     for seg in plan.segments:
-        run = seg.plain_run if plain and seg.workspace else seg.run
         if seg.prologue is None:
-            run(b)
+            seg.run(b)
         elif seg.prologue(b):
-            run(b)
+            seg.run(b)
             island_results.append(None)
         else:
             island_results.append(_fall_back(plan, seg, b, holders))
@@ -302,9 +281,7 @@ def slot_for(array: Any, kind: str, source: Any, backend: Any, view: bool = Fals
     shape = tuple(array.shape)
     dtype = backend.dtype_of(array)
     nbytes = 0 if view else int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    flags = getattr(array, "flags", None)
-    c_order = bool(getattr(flags, "c_contiguous", False))
-    return Slot(kind, shape, dtype.name, nbytes, source, c_order)
+    return Slot(kind, shape, dtype.name, nbytes, source)
 
 
 def key_with_slots(key: Any, slot_of: Callable[[Any], int]) -> Any:

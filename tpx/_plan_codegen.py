@@ -17,20 +17,23 @@ from collections.abc import Callable
 from typing import Any
 
 from tpx._plan import ARG, Segment, Slot, Step, fill_key, key_slots
+from tpx._plan_direct import DST, direct_form
 
 
-def generate(seg: Segment, workspace: bool = True) -> Callable[[list], None]:
-    """The function ``run(b)`` that executes ``seg``'s steps on the buffer list ``b``; with
-    ``workspace``, the steps of ``seg.workspace`` write into their arrays (``out=``)."""
-    return _Writer(seg, seg.workspace if workspace else {}).function()
+def generate(seg: Segment, slots: list[Slot], backend_of: dict[int, Any]) -> Callable[[list], None]:
+    """The function ``run(b)`` that executes ``seg``'s steps on the buffer list ``b``
+    (``slots``, ``backend_of``: the plan's buffers, for the direct NumPy calls of
+    :mod:`tpx._plan_direct`)."""
+    return _Writer(seg, slots, backend_of).function()
 
 
 class _Writer:
     """Writes the source of one segment's ``run(b)``, then compiles it."""
 
-    def __init__(self, seg: Segment, workspace: dict[int, Any]) -> None:
+    def __init__(self, seg: Segment, slots: list[Slot], backend_of: dict[int, Any]) -> None:
         self.seg = seg
-        self.workspace = workspace
+        self.slots = slots
+        self.backend_of = backend_of
         self.names: dict[str, Any] = {"fill": fill_key}
         self.known: dict[int, str] = {}  # id of a global value -> its name
         self.local = local_slots(seg)
@@ -43,7 +46,7 @@ class _Writer:
     def function(self) -> Callable[[list], None]:
         deferred: list[int] = []  # NOTE: an inlined step's inputs die after its reader
         for k, (step, frees) in enumerate(zip(self.seg.steps, self.seg.frees)):
-            call = self.call(step, k)
+            call = self.call(step)
             if self._inlined(k, step):
                 self.inline[step.out] = call
                 deferred += frees
@@ -64,22 +67,33 @@ class _Writer:
             self.names[name] = value
         return name
 
+    def literal(self, value: Any, first: str) -> str:
+        """An argument of a direct NumPy call (see :mod:`tpx._plan_direct`)."""
+        if value is DST:
+            return first
+        return repr(value) if value is None or value.__class__ is bool else self.glob(value, "p")
+
     def ref(self, i: int) -> str:
         if i in self.inline:
             return self.inline.pop(i)
         return self.var.get(i, f"b[{i}]")
 
-    def call(self, step: Step, k: int = -1) -> str:
+    def call(self, step: Step) -> str:
+        kernel = getattr(step.kernel, "in_place_kernel", None) or step.kernel
+        form = direct_form(kernel, step, self.slots, self.backend_of)
+        if form is not None and any(x is DST for x in form[1]) and step.inputs[0] in self.inline:
+            form = None  # NOTE: the destination is a call written inline: not written twice
         args = [self.ref(x) if x.__class__ is int else self.glob(x[1], "c") for x in step.inputs]
+        if form is not None:
+            callee, extra = form
+            args += [self.literal(x, args[0]) for x in extra]
+            return f"{self.glob(callee, 'k')}({', '.join(args)})"
         if step.kind == "setitem":
             args.insert(1, f"fill(b, {self.glob(step.params['key'], 'key')})")
         elif step.params and all(_plain_name(k) for k in step.params):
             args += [f"{k}={self.glob(v, 'p')}" for k, v in step.params.items()]
         elif step.params:
             args.append(f"**{self.glob(step.params, 'p')}")
-        if k in self.workspace:
-            args.append(f"out={self.glob(self.workspace[k], 'w')}")
-        kernel = getattr(step.kernel, "in_place_kernel", None) or step.kernel
         return f"{self.glob(kernel, 'k')}({', '.join(args)})"
 
     def emit(self, step: Step, call: str, frees: list[int]) -> None:

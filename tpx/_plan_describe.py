@@ -111,7 +111,6 @@ def describe(plan: Plan) -> dict[str, Any]:
         "kernels": kernels,
         "peak_bytes": plan.peak_bytes,
         "eager_peak_bytes": plan.eager_peak_bytes,
-        "workspace_bytes": plan.workspace_bytes,
         "islands": sum(seg.island is not None for seg in plan.segments),
         "optimizer_steps": sum(seg.prologue is not None for seg in plan.segments),
         "removed": dict(plan.removed),

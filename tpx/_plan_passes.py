@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from p10._ops import OP_INFO, Op
-from tpx import _plan_workspace
 from tpx._plan import (
     CAPTURE,
     CONST,
@@ -39,7 +38,6 @@ from tpx._plan import (
     step_reads,
 )
 from tpx._plan_codegen import generate, generate_bind, generate_guard
-from tpx._plan_workspace import assign_workspace, workspace_slots
 
 _PURE = ("kernel", "copy")
 
@@ -135,54 +133,32 @@ def lower(plan: Plan) -> Plan:
         seg.bind = (
             generate_bind(plan.slots, seg.bindings, plan.arg_is_p10) if seg.bindings else None
         )
-    _workspace_within_peak(plan, last)
+    plan.peak_bytes = _liveness(plan, last)
     for seg in plan.segments:
-        seg.run = generate(seg)
-        seg.plain_run = generate(seg, workspace=False) if seg.workspace else None
+        seg.run = generate(seg, plan.slots, plan.backend_of)
     return plan
 
 
-def _workspace_within_peak(plan: Plan, last: dict[int, int]) -> None:
-    """Give temporaries workspace arrays (tpx._plan_workspace), the smallest ones left out
-    as long as the plan's peak would exceed the eager call's (or, unknown, the plan's own
-    without them); sets ``plan.peak_bytes`` and each segment's frees."""
-    floor = 1 << 62
-    plan.workspace_bytes = assign_workspace(plan, last, floor)
-    base = _peak(plan, last)
-    eager = plan.eager_peak_bytes
-    budget = eager if eager is not None and eager >= base else base
-    floor = _plan_workspace.MIN_BYTES or 1 << 62  # NOTE: None (the default): no workspace
-    while floor < 1 << 62:
-        plan.workspace_bytes = assign_workspace(plan, last, floor)
-        plan.peak_bytes = _peak(plan, last)
-        if plan.peak_bytes <= budget:
-            return
-        floor *= 4
-    plan.workspace_bytes = assign_workspace(plan, last, floor)
-    plan.peak_bytes = base
-
-
-def _peak(plan: Plan, last: dict[int, int]) -> int:
-    """The bytes live at the plan's peak (workspace arrays and constants all the time);
-    sets each segment's ``frees`` (the slots dead after each step)."""
+def _liveness(plan: Plan, last: dict[int, int]) -> int:
+    """Set each segment's ``frees`` (the slots dead after each step); returns the plan's peak
+    bytes (its constants live all the time)."""
     live, peak = 0, 0
     const_bytes = sum(s.nbytes for i, s in enumerate(plan.slots) if s.kind == CONST and i in last)
     position = 0
     for seg in plan.segments:
         seg.frees = []
-        kept = workspace_slots(seg)  # NOTE: counted once, in plan.workspace_bytes
         for step in seg.steps:
-            if step.out is not None and step.out not in kept:
+            if step.out is not None:
                 live += plan.slots[step.out].nbytes
             peak = max(peak, live)
             dead = [i for i in step_reads(step) if last.get(i) == position and _owned(plan, i)]
             if step.out is not None and last.get(step.out, -1) <= position:
                 dead.append(step.out)  # never read: dropped at once
-            live -= sum(plan.slots[i].nbytes for i in set(dead) if i not in kept)
+            live -= sum(plan.slots[i].nbytes for i in set(dead))
             seg.frees.append(sorted(set(dead)))
             position += 1
         position += 1  # the boundary
-    return peak + const_bytes + plan.workspace_bytes
+    return peak + const_bytes
 
 
 _BINARY = frozenset(

@@ -150,7 +150,9 @@ def _fast_inplace(op: Op, slow: Any) -> Any:
             b = other
         else:
             return slow(self, other)
-        if (needs and state.grad_enabled) or (_mode.anomalous and state.anomaly) or _mode.observers:
+        # NOTE: observers do not send this to the slow path: a write that is not recorded
+        # sends them no event (the optimizer's updates under an inspector's capture)
+        if (needs and state.grad_enabled) or (_mode.anomalous and state.anomaly):
             return slow(self, other)
         if self._value._inplace(op, b):
             self._recorded_version = self._value.version

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import weakref
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -26,6 +27,7 @@ from tpx_inspect.records import (
 )
 
 _seq = attrgetter("seq")
+_TEMPLATE_FIELDS = (("op", 1), ("name", 2), ("scope", 3), ("source", 4), ("shape", 6), ("dtype", 7))
 
 
 class GraphBuilder:
@@ -45,6 +47,8 @@ class GraphBuilder:
         self._metas: dict[int, tuple] = {}
         self._shapes: dict[tuple, list[int]] = {}  # NOTE: shared JSON shapes (read, never written)
         self._names: dict[Any, tuple[str, str]] = {}
+        self._templates: dict[tuple, tuple] = {}
+        self._template_ids: dict[tuple, int] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
 
     def keep(self, a: Any) -> bool:
@@ -85,11 +89,13 @@ class GraphBuilder:
         index = {n: i for i, n in enumerate(raw)}
         pend = _pending_of(raw, pending)
         root_ids = tuple(sorted({index[r] for r in roots}))
-        key = (root_ids, tuple(_node_key(n, index, self.labels, self._codes) for n in raw))
+        temps = list(map(self._template, raw))
+        labels = self.labels
+        key = (root_ids, tuple(map(_node_key, raw, temps, repeat(index), repeat(labels))))
         known = self.structures.get(key)
         is_new = known is None
         if known is None:
-            nodes = self._nodes(raw, index, set(root_ids), pend)
+            nodes = self._nodes(raw, temps, index, set(root_ids), pend)
             known = self.structures[key] = (len(self.structures), nodes)
         sid, nodes = known
         ex = _executed(backward, index)
@@ -112,13 +118,75 @@ class GraphBuilder:
         return value_tables(self, raw, pend, ex, b, index, full)
 
     # -- static records -------------------------------------------------------------------------
-    def _nodes(self, raw: list, index: dict, roots: set, pend: list) -> NodeTable:
-        rows = [
-            self._leaf(n) if n.__class__ is AccumulateGrad else self._op(n, index, i in roots, p)
-            for i, (n, p) in enumerate(zip(raw, pend))
-        ]
+    def _template(self, n: Any) -> tuple | None:
+        """What nodes of one op, metadata and code location share (None for a leaf):
+        ``(id, op name, node name, scope, source, inputs' JSON metadata, shape, dtype)``,
+        made once and shared; ``id`` numbers the distinct ones (by value) for structure keys."""
+        if n.__class__ is AccumulateGrad:
+            return None
+        code = n.code
+        k = (id(n.op), id(n.in_meta), id(n.out_meta), id(code), n.lineno, n.scope)
+        hit = self._templates.get(k)
+        # NOTE: keyed by identity (TPX shares the metadata tuples); the entry keeps them alive
+        if hit is not None and hit[0] is n.in_meta and hit[1] is n.out_meta and hit[2] is code:
+            return hit[3]
+        return self._new_template(n, k)
+
+    def _new_template(self, n: Any, k: tuple) -> tuple:
+        if len(self._templates) > 65536:
+            self._templates.clear()
+        code = n.code
+        if code is not None:
+            _code_id(code, self._codes)
+        value = (n.op, n.in_meta, n.out_meta, None if code is None else id(code), n.lineno, n.scope)
+        tid = self._template_ids.get(value)
+        if tid is None:  # NOTE: a counter, never reset: an id names one value for good
+            tid = self._template_ids[value] = len(self._template_ids)
+        op = n.op
+        names = self._names.get(op)  # NOTE: an Enum's .value is a descriptor call: cached
+        if names is None:
+            names = self._names[op] = (op.value, n.name)
+        shape, dtype = self._meta_json(n.out_meta, pair=True)
+        made = (tid, names[0], names[1], n.scope, self._source(n), self._meta_json(n.in_meta),
+                shape, dtype)  # fmt: skip
+        self._templates[k] = (n.in_meta, n.out_meta, code, made)
+        return made
+
+    def _nodes(self, raw: list, temps: list, index: dict, roots: set, pend: list) -> NodeTable:
+        n_nodes = len(raw)
+        kinds: list = [None] * n_nodes
+        labels: list = [""] * n_nodes
+        params: list = [None] * n_nodes
+        inputs: list = [None] * n_nodes
+        saved: list = [None] * n_nodes
+        static: list = [None] * n_nodes  # a template (see _template), or a leaf's likeness
+        shapes = self._shapes
+        for i, n in enumerate(raw):
+            t = temps[i]
+            if t is None:
+                row = self._leaf(n)
+                kinds[i], labels[i], params[i], inputs[i], saved[i] = (
+                    row[0], row[3], row[4], row[7], row[10]
+                )  # fmt: skip
+                static[i] = (None, row[1], row[2], row[5], row[6], None, row[8], row[9])
+                continue
+            kinds[i] = "loss" if i in roots else "op"
+            params[i] = params_to_json(n.params) if n.params else {}
+            inputs[i] = [
+                [None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, t[5])
+            ]
+            p = pend[i]
+            saved[i] = (
+                [[s[0], shapes.get(s[1]) or _shape_json(shapes, s[1]), s[2], s[3]] for s in p.saved]
+                if p is not None
+                else []
+            )
+            static[i] = t
         # NOTE: itemgetter per field, not zip(*rows): a call with 100,000 arguments is slow
-        cols = {f: list(map(itemgetter(j), rows)) for j, f in enumerate(NODE_FIELDS)}
+        cols = {"kind": kinds, "label": labels, "params": params, "inputs": inputs, "saved": saved}
+        for f, j in _TEMPLATE_FIELDS:
+            cols[f] = list(map(itemgetter(j), static))
+        cols = {f: cols[f] for f in NODE_FIELDS}
         overrides = [getattr(n, "overrides", None) for n in raw]
         if any(overrides):  # an optional column: only traces of override experiments have it
             cols["overrides"] = [None if o is None else dict(o) for o in overrides]
@@ -130,28 +198,6 @@ class GraphBuilder:
         kind = "param" if label or type(var).__name__ == "Parameter" else "leaf"
         return (kind, None, "AccumulateGrad", label, {}, "", None, [], list(var.shape),
                 _dtype_name(var.dtype), [])  # fmt: skip
-
-    def _op(self, n: Any, index: dict, is_root: bool, p: Any) -> tuple:
-        # NOTE: the JSON forms of the shared shape/dtype metadata and of the op's name are
-        # made once and shared by the rows (the columns are read, never written)
-        ins = self._meta_json(n.in_meta)
-        shape, dtype = self._meta_json(n.out_meta, pair=True)
-        inputs = [[None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, ins)]
-        shapes = self._shapes
-        saved = (
-            [[s[0], shapes.get(s[1]) or _shape_json(shapes, s[1]), s[2], s[3]] for s in p.saved]
-            if p is not None
-            else []
-        )
-        op = n.op
-        names = self._names.get(op)  # NOTE: an Enum's .value is a descriptor call: cached
-        if names is None:
-            names = self._names[op] = (op.value, n.name)
-        return (
-            "loss" if is_root else "op", names[0], names[1], "",
-            params_to_json(n.params) if n.params else {}, n.scope, self._source(n), inputs,
-            shape, dtype, saved,
-        )  # fmt: skip
 
     def _meta_json(self, meta: tuple, pair: bool = False) -> Any:
         """``[(list(shape), dtype name), ...]`` of a node's ``(shape, dtype)`` pairs, cached
@@ -234,18 +280,12 @@ def _code_id(code: Any, codes: dict[int, Any]) -> int:
     return id(code)
 
 
-def _node_key(n: Any, index: dict, labels: dict, codes: dict[int, Any]) -> tuple:
-    if n.__class__ is AccumulateGrad:
+def _node_key(n: Any, t: tuple | None, index: dict, labels: dict) -> tuple:
+    if t is None:
         var = n.variable
         return (None, _leaf_label(var, labels), var.shape, var.dtype)
     edges = tuple([None if e is None else index[e] for e in n.edges])
-    params = repr(n.params) if n.params else ""
-    code = n.code
-    if code is not None:
-        code = id(code)
-        if codes.get(code) is not n.code:
-            _code_id(n.code, codes)
-    # NOTE: the op by id (an enum member is a singleton; Enum.__hash__ is Python code)
-    key = (id(n.op), n.scope, code, n.lineno, params, edges, n.in_meta, n.out_meta)
+    # NOTE: the template id stands for the op, metadata, scope and code location
+    key = (t[0], repr(n.params) if n.params else "", edges)
     overrides = n.overrides
     return key if overrides is None else (*key, tuple(sorted(overrides.items())))

@@ -140,13 +140,17 @@ class _Source:
         limit, pattern = s.get("maxLength", MAX_STRING), s.get("pattern")
         if pattern is None:
             return self.fail_if(ind, f"len({v}) > {limit}")
-        # NOTE: each distinct string is matched once per call: 100,000 dtypes are a few names
-        seen = self.name("seen")
-        self.inits.append(f"    {seen} = set()")
+        # NOTE: each distinct string is matched once per call: 100,000 dtypes are a few names;
+        # one equal to the last good one (most are) is not even hashed: the parser made each
+        # string anew, and comparing two short strings is cheaper than hashing one
+        seen, last = self.name("seen"), self.name("last")
+        self.inits += [f"    {seen} = set()", f"    {last} = None"]
         regex = self.name("P", re.compile(pattern).search)
-        self.put(ind, f"if {v} not in {seen}:")
-        self.fail_if(ind + 1, f"len({v}) > {limit} or {regex}({v}) is None")
-        self.put(ind + 1, f"{seen}.add({v})")
+        self.put(ind, f"if {v} != {last}:")
+        self.put(ind + 1, f"if {v} not in {seen}:")
+        self.fail_if(ind + 2, f"len({v}) > {limit} or {regex}({v}) is None")
+        self.put(ind + 2, f"{seen}.add({v})")
+        self.put(ind + 1, f"{last} = {v}")
 
     def array(self, s: dict, v: str, ind: int, refs: tuple, in_row: bool) -> None:
         lo, hi = s.get("minItems", 0), s.get("maxItems", math.inf)

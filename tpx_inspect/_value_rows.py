@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from tpx import AccumulateGrad
-from tpx_inspect._batch_stats import fill_rows
-from tpx_inspect._pending import _Frozen
+from tpx_inspect._batch_stats import BATCHED, _group, _one, fill_rows
+from tpx_inspect._pending import _Frozen, native
 from tpx_inspect.records import SUMMARY_COLUMNS, GraphTables
 from tpx_inspect.summary import PREVIEW, to_numpy
 
@@ -52,6 +52,30 @@ class ValueList:
         return row_of[inverse], list(map(seq.__getitem__, at)), list(map(self.owns.__getitem__, at))
 
 
+class _Groups:
+    """Small float values gathered by (shape, dtype) to be stacked once (one copy): per
+    group ``(meta, rows, values, kept positions, kept)``, the values arrays, or the bytes of
+    outputs (see ``PendingNode.freeze``) with their ``(shape, dtype)`` as ``meta``; filled by
+    ``Summaries._keep``. One shape: all of a group are kept or none."""
+
+    def __init__(self) -> None:
+        self.by: dict[Any, tuple[tuple | None, list[int], list[Any], list[int], bool]] = {}
+
+    def stack(self, kept: list, blocks: list) -> None:
+        """One read-only block per group into ``blocks`` (with its rows); each kept value
+        becomes a view of its block (as ``BatchStore.flush`` makes them)."""
+        for meta, rows, xs, at, _kept in self.by.values():
+            if meta is None:
+                block = np.array(xs)  # NOTE: one shape and dtype: a stack, made in C
+                block.flags.writeable = False
+            else:
+                block = np.frombuffer(b"".join(xs), meta[1]).reshape((len(rows), *meta[0]))
+            blocks.append((rows, block))
+            if at:
+                for k, v in zip(at, list(block)):
+                    kept[k] = v
+
+
 class Summaries:
     """The summary table and previews of the distinct values of one graph record; the full
     values kept by the policy go to the builder's value store."""
@@ -62,6 +86,7 @@ class Summaries:
         self.arrays: list[np.ndarray | None] = []  # None: the row is known (``done``)
         self.vids: list[int] = []
         self.done: dict[int, tuple[list, tuple]] = {}
+        self.blocks: list[tuple[list[int], np.ndarray]] = []  # (rows, stacked values)
         self._made: tuple[np.ndarray, np.ndarray] | None = None
         self._keep(values, owns)
 
@@ -75,13 +100,31 @@ class Summaries:
         arrays, vids, done = self.arrays, self.vids, self.done
         ndarray = np.ndarray
         base = len(store)
-        kept: list[np.ndarray] = []  # NOTE: store ids are base + position here, in row order
+        kept: list[np.ndarray | None] = []  # NOTE: store ids are base + position, row order
         adopted: list[np.ndarray] = []
         later: list[int] = []
+        groups = _Groups()
+        by = groups.by
         row = -1
         for x in values:
             row += 1
-            if owns[row] and x.__class__ is ndarray:
+            if x.__class__ is bytes:  # a small float output (see PendingNode.freeze)
+                meta = owns[row]
+                arrays.append(None)  # NOTE: its row is made from its group's block
+                # NOTE: _Groups.add written out (a call per value); kept or not: per group
+                g = by.get(id(meta))
+                if g is None:
+                    kept_all = full and math.prod(meta[0]) <= limit
+                    g = by[id(meta)] = (meta, [], [], [], kept_all)
+                g[1].append(row)
+                g[2].append(x)
+                if g[4]:
+                    g[3].append(len(kept))
+                    vids.append(base + len(kept))
+                    kept.append(None)  # NOTE: a view of its group's block
+                else:
+                    vids.append(-1)
+            elif owns[row] and x.__class__ is ndarray:
                 arrays.append(x)
                 if full and x.size <= limit:
                     vids.append(base + len(kept))
@@ -99,15 +142,36 @@ class Summaries:
                 else:
                     vids.append(-1)
             else:
-                a = to_numpy(x)
+                a = native(x)  # NOTE: to_numpy written out for a NumPy-backed tensor
+                if a.__class__ is not ndarray:
+                    a = to_numpy(x)
+                t = a.dtype
+                size = a.size
+                if t.kind == "f" and 0 < size <= BATCHED:
+                    # NOTE: copied with its group (BatchStore.flush's copy, made once)
+                    arrays.append(None)
+                    key = (a.shape, t.char)
+                    g = by.get(key)
+                    if g is None:
+                        g = by[key] = (None, [], [], [], full and size <= limit)
+                    g[1].append(row)
+                    g[2].append(a)
+                    if g[4]:
+                        g[3].append(len(kept))
+                        vids.append(base + len(kept))
+                        kept.append(None)
+                    else:
+                        vids.append(-1)
+                    continue
                 arrays.append(a)
-                if full and a.size <= limit:
+                if full and size <= limit:
                     later.append(base + len(kept))
                     vids.append(base + len(kept))
                     kept.append(a)
                 else:
                     vids.append(-1)
-        store.extend(kept, later, adopted)
+        groups.stack(kept, self.blocks)
+        store.extend(kept, later, adopted)  # type: ignore[arg-type]
 
     def finite(self) -> bool:
         """No NaN or Inf among the values."""
@@ -129,12 +193,25 @@ class Summaries:
             return table, np.zeros((0, PREVIEW))
         previews = np.full((len(self.vids), PREVIEW), math.nan) if self.full else None
         fill_rows(self.arrays, table, previews)
+        for rows, block in self.blocks:
+            fill_block(rows, block, table, previews)
         for i, (row, head) in self.done.items():
             table[i, :8] = row
             if previews is not None:
                 previews[i, : len(head)] = head
                 table[i, 9] = len(head)
         return table, previews if previews is not None else np.zeros((0, PREVIEW))
+
+
+def fill_block(
+    rows: list[int], block: np.ndarray, table: np.ndarray, previews: np.ndarray | None
+) -> None:
+    """:func:`~tpx_inspect._batch_stats.fill_rows` for values stacked already (``block[k]``
+    is the value of row ``rows[k]``): the same reductions, so the same numbers."""
+    if len(rows) == 1:
+        _one(rows[0], block[0], table, previews)
+    else:
+        _group(rows, block, table, previews)  # type: ignore[arg-type]
 
 
 def value_tables(
@@ -187,6 +264,8 @@ def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) ->
             own = x is not None
             if not own:
                 x = p.raw
+            elif x.__class__ is bytes:  # its (shape, dtype) in place of the flag (see _keep)
+                own = n.out_meta
         starts.append(len(seq))
         e = ex.get(i)
         fwd = p.seconds if p is not None else 0.0

@@ -15,6 +15,7 @@ import numpy as np
 
 from tpx import observe
 from tpx_inspect._lazy import lazy_record
+from tpx_inspect._pending import snapshot_array
 from tpx_inspect.summary import is_finite
 
 
@@ -39,13 +40,15 @@ def step_finite(b: Any, pending: Any, builder: Any) -> bool:
                 return False
         for node in b.roots:
             p = pending.get(node)
-            if p is not None and not _value_finite(p):
+            if p is not None and not _value_finite(p, node):
                 return False
     return True
 
 
-def _value_finite(p: Any) -> bool:
+def _value_finite(p: Any, node: Any) -> bool:
     out = p.out
+    if out.__class__ is bytes:  # a small float output kept as its bytes
+        return finite_floats(snapshot_array(out, node.out_meta))
     if out.__class__ is np.ndarray:  # a copy made at forward
         return finite_floats(out) if out.dtype.kind == "f" else is_finite(out)
     if out is not None:  # summarized at forward: NaN and Inf counts
@@ -75,5 +78,5 @@ def finite_floats(a: np.ndarray) -> bool:
     ...         np.array([3e38, 1.0], np.float32))
     (True, False, True)
     """
-    flat = a.reshape(-1)
-    return math.isfinite(np.dot(flat, flat)) or bool(np.isfinite(a).all())
+    flat = a.ravel("K")  # NOTE: a view of a transposed gradient too (reshape(-1) copies it)
+    return math.isfinite(flat.dot(flat)) or bool(np.isfinite(a).all())

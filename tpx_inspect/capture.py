@@ -36,6 +36,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
 ref = weakref.ref
 p10_tensor = observe.p10_tensor
+_NUMBERS = (float, int, bool, complex)
 
 FORMAT_VERSION = 1
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
@@ -249,13 +250,17 @@ class Capture:
         wanted = self._wants[1]
         if not wanted and not self.policy.nonfinite:
             return
+        # NOTE: a Python number is its own P10 value (no call)
         consts = tuple(
-            [None if e is not None else p10_tensor(x) for x, e in zip(inputs, node.edges)]
+            [
+                None if e is not None else (x if x.__class__ in _NUMBERS else p10_tensor(x))
+                for x, e in zip(inputs, node.edges)
+            ]
         )
         seconds = seconds if self.timing else 0.0
         pending = PendingNode(seconds, output.p10, consts, node.saved, step)
         if wanted:
-            pending.freeze(self._builder.keep, self._builder.stats)
+            pending.freeze(self._builder.keep, self._builder.stats, node.out_meta)
         # NOTE: NodeMap.__setitem__ written out; one dict store: atomic, no lock needed
         pmap = self._pending
         pmap.data[ref(node, pmap.drop)] = pending

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import zipfile
 from itertools import chain
 from operator import attrgetter
 from typing import Any
@@ -35,6 +34,7 @@ from tpx_inspect._trace_load import (
 )
 from tpx_inspect._util import paused_gc, replace_file
 from tpx_inspect._version import version_fields
+from tpx_inspect._zip_write import zip_bytes
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     SUMMARY_COLUMNS,
@@ -45,13 +45,12 @@ from tpx_inspect.records import (
     ValueStore,
 )
 from tpx_inspect.summary import PREVIEW
+from tpx_inspect.tables import PackedValues
 
 __all__ = [
     "FORMAT", "SUPPORTED_VERSIONS", "VERSION", "GraphHeader", "RunHeader", "TraceHeader",
     "from_json", "load", "read_header", "save", "schema_path", "sidecar_path", "to_json",
 ]  # fmt: skip
-
-_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 # -- saving -------------------------------------------------------------------------------------
@@ -70,7 +69,9 @@ def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict
     arrays: dict[str, np.ndarray] = {}
     kept = _KeptValues(trace)
     runs = [_run_json(r, arrays, kept) for r in trace.runs]
-    _values_arrays(kept.values, arrays)
+    packed = kept.packed()
+    if packed is None or not _packed_arrays(packed, arrays):
+        _values_arrays(kept.values, arrays)
     doc: dict[str, Any] = {"format": FORMAT, **version_fields(), "meta": trace.meta, "runs": runs}
     if trace.plans:
         doc["plans"] = [dict(p) for p in trace.plans]
@@ -120,15 +121,11 @@ def _save(trace: Trace, path: str, sidecar: str | None, compress: bool) -> tuple
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool = True) -> bytes:
-    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method, compresslevel=1) as z:
-        for key in sorted(arrays):
-            info = zipfile.ZipInfo(key + ".npy", _ZIP_DATE)
-            info.compress_type = method
-            data = _npy_bytes(arrays[key], fortran=key.endswith(_BY_COLUMN))
-            z.writestr(info, data, compresslevel=1)
-    return buf.getvalue()
+    """The ``.npz`` of ``arrays`` (members in sorted order; deflated on threads at once)."""
+    members = (
+        (k + ".npy", _npy_bytes(arrays[k], fortran=k.endswith(_BY_COLUMN))) for k in sorted(arrays)
+    )
+    return zip_bytes(members, compress)
 
 
 _BY_COLUMN = (".summaries", ".previews")
@@ -215,18 +212,34 @@ class _KeptValues:
     (a trace holding one graph of a long capture saves only that graph's values)."""
 
     def __init__(self, trace: Trace) -> None:
-        self.values: list[np.ndarray] = []
+        self._kept: list[tuple[ValueStore, np.ndarray]] = []
         self._maps: dict[int, np.ndarray] = {}
         used: dict[int, tuple[ValueStore, list[np.ndarray]]] = {}
         for g in trace.graphs:
             ids = g.tables.summaries[:, 8]
             used.setdefault(id(g.values), (g.values, []))[1].append(ids[ids >= 0])
+        count = 0
         for key, (store, parts) in used.items():
             ids = np.unique(np.concatenate(parts)).astype(np.int64)
             remap = np.full(len(store), -1, np.int64)
-            remap[ids] = np.arange(len(self.values), len(self.values) + len(ids))
+            remap[ids] = np.arange(count, count + len(ids))
             self._maps[key] = remap
-            self.values.extend(map(store.get, ids.tolist()))
+            self._kept.append((store, ids))
+            count += len(ids)
+
+    @property
+    def values(self) -> list[np.ndarray]:
+        """The kept values in their new order."""
+        return [v for store, ids in self._kept for v in map(store.get, ids.tolist())]
+
+    def packed(self) -> PackedValues | None:
+        """The one loaded store of the trace when every one of its values is kept (then in
+        their order): a loaded trace saved again."""
+        if len(self._kept) != 1:
+            return None
+        store, ids = self._kept[0]
+        whole = isinstance(store, PackedValues) and 0 < len(ids) == len(store)
+        return store if whole else None  # NOTE: ids are unique, sorted, below len(store)
 
     def remap(self, store: ValueStore) -> np.ndarray:
         """Old value id -> new value id for the graphs of ``store``."""
@@ -301,6 +314,30 @@ def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
     for c, d in enumerate(dtypes):
         mine = values if len(dtypes) == 1 else [values[i] for i in np.flatnonzero(codes == c)]
         arrays[f"values.{c}"] = _flat_concat(mine, np.dtype(d))
+
+
+def _packed_arrays(store: PackedValues, arrays: dict) -> bool:
+    """The ``values.*`` arrays of a loaded store taken as they were loaded, when they are what
+    :func:`_values_arrays` would write for its values (all kept, in order): no view made, no
+    buffer joined (300,000 values of a ``values="small"`` trace). False: they are not."""
+    bufs, index, shapes = store.packed()
+    dtypes = [b.dtype.str for b in bufs]
+    if dtypes != sorted(set(dtypes)) or index.dtype != np.int64 or shapes.dtype != np.int64:
+        return False
+    codes, offsets, sizes, ndims = index.T
+    if int(ndims.sum()) != len(shapes):
+        return False
+    for c, buf in enumerate(bufs):  # NOTE: each dtype's values one after another, all used
+        mine = codes == c
+        if int(sizes[mine].sum()) != len(buf) or not mine.any():
+            return False
+        if not np.array_equal(offsets[mine], np.cumsum(sizes[mine]) - sizes[mine]):
+            return False
+    arrays["values.index"] = index
+    arrays["values.shapes"] = shapes
+    arrays["values.dtypes"] = np.asarray(dtypes, dtype="U8")
+    arrays.update((f"values.{c}", buf) for c, buf in enumerate(bufs))
+    return True
 
 
 def _flat_concat(values: list[np.ndarray], dtype: np.dtype) -> np.ndarray:

@@ -117,25 +117,34 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
     kind = a.dtype.kind
     if a.size <= _SMALL and kind in "fiub":
         return _small_row(a.reshape(-1).tolist(), preview)
-    # NOTE: complex values have no float preview (their statistics are NaN, as for strings)
-    head = (
-        tuple(float(v) for v in a.reshape(-1)[:preview].tolist()) if preview and kind != "c" else ()
-    )
+    # NOTE: complex values have no float preview (their statistics are NaN, as for strings);
+    # a.flat reads the first elements in C order without copying a transposed array
+    head = tuple(float(v) for v in a.flat[:preview].tolist()) if preview and kind != "c" else ()
     if kind not in "fiub" or a.size == 0:
         return [math.nan] * 5 + [0.0, 0.0, 0.0], head
     if kind == "b":
         a = a.view(np.uint8)
-    zeros = float(a.size - np.count_nonzero(a))
+    # NOTE: the elements in memory order (a view of a C- or F-ordered array, e.g. a weight's
+    # gradient, where reshape(-1) copies); only the sums' rounding depends on the order
+    flat = a.ravel("K")
     if kind != "f":
-        return _moments(a.astype(np.float64), 0.0, 0.0, zeros), head
-    total = float(np.add.reduce(a, axis=None, dtype=np.float64))
+        zeros = float(flat.size - np.count_nonzero(flat))
+        return _moments(flat.astype(np.float64), 0.0, 0.0, zeros), head
+    # NOTE: one float64 copy serves the zero count (faster on float64 than on float32), the
+    # sum and the sum of squares (a BLAS dot); a finite sum proves there is no NaN/Inf, so
+    # the NaN/Inf counts are only made when it is not finite
+    f64 = flat if flat.dtype == np.float64 else flat.astype(np.float64)
+    zeros = float(flat.size - np.count_nonzero(f64))
+    total = float(np.add.reduce(f64))
     if math.isfinite(total):
-        return _moments(a, 0.0, 0.0, zeros, total), head
-    nan = float(np.count_nonzero(np.isnan(a)))
-    inf = float(np.count_nonzero(np.isinf(a)))
+        sq = float(f64.dot(f64))  # NOTE: the method: no dispatch through np.dot
+        lo, hi = float(np.minimum.reduce(flat)), float(np.maximum.reduce(flat))
+        return finite_row(flat.size, lo, hi, total, sq, zeros), head
+    nan = float(np.count_nonzero(np.isnan(flat)))
+    inf = float(np.count_nonzero(np.isinf(flat)))
     if nan + inf == 0:  # the float64 sum overflowed; every element is finite
-        return _moments(a, 0.0, 0.0, zeros), head
-    return _moments(a[np.isfinite(a)], nan, inf, zeros), head
+        return _moments(flat, 0.0, 0.0, zeros), head
+    return _moments(flat[np.isfinite(flat)], nan, inf, zeros), head
 
 
 _SMALL = 32
@@ -172,6 +181,18 @@ def _small_row(vals: list, preview: int) -> tuple[list[float], tuple[float, ...]
 
 
 _INF = (math.inf, -math.inf)
+
+
+def finite_row(n: int, lo: float, hi: float, total: float, sq: float, zeros: float) -> list[float]:
+    """The :data:`STAT_FIELDS` of ``n`` finite elements from their min, max, sum, sum of
+    squares and zero count.
+
+    >>> finite_row(2, -1.0, 1.0, 0.0, 2.0, 0.0)
+    [-1.0, 1.0, 0.0, 1.0, 1.4142135623730951, 0.0, 0.0, 0.0]
+    """
+    mean = total / n
+    var = max(sq / n - mean * mean, 0.0)
+    return [lo, hi, mean, math.sqrt(var), math.sqrt(sq), 0.0, 0.0, zeros]
 
 
 def _moments(

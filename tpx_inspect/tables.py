@@ -276,3 +276,8 @@ class PackedValues(ValueStore):
 
     def __iter__(self) -> Iterator[np.ndarray]:
         return map(self.get, range(len(self)))
+
+    def packed(self) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """The buffers, index and shapes the values are views of (a save may write them as
+        they are)."""
+        return self._bufs, self._index, self._shapes

@@ -33,7 +33,7 @@ def plant_wrong_lowering(monkeypatch) -> None:
             for k, step in enumerate(seg.steps):
                 if step.op == "mul":
                     seg.steps[k] = replace(step, kernel=np.add)
-                    seg.run = tpx_codegen.generate(seg)
+                    seg.run = tpx_codegen.generate(seg, plan.slots, plan.backend_of)
                     return plan
         return plan
 

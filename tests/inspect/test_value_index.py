@@ -4,6 +4,7 @@ damaged indexes, and the lazily made values equal to the ones saved."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -88,3 +89,32 @@ def test_a_loaded_trace_saves_the_same_bytes_and_values(tmp_path):
     out = g.node_values(len(g.nodes) - 1).output
     assert out is not None and not out.flags.writeable
     assert np.array_equal(out, g.values.get(int(g.tables.summaries[g.tables.nodes[-1, 0], 8])))
+
+
+def test_a_loaded_trace_saves_its_packed_values_as_they_are(tmp_path, monkeypatch):
+    """Saved again whole, a loaded trace writes its value buffers and index as loaded (no view
+    made: the builder is not called) and the same bytes; its second graph alone (which keeps
+    none of the values) and a store whose buffers are not what the builder writes go through
+    the builder."""
+    from tpx_inspect import format as fmt
+
+    folder = make_base(tmp_path / "run")
+    trace = tpx_inspect.load(str(folder / "trace.json"))
+    built = []
+    real = fmt._values_arrays
+    monkeypatch.setattr(fmt, "_values_arrays", lambda *a: built.append(1) or real(*a))
+    tpx_inspect.save(trace, str(tmp_path / "again.json"))
+    assert built == [] and trace.graphs[0].values._arrays.count(None) == len(trace.graphs[0].values)
+    assert (tmp_path / "again.npz").read_bytes() == (folder / "trace.npz").read_bytes()
+    run = dataclasses.replace(trace.runs[0], graphs=trace.runs[0].graphs[1:])
+    one = dataclasses.replace(trace, runs=(run,))
+    tpx_inspect.save(one, str(tmp_path / "one.json"))
+    assert built == [1]
+    store = trace.graphs[0].values
+    bufs = store.packed()[0]
+    store._bufs = [np.concatenate([b, b[:1]]) for b in bufs]  # NOTE: a buffer with a spare item
+    tpx_inspect.save(trace, str(tmp_path / "spare.json"))
+    assert built == [1, 1]
+    again = tpx_inspect.load(str(tmp_path / "spare.json"))
+    assert (tmp_path / "spare.npz").read_bytes() == (folder / "trace.npz").read_bytes()
+    assert all(np.array_equal(a, b) for a, b in zip(again.graphs[0].values, store, strict=True))

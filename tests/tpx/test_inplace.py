@@ -142,3 +142,30 @@ def test_in_place_with_grad_value_into_constant_tensor():
     assert z.requires_grad and z.grad_fn.name == "AddBackward"
     z.sum().backward()
     assert y.grad.tolist() == [4.0, 6.0]
+
+
+def test_unrecorded_in_place_update_stays_in_place_under_an_observer(monkeypatch):
+    # an observer gets no event for a write that is not recorded (an optimizer's update under
+    # an inspector's capture), so the write keeps P10's in-place kernel, as without one
+    import p10
+
+    class Seen:
+        def __init__(self):
+            self.events = []
+
+        def on_node_forward(self, *args):
+            self.events.append(args)
+
+    calls = []
+    inplace = p10.Tensor._inplace
+    monkeypatch.setattr(
+        p10.Tensor, "_inplace", lambda t, op, b: calls.append(op) or inplace(t, op, b)
+    )
+    w = leaf([1.0, 2.0])
+    g = tp.asarray(np.array([0.5, 0.25]))
+    seen = Seen()
+    with tp.add_observer(seen), tp.no_grad():
+        w -= 0.1 * g
+        w.sub_(g)
+    assert len(calls) == 2 and seen.events == []
+    assert w.tolist() == [1.0 - 0.05 - 0.5, 2.0 - 0.025 - 0.25]

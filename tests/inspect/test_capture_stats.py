@@ -1,0 +1,162 @@
+"""The summary statistics of captured values equal the ones made before they were made cheaper
+(tests/inspect/_reference_stats.py, the old per-value code) up to float rounding: one value at
+a time (C- and F-ordered, NaN, Inf, overflow, zeros, ints, bools) and whole traces of the MLP
+example and of a script with planted NaN/Inf/overflow steps, captured both ways."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import tpx as tp
+import tpx_inspect
+from tests.helpers.load import load_example
+from tests.inspect._reference_stats import reference_stats_row
+from tpx_inspect import _batch_stats, _pending
+from tpx_inspect._verdict import finite_floats
+from tpx_inspect.records import Trace
+from tpx_inspect.summary import stats_row
+
+RNG = np.random.default_rng(7)
+
+
+def _arrays() -> dict[str, np.ndarray]:
+    a32 = RNG.standard_normal((48, 40)).astype(np.float32)
+    nan = a32.copy()
+    nan[3, 5], nan[7, 1], nan[0, 0] = np.nan, np.inf, -np.inf
+    zeros = a32.copy()
+    zeros[::3] = 0.0
+    zeros[1, 1] = -0.0
+    return {
+        "f32_c": a32,
+        "f32_f": a32.T,  # a weight's gradient: F-ordered
+        "f32_strided": a32[::2, ::3],
+        "f64_f": RNG.standard_normal((30, 50)).T,
+        "f32_nan_inf": nan,
+        "f32_nan_inf_f": nan.T,
+        "all_nan": np.full(100, np.nan, np.float32),
+        "only_inf": np.full((10, 10), np.inf),
+        "squares_overflow_f32": np.full(64, 3e38, np.float32),
+        "sum_overflow_f64": np.full(64, 1e308),
+        "zeros_and_negative_zero": zeros,
+        "f16": RNG.standard_normal(200).astype(np.float16),
+        "int64_f": RNG.integers(-5, 5, (20, 30)).T,
+        "bool": RNG.random(100) < 0.3,
+        "small": a32[0, :20].copy(),
+        "empty": np.zeros((0, 4), np.float32),
+        "complex": np.ones(40, np.complex64),
+    }
+
+
+@pytest.mark.parametrize("name", list(_arrays()))
+def test_stats_row_equals_the_old_code_up_to_rounding(name: str) -> None:
+    a = _arrays()[name]
+    with np.errstate(over="ignore", invalid="ignore"):
+        got, head = stats_row(a)
+        want, want_head = reference_stats_row(a)
+    np.testing.assert_array_equal(head, want_head)  # NaN equal to NaN
+    np.testing.assert_allclose(got[:5], want[:5], rtol=1e-9, atol=1e-12, equal_nan=True)
+    assert got[5:] == want[5:]  # NaN, Inf and zero counts: exact
+    assert [math.isnan(v) for v in got] == [math.isnan(v) for v in want]
+
+
+def test_finite_floats_on_transposed_and_strided_gradients() -> None:
+    for name, a in _arrays().items():
+        if a.dtype.kind == "f":
+            with np.errstate(over="ignore", invalid="ignore"):
+                assert finite_floats(a) == bool(np.isfinite(a).all()), name
+    base = RNG.standard_normal((30, 20)).astype(np.float32)
+    for a in (base.copy(), base.copy().T, base.copy()[::2]):
+        for pos in [(0, 0), (-1, -1), (5, 3), (0, -1)]:
+            for bad in (np.nan, np.inf, -np.inf):
+                b = a.copy(order="K") if a.flags.forc else a.copy()
+                b[pos] = bad
+                assert not finite_floats(b), (b.flags.f_contiguous, pos, bad)
+
+
+def _old_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_pending, "stats_row", reference_stats_row)
+    monkeypatch.setattr(_batch_stats, "stats_row", reference_stats_row)
+
+
+def _captured(script: Callable[[], None], policy: str | None) -> Trace:
+    opts = {"values": "small", "timing": False}
+    cap = tpx_inspect.capture(**opts) if policy is None else tpx_inspect.capture(policy, **opts)
+    with cap:
+        script()
+    return cap.trace
+
+
+def _assert_same_traces(new: Trace, old: Trace) -> int:
+    assert len(new.graphs) == len(old.graphs)
+    rows = 0
+    for g, w in zip(new.graphs, old.graphs):
+        assert (g.step, g.detail, g.structure) == (w.step, w.detail, w.structure)
+        for name in type(g.tables).__dataclass_fields__:
+            got, want = getattr(g.tables, name), getattr(w.tables, name)
+            assert got.shape == want.shape and got.dtype == want.dtype, name
+            if name != "summaries":
+                assert np.array_equal(got, want, equal_nan=True), name
+        s, r = g.tables.summaries, w.tables.summaries
+        np.testing.assert_allclose(s[:, :5], r[:, :5], rtol=1e-9, atol=1e-12, equal_nan=True)
+        assert np.array_equal(s[:, 5:], r[:, 5:], equal_nan=True)  # counts, value ids
+        rows += len(s)
+    for i in range(len(old.graphs[0].values) if old.graphs else 0):
+        assert np.array_equal(new.graphs[0].values.get(i), old.graphs[0].values.get(i), True)
+    return rows
+
+
+def _mlp(steps: int) -> Callable[[], None]:
+    def run() -> None:
+        mlp = load_example("train_mlp")
+        import tpx.nn.functional as F
+        import tpx.optim as optim
+
+        model = mlp.build_model()
+        opt = optim.Adam(model.parameters(), lr=1e-3)
+        data = mlp.batches()
+        for _ in range(steps):
+            x, y = next(data)
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+    return run
+
+
+def _planted() -> None:
+    """Steps of a (48, 40) float32 layer (F-ordered weight gradients); step 2 overflows to
+    Inf, step 3 has a NaN planted in its input, step 4 overflows the squares only."""
+    w = tp.asarray(RNG.standard_normal((40, 40)).astype(np.float32), requires_grad=True)
+    for step in range(6):
+        x = RNG.standard_normal((48, 40)).astype(np.float32)
+        if step == 3:
+            x[5, 7] = np.nan
+        scale = {2: 1e30, 4: 1e10}.get(step, 1.0)
+        y = (tp.asarray(x) @ w).tanh() * scale
+        (y * y).mean().backward()
+
+
+@pytest.mark.parametrize("policy", [None, "all"])
+def test_mlp_trace_equals_the_old_way(monkeypatch: pytest.MonkeyPatch, policy: str | None) -> None:
+    with np.errstate(over="ignore", invalid="ignore"):
+        new = _captured(_mlp(12), policy)
+        _old_way(monkeypatch)
+        old = _captured(_mlp(12), policy)
+    assert len(new.graphs) == (10 if policy is None else 12)
+    assert _assert_same_traces(new, old) > 300
+
+
+def test_planted_nonfinite_trace_equals_the_old_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    seed = RNG.bit_generator.state
+    with np.errstate(over="ignore", invalid="ignore"):
+        new = _captured(_planted, "first:1,nonfinite")
+        RNG.bit_generator.state = seed
+        _old_way(monkeypatch)
+        old = _captured(_planted, "first:1,nonfinite")
+    assert [g.step for g in new.graphs] == [0, 2, 3]  # the overflow and the NaN kept
+    assert _assert_same_traces(new, old) > 0
+    assert new.graphs[1].tables.summaries[:, 5:7].sum() != 0  # an Inf counted
