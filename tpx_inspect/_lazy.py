@@ -18,7 +18,7 @@ import numpy as np
 
 import p10
 from tpx import AccumulateGrad, observe
-from tpx_inspect.summary import PREVIEW, stats_row
+from tpx_inspect.summary import PREVIEW, moments_row, stats_row
 
 FETCH_WHOLE = 4096
 """Lazy values up to this many elements are fetched whole; larger ones as statistics."""
@@ -124,7 +124,5 @@ def _finish(kind: str, got: list[np.ndarray], kept: bool, make: Callable) -> Any
     n = float(n)
     if not n:
         return make([math.nan] * 5 + counts, head, None)
-    mean = float(total) / n
-    var = max(float(sq) / n - mean * mean, 0.0)
-    row = [float(lo), float(hi), mean, math.sqrt(var), math.sqrt(float(sq)), *counts]
+    row = moments_row(n, float(lo), float(hi), float(total), float(sq), *counts)
     return make(row, head, None)

@@ -97,30 +97,16 @@ class PendingNode:
                 self.raw = snapshot(self.raw)
                 self.consts = tuple(snapshot(c) for c in self.consts)
                 return
-            a = to_numpy(self.raw)
-        elif stats and meta is not None:
-            hit = _SNAPSHOTS.get(id(meta))
-            dt = hit[1] if hit is not None and hit[0] is meta else snapshot_dtype(meta)
-            if dt is a.dtype:  # NOTE: bytes: a quarter of an ndarray copy's cost
-                self.out = a.tobytes()
-                self.raw = None
-                for c in self.consts:
-                    if c is not None and c.__class__ not in _NUMBERS:
-                        self._freeze_consts(keep, stats)
-                        break
-                return
-        # NOTE: freeze_value written out (the output is known to be an ndarray here)
-        if not stats or (a.dtype.kind == "f" and a.size <= BATCHED):
-            self.out = np.array(a, copy=True)
+            self.out = freeze_array(to_numpy(self.raw), keep, stats)
+        elif stats and meta is not None and _snapshot_dtype(meta) is a.dtype:
+            self.out = a.tobytes()  # NOTE: bytes: a quarter of an ndarray copy's cost
         else:
-            self.out = _Frozen(a, keep)
+            self.out = freeze_array(a, keep, stats)
         self.raw = None
-        for c in self.consts:
-            if c is not None:
+        for c in self.consts:  # NOTE: a Python number is immutable: summarized at build
+            if c is not None and c.__class__ not in _NUMBERS:
+                self._freeze_consts(keep, stats)
                 break
-        else:
-            return
-        self._freeze_consts(keep, stats)
 
     def _freeze_consts(self, keep: Callable[[Any], bool], stats: bool) -> None:
         # NOTE: a Python number is immutable: summarized when the graph is built
@@ -143,8 +129,11 @@ def freeze_value(x: Any, keep: Callable[[Any], bool], stats: bool = True) -> np.
     ([1.0, 1.0, 1.0], '_Frozen')
     """
     a = observe.native(x)
-    if a.__class__ is not np.ndarray:
-        a = to_numpy(x)
+    return freeze_array(a if a.__class__ is np.ndarray else to_numpy(x), keep, stats)
+
+
+def freeze_array(a: np.ndarray, keep: Callable[[Any], bool], stats: bool) -> np.ndarray | _Frozen:
+    """:func:`freeze_value` of a NumPy array."""
     if not stats or (a.dtype.kind == "f" and a.size <= BATCHED):
         return np.array(a, copy=True)
     return _Frozen(a, keep)
@@ -229,6 +218,12 @@ def snapshot_dtype(meta: tuple) -> Any:
         _SNAPSHOTS.clear()
     _SNAPSHOTS[id(meta)] = (meta, dtype if ok else None)
     return dtype if ok else None
+
+
+def _snapshot_dtype(meta: tuple) -> Any:
+    """:func:`snapshot_dtype` read from its cache when ``meta`` is there."""
+    hit = _SNAPSHOTS.get(id(meta))
+    return hit[1] if hit is not None and hit[0] is meta else snapshot_dtype(meta)
 
 
 def snapshot_array(b: bytes, meta: tuple) -> np.ndarray:

@@ -139,7 +139,7 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
     if math.isfinite(total):
         sq = float(f64.dot(f64))  # NOTE: the method: no dispatch through np.dot
         lo, hi = float(np.minimum.reduce(flat)), float(np.maximum.reduce(flat))
-        return finite_row(flat.size, lo, hi, total, sq, zeros), head
+        return moments_row(flat.size, lo, hi, total, sq, 0.0, 0.0, zeros), head
     nan = float(np.count_nonzero(np.isnan(flat)))
     inf = float(np.count_nonzero(np.isinf(flat)))
     if nan + inf == 0:  # the float64 sum overflowed; every element is finite
@@ -174,49 +174,36 @@ def _small_row(vals: list, preview: int) -> tuple[list[float], tuple[float, ...]
             hi = v
     if not n:
         return [math.nan] * 5 + [float(nan), float(inf), float(zeros)], head
-    mean = total / n
-    var = max(sq / n - mean * mean, 0.0)
-    row = [float(lo), float(hi), mean, math.sqrt(var), math.sqrt(sq), float(nan), float(inf)]
-    return [*row, float(zeros)], head
+    return moments_row(
+        n, float(lo), float(hi), total, sq, float(nan), float(inf), float(zeros)
+    ), head
 
 
 _INF = (math.inf, -math.inf)
 
 
-def finite_row(n: int, lo: float, hi: float, total: float, sq: float, zeros: float) -> list[float]:
-    """The :data:`STAT_FIELDS` of ``n`` finite elements from their min, max, sum, sum of
-    squares and zero count.
+def moments_row(
+    n: float, lo: float, hi: float, total: float, sq: float, nan: float, inf: float, zeros: float
+) -> list[float]:
+    """The :data:`STAT_FIELDS` of ``n`` finite elements from their min, max, sum and sum of
+    squares, and the NaN, Inf and zero counts: the one place the moments are derived.
 
-    >>> finite_row(2, -1.0, 1.0, 0.0, 2.0, 0.0)
+    >>> moments_row(2, -1.0, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0)
     [-1.0, 1.0, 0.0, 1.0, 1.4142135623730951, 0.0, 0.0, 0.0]
     """
     mean = total / n
     var = max(sq / n - mean * mean, 0.0)
-    return [lo, hi, mean, math.sqrt(var), math.sqrt(sq), 0.0, 0.0, zeros]
+    return [lo, hi, mean, math.sqrt(var), math.sqrt(sq), nan, inf, zeros]
 
 
-def _moments(
-    a: np.ndarray, nan: float, inf: float, zeros: float, total: float | None = None
-) -> list[float]:
+def _moments(a: np.ndarray, nan: float, inf: float, zeros: float) -> list[float]:
     if a.size == 0:
         return [math.nan] * 5 + [nan, inf, zeros]
     flat = a.reshape(-1)
-    if total is None:
-        total = float(np.add.reduce(flat, dtype=np.float64))
-    mean = total / flat.size
+    total = float(np.add.reduce(flat, dtype=np.float64))
     f64 = flat if flat.dtype == np.float64 else flat.astype(np.float64)
     sq = float(np.dot(f64, f64))
-    var = max(sq / flat.size - mean * mean, 0.0)
-    return [
-        float(flat.min()),
-        float(flat.max()),
-        mean,
-        math.sqrt(var),
-        math.sqrt(sq),
-        nan,
-        inf,
-        zeros,
-    ]
+    return moments_row(flat.size, float(flat.min()), float(flat.max()), total, sq, nan, inf, zeros)
 
 
 def is_finite(x: Any) -> bool:
