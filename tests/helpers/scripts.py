@@ -55,3 +55,21 @@ class Square(tp.Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * 2 * x
+
+
+def train_mlp_steps(steps: int) -> None:
+    """``steps`` Adam steps of examples/train_mlp.py's model on its batches (no schedule, no
+    evaluation): the MLP example as the capture tests record it."""
+    import tpx.nn.functional as F
+    import tpx.optim as optim
+    from tests.helpers.load import load_example
+
+    mlp = load_example("train_mlp")
+    model = mlp.build_model()
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    data = mlp.batches()
+    for _ in range(steps):
+        x, y = next(data)
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()

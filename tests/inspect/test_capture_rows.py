@@ -14,7 +14,7 @@ import pytest
 import p10
 import tpx as tp
 import tpx_inspect
-from tests.helpers.load import load_example
+from tests.helpers.scripts import train_mlp_steps
 from tests.inspect._reference_rows import reference_tables
 from tpx_inspect import _build
 from tpx_inspect._batch_stats import BatchStore
@@ -80,21 +80,6 @@ def _mixed(step: int) -> None:
     loss.backward(retain_graph=(step == 1))
 
 
-def _mlp(steps: int) -> None:
-    mlp = load_example("train_mlp")
-    import tpx.nn.functional as F
-    import tpx.optim as optim
-
-    model = mlp.build_model()
-    opt = optim.Adam(model.parameters(), lr=1e-3)
-    data = mlp.batches()
-    for _ in range(steps):
-        x, y = next(data)
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-
-
 def _script() -> None:
     _chain(200)
     _chain(50, 1.5)  # overflows to Inf
@@ -120,7 +105,7 @@ def test_tables_equal_the_reference(compared: list[int], options: dict) -> None:
 
 def test_tables_equal_the_reference_on_the_mlp(compared: list[int]) -> None:
     with tpx_inspect.capture("all", values="small") as cap:
-        _mlp(3)
+        train_mlp_steps(3)
     assert len(cap.trace.graphs) == 3 and len(compared) == 3
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pytest
 
 import tpx as tp
 import tpx_inspect
-from tests.helpers.load import load_example
+from tests.helpers.scripts import train_mlp_steps
 from tests.inspect._reference_stats import reference_stats_row
 from tpx_inspect import _batch_stats, _pending
 from tpx_inspect._verdict import finite_floats
@@ -109,24 +110,6 @@ def _assert_same_traces(new: Trace, old: Trace) -> int:
     return rows
 
 
-def _mlp(steps: int) -> Callable[[], None]:
-    def run() -> None:
-        mlp = load_example("train_mlp")
-        import tpx.nn.functional as F
-        import tpx.optim as optim
-
-        model = mlp.build_model()
-        opt = optim.Adam(model.parameters(), lr=1e-3)
-        data = mlp.batches()
-        for _ in range(steps):
-            x, y = next(data)
-            opt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
-            opt.step()
-
-    return run
-
-
 def _planted() -> None:
     """Steps of a (48, 40) float32 layer (F-ordered weight gradients); step 2 overflows to
     Inf, step 3 has a NaN planted in its input, step 4 overflows the squares only."""
@@ -143,9 +126,9 @@ def _planted() -> None:
 @pytest.mark.parametrize("policy", [None, "all"])
 def test_mlp_trace_equals_the_old_way(monkeypatch: pytest.MonkeyPatch, policy: str | None) -> None:
     with np.errstate(over="ignore", invalid="ignore"):
-        new = _captured(_mlp(12), policy)
+        new = _captured(partial(train_mlp_steps, 12), policy)
         _old_way(monkeypatch)
-        old = _captured(_mlp(12), policy)
+        old = _captured(partial(train_mlp_steps, 12), policy)
     assert len(new.graphs) == (10 if policy is None else 12)
     assert _assert_same_traces(new, old) > 300
 

@@ -4,6 +4,11 @@ own arguments) record the same node, field by field, and check version counters 
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -83,31 +88,19 @@ def test_scope_and_override_are_read_while_on_in_any_thread():
     """``record`` reads a thread's scope and overrides only while ``_mode.local_settings`` counts
     one on somewhere: the count comes back to its start, and a scope or an override opened in
     another thread is not seen here while this thread's own are."""
-    import threading
-
     from p10 import Op
     from tpx import _mode
     from tpx.rules import RULES
 
     start = _mode.local_settings
     x = tp.ones(2, requires_grad=True)
-    inside, opened, done = [], threading.Event(), threading.Event()
-
-    def other_thread():
-        with tp.scope("other"):
-            opened.set()
-            done.wait(10)
-
-    t = threading.Thread(target=other_thread)
-    t.start()
-    opened.wait(10)
-    assert _mode.local_settings == start + 1
-    inside.append((x * 2).grad_fn)  # this thread has no scope: none recorded
-    with tp.scope("mine"), tp.override_rule(Op.TANH, RULES[Op.TANH].vjp):
-        assert _mode.local_settings == start + 3
-        inside.append(x.tanh().grad_fn)
-    done.set()
-    t.join()
+    inside = []
+    with _on_in_another_thread(lambda: tp.scope("other")):
+        assert _mode.local_settings == start + 1
+        inside.append((x * 2).grad_fn)  # this thread has no scope: none recorded
+        with tp.scope("mine"), tp.override_rule(Op.TANH, RULES[Op.TANH].vjp):
+            assert _mode.local_settings == start + 3
+            inside.append(x.tanh().grad_fn)
     assert _mode.local_settings == start
     assert inside[0].scope == "" and inside[0].overrides is None
     assert inside[1].scope == "mine" and inside[1].overrides is not None
@@ -118,37 +111,44 @@ def test_anomaly_mode_is_read_while_on_in_any_thread():
     """The shortcuts and ``apply_op`` read a thread's anomaly mode only while
     ``_mode.anomalous`` counts a thread with a check on: the count comes back to its start,
     anomaly mode in another thread is not seen here, and this thread's own is."""
-    import threading
-
     from tpx import _mode
 
     start = _mode.anomalous
     x = tp.ones(2, requires_grad=True)
     zero = tp.zeros(2, requires_grad=True)
-    opened, done = threading.Event(), threading.Event()
-
-    def other_thread():
-        with tp.detect_anomaly():
-            opened.set()
-            done.wait(10)
-
-    t = threading.Thread(target=other_thread)
-    t.start()
-    opened.wait(10)
-    assert _mode.anomalous == start + 1
-    assert (x * 2).grad_fn.checksums is None  # no saved-value checks in this thread
-    assert np.isinf(zero.log().sum().item())  # nor NaN/Inf checks
-    with tp.set_saved_tensor_checks(True):
-        assert _mode.anomalous == start + 2
-        assert (x * x).grad_fn.checksums is not None
-    assert _mode.anomalous == start + 1
-    with tp.detect_anomaly(), pytest.raises(tp.AnomalyError):
-        zero.log()
-    with tp.detect_anomaly(), pytest.raises(tp.AnomalyError):
-        zero / zero  # a shortcut
-    done.set()
-    t.join()
+    with _on_in_another_thread(tp.detect_anomaly):
+        assert _mode.anomalous == start + 1
+        assert (x * 2).grad_fn.checksums is None  # no saved-value checks in this thread
+        assert np.isinf(zero.log().sum().item())  # nor NaN/Inf checks
+        with tp.set_saved_tensor_checks(True):
+            assert _mode.anomalous == start + 2
+            assert (x * x).grad_fn.checksums is not None
+        assert _mode.anomalous == start + 1
+        with tp.detect_anomaly(), pytest.raises(tp.AnomalyError):
+            zero.log()
+        with tp.detect_anomaly(), pytest.raises(tp.AnomalyError):
+            zero / zero  # a shortcut
     assert _mode.anomalous == start
     with tp.set_saved_tensor_checks(True):
         assert _mode.anomalous == start + 1
     assert _mode.anomalous == start
+
+
+@contextlib.contextmanager
+def _on_in_another_thread(make: Callable[[], Any]) -> Iterator[None]:
+    """Hold the context manager ``make()`` open in another thread while the block runs."""
+    opened, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with make():
+            opened.set()
+            done.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert opened.wait(10)
+        yield
+    finally:
+        done.set()
+        t.join()
