@@ -17,7 +17,7 @@ from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
 from tpx_inspect._params_json import params_to_json
-from tpx_inspect._pending import NodeMap, _dtype_name, _Frozen
+from tpx_inspect._pending import SAVED, NodeMap, _dtype_name, _Frozen, completed
 from tpx_inspect._value_rows import value_tables
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -177,7 +177,10 @@ class GraphBuilder:
             ]
             p = pend[i]
             saved[i] = (
-                [[s[0], shapes.get(s[1]) or _shape_json(shapes, s[1]), s[2], s[3]] for s in p.saved]
+                [
+                    [s[0], shapes.get(s[1]) or _shape_json(shapes, s[1]), s[2], s[3]]
+                    for s in p[SAVED]
+                ]
                 if p is not None
                 else []
             )
@@ -237,18 +240,27 @@ def _shape_json(shapes: dict[tuple, list[int]], shape: tuple) -> list[int]:
 
 
 def _pending_of(raw: list, pending: Any) -> list:
-    """``pending.get(n)`` for each node, read once (a WeakKeyDictionary lookup is slow)."""
+    """``pending.get(n)`` for each node, read once (a WeakKeyDictionary lookup is slow), each
+    record :func:`~tpx_inspect._pending.completed` and stored back (its saved metadata read
+    once, the node's saved values then let go)."""
     if not isinstance(pending, (weakref.WeakKeyDictionary, NodeMap)):
-        return [pending.get(n) for n in raw]
+        return [completed(p) if p is not None else None for p in map(pending.get, raw)]
     data, ref = pending.data, weakref.ref  # NOTE: both key a dict by weak references
-    return [data.get(ref(n)) for n in raw]
+    out = []
+    for n in raw:
+        key = ref(n)
+        p = data.get(key)
+        if p is not None and p[SAVED] is None:
+            p = data[key] = completed(p)  # NOTE: the dict keeps its own key (with its callback)
+        out.append(p)
+    return out
 
 
 def _executed(b: Any, index: dict) -> dict[int, tuple]:
     if b is None:
         return {}
     out = {}
-    for pos, (node, g, gins, seconds, freed) in enumerate(b.executed):
+    for pos, (node, g, gins, seconds, freed) in enumerate(b.runs()):
         i = index.get(node)
         if i is not None:
             out[i] = (g, gins, seconds, freed, pos)
@@ -259,7 +271,7 @@ def _peak(pend: list) -> int:
     seen: dict[int, int] = {}
     for p in pend:
         if p is not None:
-            for s in p.saved:
+            for s in p[SAVED]:
                 seen[s[4]] = s[3]
     return sum(seen.values())
 

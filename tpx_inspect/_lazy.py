@@ -48,13 +48,13 @@ def snapshot(x: Any) -> Any:
 def lazy_record(roots: list, pending: Any, b: Any) -> bool:
     """Whether a record holds lazy values, judged by one value (a graph lives on one backend)."""
     if b is not None and b.executed:
-        return is_lazy(b.executed[0][1])
+        return is_lazy(b.grad_outputs()[0])
     for n in roots:
         if n.__class__ is AccumulateGrad:
             return is_lazy(n.variable)
         p = pending.get(n)
         if p is not None:
-            return is_lazy(p.value)
+            return is_lazy(p[2] if p[1] is None else p[1])  # _pending.value_of (a cycle)
     return False
 
 
@@ -66,12 +66,12 @@ def record_values(order: list, pending: Any, b: Any) -> list[Any]:
         if n.__class__ is AccumulateGrad:
             out.append(n.variable)
         elif p is not None:
-            out.extend([p.value, *p.consts])
+            out.extend([p[2] if p[1] is None else p[1], *p[6:]])  # value_of, consts_of
     if b is not None:
-        for _node, g, gins, _, _ in b.executed:
+        for _node, g, gins, _, _ in b.runs():
             out.extend([g, *gins])
         out.extend(b.root_grads.values())
-        for _target, contribution, total, _source in b.accs:
+        for _target, contribution, total, _source in b.sums():
             out.extend([contribution, total])
     return out
 

@@ -50,7 +50,7 @@ class LiveState:
         index = {n: i for i, n in enumerate(raw)}
         live = LiveInfo(
             partial=b.is_grad if b is not None else False,
-            runs=None if b is None else tuple(index[e[0]] for e in b.executed if e[0] in index),
+            runs=None if b is None else tuple(index[n] for n in b.nodes_run() if n in index),
             hooked=frozenset(i for i, n in enumerate(raw) if n in self.hooked),
             backends=tuple(_node_backend(n, self.backends) for n in raw),
             rules=tuple(getattr(n, "rule", None) for n in raw),

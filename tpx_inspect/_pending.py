@@ -54,68 +54,82 @@ def saved_meta(saved: tuple | None) -> tuple:
     return tuple(out)
 
 
-class PendingNode:
-    """What the forward of one node reported, until its backward ends.
+# NOTE: a pending record is a plain tuple, not a class instance: one object per node (the
+# constants are its last items, not a tuple of their own), and of a kept step, once its saved
+# metadata is read, a tuple of atoms, which the cyclic GC stops tracking at its next collection
+SECONDS, OUT, RAW, SAVED, NODE_SAVED, STEP, CONSTS = range(7)
+"""``(seconds, out, raw, saved, node_saved, step, *consts)``: the forward's seconds; ``out`` the
+output as frozen (see :func:`freeze`), None when not frozen; ``raw`` the live P10 output when
+not frozen, else None; ``saved`` the :func:`saved_meta` of what the node saved, None until read
+(see :func:`completed`); ``node_saved`` the node's saved tuple until then (backward may free the
+node's); ``step`` the capture's step at forward time; from ``CONSTS`` on, per input edge, the
+input when it is no node's output (a constant), else None (see :func:`consts_of`)."""
 
-    Once frozen (a kept step), ``out`` and the tensor ``consts`` are what :func:`freeze_value`
-    made: plain NumPy copies or :class:`_Frozen` summaries, objects the cyclic GC does not
-    track, so a captured node adds few objects for the collector to scan."""
 
-    __slots__ = ("_meta", "_saved", "consts", "out", "raw", "seconds", "step")
+def pending_record(
+    seconds: float, raw: Any, consts: list, saved: Any, step: int, frozen: tuple | None
+) -> tuple:
+    """The pending record of one node (see ``SECONDS``): ``raw`` its live P10 output,
+    ``consts`` per input edge, ``saved`` the node's saved tuple; ``frozen``: ``(out, raw,
+    consts)`` made by :func:`freeze` for a kept step, None for a step not kept.
 
-    def __init__(self, seconds: float, raw: Any, consts: tuple, saved: Any, step: int) -> None:
-        self.seconds = seconds
-        self.raw = raw
-        self.consts: tuple = consts
-        self._saved = saved  # the node's saved tuple as recorded (backward may free it later)
-        self._meta: tuple | None = None
-        self.step = step
-        self.out: np.ndarray | _Frozen | None = None
+    >>> import tpx as tp
+    >>> y = tp.ones(2, requires_grad=True) * 2; node = observe.grad_node(y)
+    >>> p = pending_record(0.0, observe.p10_tensor(y), [None, 2], node.saved, 0, None)
+    >>> [s[:4] for s in completed(p)[SAVED]], value_of(p) is observe.p10_tensor(y), consts_of(p)
+    ([(1, (), 'float32', 4)], True, (None, 2))
+    """
+    if frozen is None:
+        return (seconds, None, raw, None, saved, step, *consts)
+    return (seconds, frozen[0], frozen[1], None, saved, step, *frozen[2])
 
-    @property
-    def saved(self) -> tuple:
-        """:func:`saved_meta` of what the node saved at forward time."""
-        if self._meta is None:
-            self._meta = saved_meta(self._saved)
-            self._saved = None
-        return self._meta
 
-    @property
-    def value(self) -> Any:
-        """The output as frozen (see :meth:`freeze`), else the live P10 tensor."""
-        return self.raw if self.out is None else self.out
+def completed(p: tuple) -> tuple:
+    """``p`` with its ``saved`` metadata (read from the node's saved values if not yet)."""
+    if p[SAVED] is not None:
+        return p
+    return (*p[:SAVED], saved_meta(p[NODE_SAVED]), None, *p[STEP:])
 
-    def freeze(self, keep: Callable[[Any], bool], stats: bool = True, meta: Any = None) -> None:
-        """Summarize (and copy small values) now, before anything can write into them;
-        without ``stats``, copy every value (see :func:`freeze_value`). ``meta``: the node's
-        ``out_meta`` (``(shape, dtype)``); a small float output whose dtype it names is kept
-        as its bytes (see :func:`snapshot_dtype`)."""
-        a = observe.native(self.raw)
-        if a.__class__ is not np.ndarray:
-            if is_lazy(self.raw):
-                # summarized with the whole backward, in one compute (see _lazy)
-                self.raw = snapshot(self.raw)
-                self.consts = tuple(snapshot(c) for c in self.consts)
-                return
-            self.out = freeze_array(to_numpy(self.raw), keep, stats)
-        elif stats and meta is not None and _snapshot_dtype(meta) is a.dtype:
-            self.out = a.tobytes()  # NOTE: bytes: a quarter of an ndarray copy's cost
-        else:
-            self.out = freeze_array(a, keep, stats)
-        self.raw = None
-        for c in self.consts:  # NOTE: a Python number is immutable: summarized at build
-            if c is not None and c.__class__ not in _NUMBERS:
-                self._freeze_consts(keep, stats)
-                break
 
-    def _freeze_consts(self, keep: Callable[[Any], bool], stats: bool) -> None:
-        # NOTE: a Python number is immutable: summarized when the graph is built
-        self.consts = tuple(
-            [
-                c if c is None or c.__class__ in _NUMBERS else freeze_value(c, keep, stats)
-                for c in self.consts
-            ]
-        )
+def consts_of(p: tuple) -> tuple:
+    """The constants of record ``p``, one per input edge (None for an edge)."""
+    return p[CONSTS:]
+
+
+def value_of(p: tuple) -> Any:
+    """The output of record ``p`` as frozen (see :func:`freeze`), else the live P10 tensor."""
+    out = p[OUT]
+    return p[RAW] if out is None else out
+
+
+def freeze(
+    raw: Any, consts: list, keep: Callable[[Any], bool], stats: bool = True, meta: Any = None
+) -> tuple[Any, Any, Any]:
+    """``(out, raw, consts)`` of a node's output ``raw`` and ``consts`` summarized (and small
+    values copied) now, before anything can write into them; without ``stats``, every value
+    copied (see :func:`freeze_value`). ``meta``: the node's ``out_meta`` (``(shape, dtype)``);
+    a small float output whose dtype it names is kept as its bytes (see
+    :func:`snapshot_dtype`). A lazy output stays ``raw`` (a snapshot), summarized with the whole
+    backward in one compute (see ``_lazy``)."""
+    a = observe.native(raw)
+    if a.__class__ is not np.ndarray:
+        if is_lazy(raw):
+            return None, snapshot(raw), [snapshot(c) for c in consts]
+        out: Any = freeze_array(to_numpy(raw), keep, stats)
+    elif stats and meta is not None and _snapshot_dtype(meta) is a.dtype:
+        out = a.tobytes()  # NOTE: bytes: a quarter of an ndarray copy's cost, and untracked
+    else:
+        out = freeze_array(a, keep, stats)
+    for c in consts:  # NOTE: a Python number is immutable: summarized at build
+        if c is not None and c.__class__ not in _NUMBERS:
+            return out, None, _freeze_consts(consts, keep, stats)
+    return out, None, consts
+
+
+def _freeze_consts(consts: list, keep: Callable[[Any], bool], stats: bool) -> list:
+    return [
+        c if c is None or c.__class__ in _NUMBERS else freeze_value(c, keep, stats) for c in consts
+    ]
 
 
 def freeze_value(x: Any, keep: Callable[[Any], bool], stats: bool = True) -> np.ndarray | _Frozen:
@@ -165,7 +179,7 @@ class _Frozen:
 
 
 class NodeMap:
-    """``{node: PendingNode}`` holding the nodes weakly: an entry goes when its node is freed.
+    """``{node: pending record}`` holding the nodes weakly: an entry goes when its node is freed.
 
     A dict keyed by weak references, as ``weakref.WeakKeyDictionary`` keeps, without its
     Python-level ``__setitem__``, which cost more than the rest of a forward event.
@@ -227,7 +241,7 @@ def _snapshot_dtype(meta: tuple) -> Any:
 
 
 def snapshot_array(b: bytes, meta: tuple) -> np.ndarray:
-    """The value kept as bytes by :meth:`PendingNode.freeze`, as a (read-only) array."""
+    """The value kept as bytes by :func:`freeze`, as a (read-only) array."""
     return np.frombuffer(b, meta[1]).reshape(meta[0])
 
 

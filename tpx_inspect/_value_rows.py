@@ -55,7 +55,7 @@ class ValueList:
 class _Groups:
     """Small float values gathered by (shape, dtype) to be stacked once (one copy): per
     group ``(meta, rows, values, kept positions, kept)``, the values arrays, or the bytes of
-    outputs (see ``PendingNode.freeze``) with their ``(shape, dtype)`` as ``meta``; filled by
+    outputs (see ``_pending.freeze``) with their ``(shape, dtype)`` as ``meta``; filled by
     ``Summaries._keep``. One shape: all of a group are kept or none."""
 
     def __init__(self) -> None:
@@ -108,7 +108,7 @@ class Summaries:
         row = -1
         for x in values:
             row += 1
-            if x.__class__ is bytes:  # a small float output (see PendingNode.freeze)
+            if x.__class__ is bytes:  # a small float output (see _pending.freeze)
                 meta = owns[row]
                 arrays.append(None)  # NOTE: its row is made from its group's block
                 # NOTE: _Groups.add written out (a call per value); kept or not: per group
@@ -259,31 +259,30 @@ def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) ->
         leaf = n.__class__ is AccumulateGrad
         if leaf or p is None:
             x, own = (n.variable if leaf else None), False
-        else:  # NOTE: PendingNode.value written out (a property call per node)
-            x = p.out
+        else:  # NOTE: _pending.value_of written out (a call per node); p: a pending record
+            x = p[1]  # OUT
             own = x is not None
             if not own:
-                x = p.raw
+                x = p[2]  # RAW
             elif x.__class__ is bytes:  # its (shape, dtype) in place of the flag (see _keep)
                 own = n.out_meta
         starts.append(len(seq))
         e = ex.get(i)
-        fwd = p.seconds if p is not None else 0.0
+        fwd = p[0] if p is not None else 0.0  # SECONDS
         if e is None:
             seq += (x, None)
             meta += (-1, -1)
             times += (fwd, nan)
         else:
             seq += (x, e[0])
-            meta += (e[4], e[4] if e[3] and p is not None and p.saved else -1)
+            meta += (e[4], e[4] if e[3] and p is not None and p[3] else -1)  # SAVED
             times += (fwd, e[2])
         owns += (own, False)
         if full and not leaf:
             gins = e[1] if e is not None else ()
             k = len(gins)
-            pc = p.consts if p is not None else None
-            for j in range(len(n.edges)):
-                seq += (gins[j] if j < k else None, pc[j] if pc is not None else None)
+            for j in range(len(n.edges)):  # NOTE: p[6 + j]: a constant (_pending.CONSTS)
+                seq += (gins[j] if j < k else None, p[6 + j] if p is not None else None)
                 owns += (False, own)  # NOTE: a constant frozen with the output is a copy too
     return starts, meta, times
 
@@ -301,7 +300,7 @@ def _list_accumulations(vals: ValueList, b: Any, index: dict) -> list[int]:
             seq += (g, g)
             owns += (False, False)
     get = index.get
-    for target, contribution, total, source in b.accs:
+    for target, contribution, total, source in b.sums():
         i = get(target)
         if i is not None:
             out += (i, get(source, -1), -1, -1)

@@ -15,20 +15,20 @@ import numpy as np
 
 from tpx import observe
 from tpx_inspect._lazy import lazy_record
-from tpx_inspect._pending import snapshot_array
+from tpx_inspect._pending import OUT, RAW, snapshot_array
 from tpx_inspect.summary import is_finite
 
 
 def step_finite(b: Any, pending: Any, builder: Any) -> bool:
     """Whether backward ``b`` (a ``capture._Backward``) saw no NaN/Inf in a gradient or a
-    root's value; ``pending`` maps nodes to their ``PendingNode``."""
+    root's value; ``pending`` maps nodes to their pending records (see ``_pending``)."""
     if lazy_record(list(b.roots), pending, b):
         return _lazy_finite(b, pending, builder)
     seen: set[int] = set()
     with np.errstate(over="ignore", invalid="ignore"):  # see finite_floats
-        for _node, g, _, _, _ in b.executed:
+        for g in b.grad_outputs():
             # NOTE: a gradient passed on unchanged (add's rule) reaches several nodes: each
-            # object is tested once (all are held by b.executed: their ids are distinct)
+            # object is tested once (all are held by b: their ids are distinct)
             if id(g) in seen:
                 continue
             seen.add(id(g))
@@ -45,23 +45,23 @@ def step_finite(b: Any, pending: Any, builder: Any) -> bool:
     return True
 
 
-def _value_finite(p: Any, node: Any) -> bool:
-    out = p.out
+def _value_finite(p: tuple, node: Any) -> bool:
+    out = p[OUT]
     if out.__class__ is bytes:  # a small float output kept as its bytes
         return finite_floats(snapshot_array(out, node.out_meta))
     if out.__class__ is np.ndarray:  # a copy made at forward
         return finite_floats(out) if out.dtype.kind == "f" else is_finite(out)
     if out is not None:  # summarized at forward: NaN and Inf counts
         return not (out.row[5] or out.row[6])
-    return is_finite(p.raw)
+    return is_finite(p[RAW])
 
 
 def _lazy_finite(b: Any, pending: Any, builder: Any) -> bool:
     """The verdict from the summaries of the whole record, made in one compute (which
     building the record then reuses)."""
     rows = builder.prefetch(b.order, pending, b)
-    checked = [g for _node, g, _, _, _ in b.executed]
-    checked += [p.raw for p in map(pending.get, b.roots) if p is not None]
+    checked = b.grad_outputs()
+    checked += [p[RAW] for p in map(pending.get, b.roots) if p is not None]
     finite = all(not (f.row[5] or f.row[6]) for f in map(rows.get, map(id, checked)) if f)
     if finite:
         builder.prefetched = {}  # the step is not kept

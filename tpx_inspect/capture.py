@@ -15,16 +15,19 @@ import os
 import threading
 import traceback
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+import numpy as np
+
+import p10
 import tpx
 from tpx import observe
 from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
 from tpx_inspect._live import LiveState
-from tpx_inspect._pending import NodeMap, PendingNode
+from tpx_inspect._pending import STEP, NodeMap, freeze, pending_record
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
 from tpx_inspect._verdict import step_finite
@@ -35,7 +38,8 @@ from tpx_inspect.summary import summarize
 F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
 ref = weakref.ref
-p10_tensor = observe.p10_tensor
+p10_tensor, native = observe.p10_tensor, observe.native
+P10Tensor = p10.Tensor
 _NUMBERS = (float, int, bool, complex)
 
 FORMAT_VERSION = 1
@@ -43,9 +47,16 @@ FORMAT_VERSION = 1
 
 
 class _Backward:
-    """What one running backward reported, kept until it ends."""
+    """What one running backward reported, kept until it ends.
 
-    __slots__ = ("accs", "executed", "is_grad", "order", "root_grads", "roots", "step", "wanted")
+    The events' records are kept flat, in lists of plain items (``executed``: six per node
+    run, ``accs``: four per accumulation), and a gradient on the NumPy backend as its array
+    (see :func:`held`): no tuple and no P10 tensor per event outlives it, so the cyclic GC,
+    which an unrecorded backward hardly wakes, is not woken by the capture either."""
+
+    __slots__ = (
+        "accs", "executed", "gins", "is_grad", "order", "root_grads", "roots", "step", "wanted",
+    )  # fmt: skip
 
     def __init__(
         self, step: int, roots: Any, root_grads: dict, order: list, wanted: bool, is_grad: bool
@@ -53,11 +64,50 @@ class _Backward:
         self.step = step
         self.is_grad = is_grad  # NOTE: tpx.grad: gradients returned, .grad untouched
         self.roots = tuple(roots)
-        self.root_grads = root_grads
+        self.root_grads = {node: held(g) for node, g in root_grads.items()}
         self.order = order
         self.wanted = wanted
-        self.executed: list[tuple] = []
-        self.accs: list[tuple] = []
+        # node, grad_output, start and end of its grad_inputs in ``gins``, seconds, freed
+        self.executed: list[Any] = []
+        self.gins: list[Any] = []  # every node's grad_inputs, one after another
+        self.accs: list[Any] = []  # target, contribution, total, source
+
+    def nodes_run(self) -> list:
+        """The nodes whose rule ran, in order."""
+        return self.executed[0::6]
+
+    def grad_outputs(self) -> list:
+        """The gradient each node run received (its ``grad_output``), in order."""
+        return self.executed[1::6]
+
+    def runs(self) -> Iterator[tuple[Any, Any, tuple, float, bool]]:
+        """``(node, grad_output, grad_inputs, seconds, freed)`` of each node run, in order."""
+        ex, gins = self.executed, self.gins
+        for k in range(0, len(ex), 6):
+            node, g, lo, hi, seconds, freed = ex[k : k + 6]
+            yield node, g, tuple(gins[lo:hi]), seconds, freed
+
+    def sums(self) -> Iterator[tuple[Any, Any, Any, Any]]:
+        """``(target, contribution, total, source)`` of each accumulation, in order."""
+        accs = self.accs
+        for k in range(0, len(accs), 4):
+            yield tuple(accs[k : k + 4])  # type: ignore[misc]
+
+
+def held(x: Any) -> Any:
+    """What a capture keeps of a gradient: the NumPy array of a P10 tensor on the NumPy
+    backend (an ndarray is not tracked by the cyclic GC; a P10 tensor is), else ``x`` itself
+    (a lazy tensor; a TPX tensor of ``create_graph``, whose wrappers of one P10 tensor are
+    values of their own; None).
+
+    >>> type(held(p10.ones(2))).__name__, held(None)
+    ('ndarray', None)
+    """
+    if x.__class__ is P10Tensor:
+        a = native(x)
+        if a.__class__ is np.ndarray:
+            return a
+    return x
 
 
 class Capture:
@@ -184,7 +234,7 @@ class Capture:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self._error = ErrorInfo(type(exc).__name__, str(exc), tb)
         with self._lock:
-            alive = [n for n, p in list(self._pending.items()) if p.step == self._steps]
+            alive = [n for n, p in list(self._pending.items()) if p[STEP] == self._steps]
             if alive:
                 used = {id(e) for n in alive for e in n.edges if e is not None}
                 roots = [n for n in alive if id(n) not in used]
@@ -251,19 +301,20 @@ class Capture:
         if not wanted and not self.policy.nonfinite:
             return
         # NOTE: a Python number is its own P10 value (no call)
-        consts = tuple(
-            [
-                None if e is not None else (x if x.__class__ in _NUMBERS else p10_tensor(x))
-                for x, e in zip(inputs, node.edges)
-            ]
-        )
+        consts = [
+            None if e is not None else (x if x.__class__ in _NUMBERS else p10_tensor(x))
+            for x, e in zip(inputs, node.edges)
+        ]
         seconds = seconds if self.timing else 0.0
-        pending = PendingNode(seconds, output.p10, consts, node.saved, step)
+        raw = output.p10
+        frozen = None
         if wanted:
-            pending.freeze(self._builder.keep, self._builder.stats, node.out_meta)
+            b = self._builder
+            frozen = freeze(raw, consts, b.keep, b.stats, node.out_meta)
+        record = pending_record(seconds, raw, consts, node.saved, step, frozen)
         # NOTE: NodeMap.__setitem__ written out; one dict store: atomic, no lock needed
         pmap = self._pending
-        pmap.data[ref(node, pmap.drop)] = pending
+        pmap.data[ref(node, pmap.drop)] = record
         if self._live is not None:
             self._live.forward(node, output)
 
@@ -288,7 +339,10 @@ class Capture:
         if b is not None:
             freed = getattr(node, "saved", 0) is None
             seconds = seconds if self.timing else 0.0
-            b.executed.append((node, grad_output, grad_inputs, seconds, freed))
+            gins = b.gins
+            lo = len(gins)
+            gins += map(held, grad_inputs)
+            b.executed += (node, held(grad_output), lo, len(gins), seconds, freed)
         if self._live is not None:
             self._live.executed(node)
 
@@ -296,7 +350,7 @@ class Capture:
         stack = self._stacks.get(get_ident())
         b = stack[-1] if stack else None
         if b is not None:
-            b.accs.append((target, contribution, total, source))
+            b.accs += (target, held(contribution), held(total), source)
 
     def on_backward_end(self, roots: Any) -> None:
         if self._thread is not None and get_ident() != self._thread:

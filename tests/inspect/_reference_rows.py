@@ -11,7 +11,7 @@ import numpy as np
 
 from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import fill_rows
-from tpx_inspect._pending import _Frozen, snapshot_array
+from tpx_inspect._pending import OUT, RAW, SAVED, SECONDS, _Frozen, consts_of, snapshot_array
 from tpx_inspect.records import SUMMARY_COLUMNS, GraphTables
 from tpx_inspect.summary import PREVIEW, to_numpy
 
@@ -106,23 +106,23 @@ def reference_tables(
         leaf = n.__class__ is AccumulateGrad
         if leaf or p is None:
             x, own = (n.variable if leaf else None), False
-        else:  # NOTE: PendingNode.value written out (a property call per node)
-            x = p.out
+        else:  # NOTE: _pending.value_of written out (a call per node)
+            x = p[OUT]
             own = x is not None
             if not own:
-                x = p.raw
+                x = p[RAW]
             elif x.__class__ is bytes:  # NOTE: a small float output kept as its bytes
                 x = snapshot_array(x, n.out_meta)
         out = -1 if x is None else hit(id(x))
         if out is None:
             out = add(x, own)
         e = ex.get(i)
-        fwd = p.seconds if p is not None else 0.0
+        fwd = p[SECONDS] if p is not None else 0.0
         if e is None:
             rows += (out, -1, -1, -1)
             times += (fwd, math.nan)
         else:
-            released = e[4] if e[3] and p is not None and p.saved else -1
+            released = e[4] if e[3] and p is not None and p[SAVED] else -1
             x = e[0]
             g = -1 if x is None else hit(id(x))
             rows += (out, add(x) if g is None else g, e[4], released)
@@ -130,7 +130,7 @@ def reference_tables(
         if full and not leaf:
             gins = e[1] if e is not None else ()
             k = len(gins)
-            pc = p.consts if p is not None else None
+            pc = consts_of(p) if p is not None else None
             for j in range(len(n.edges)):
                 x = gins[j] if j < k else None
                 r = -1 if x is None else hit(id(x))
@@ -159,7 +159,7 @@ def _accumulations(b: Any, index: dict, t: _Tables) -> list[int]:
             row = t.add(g)
             out += (index[node], -1, row, row)
     add, get, hit = t.add, index.get, t.memo.get
-    for target, contribution, total, source in b.accs:
+    for target, contribution, total, source in b.sums():
         i = get(target)
         if i is not None:
             c = hit(id(contribution)) if contribution is not None else -1
