@@ -250,20 +250,24 @@ def _pending_of(raw: list, pending: Any) -> list:
     for n in raw:
         key = ref(n)
         p = data.get(key)
-        if p is not None and p[SAVED] is None:
-            p = data[key] = completed(p)  # NOTE: the dict keeps its own key (with its callback)
-        out.append(p)
+        if p is not None and p[3] is None:
+            p = data[key] = completed(p)
+        out.append(p)  # NOTE: the dict keeps its own key (with its callback)
     return out
 
 
 def _executed(b: Any, index: dict) -> dict[int, tuple]:
+    """``{node id: (grad_output, grad_inputs, seconds, freed, position among the runs)}``."""
     if b is None:
         return {}
     out = {}
-    for pos, (node, g, gins, seconds, freed) in enumerate(b.runs()):
+    gins = b.gins
+    # NOTE: capture._Backward.runs written out: six items per node run, read by one zip
+    ex = iter(b.executed)
+    for pos, (node, g, lo, hi, seconds, freed) in enumerate(zip(ex, ex, ex, ex, ex, ex)):
         i = index.get(node)
         if i is not None:
-            out[i] = (g, gins, seconds, freed, pos)
+            out[i] = (g, gins[lo:hi], seconds, freed, pos)
     return out
 
 

@@ -22,6 +22,7 @@ from tpx_inspect.summary import dtype_name, stats_row, to_numpy
 
 _NUMBERS = (float, int, bool, complex)
 p10_tensor, native = observe.p10_tensor, observe.native
+P10Tensor = p10.Tensor
 
 
 def saved_meta(saved: tuple | None) -> tuple:
@@ -54,76 +55,97 @@ def saved_meta(saved: tuple | None) -> tuple:
     return tuple(out)
 
 
-# NOTE: a pending record is a plain tuple, not a class instance: one object per node (the
-# constants are its last items, not a tuple of their own), and of a kept step, once its saved
-# metadata is read, a tuple of atoms, which the cyclic GC stops tracking at its next collection
-SECONDS, OUT, RAW, SAVED, NODE_SAVED, STEP, CONSTS = range(7)
-"""``(seconds, out, raw, saved, node_saved, step, *consts)``: the forward's seconds; ``out`` the
-output as frozen (see :func:`freeze`), None when not frozen; ``raw`` the live P10 output when
-not frozen, else None; ``saved`` the :func:`saved_meta` of what the node saved, None until read
-(see :func:`completed`); ``node_saved`` the node's saved tuple until then (backward may free the
-node's); ``step`` the capture's step at forward time; from ``CONSTS`` on, per input edge, the
-input when it is no node's output (a constant), else None (see :func:`consts_of`)."""
+# NOTE: a pending record is a plain tuple, not a class instance, and one object per node (its
+# constants and saved values are its last items, not tuples of their own); of a kept step, it
+# holds only atoms and NumPy arrays, so the cyclic GC stops tracking it at its first collection
+SECONDS, OUT, RAW, SAVED, STEP, N_CONSTS, CONSTS = range(7)
+"""``(seconds, out, raw, saved, step, k, *consts, *saved values)``: the forward's seconds;
+``out`` the output as frozen (see :func:`frozen_record`), None when not frozen; ``raw`` the live P10
+output when not frozen, else None; ``saved`` the :func:`saved_meta` of what the node saved, None
+until read (see :func:`completed`), and until then the saved values themselves follow the
+constants; ``step`` the capture's step at forward time; from ``CONSTS`` on, ``k`` items: per
+input edge, the input when it is no node's output (a constant), else None (see
+:func:`consts_of`)."""
 
 
-def pending_record(
-    seconds: float, raw: Any, consts: list, saved: Any, step: int, frozen: tuple | None
-) -> tuple:
-    """The pending record of one node (see ``SECONDS``): ``raw`` its live P10 output,
-    ``consts`` per input edge, ``saved`` the node's saved tuple; ``frozen``: ``(out, raw,
-    consts)`` made by :func:`freeze` for a kept step, None for a step not kept.
+def pending_record(seconds: float, raw: Any, consts: list, saved: Any, step: int) -> tuple:
+    """The pending record of one node of a step not kept (see ``SECONDS``): ``raw`` its live
+    P10 output, ``consts`` per input edge, ``saved`` the node's saved tuple (or None).
 
     >>> import tpx as tp
     >>> y = tp.ones(2, requires_grad=True) * 2; node = observe.grad_node(y)
-    >>> p = pending_record(0.0, observe.p10_tensor(y), [None, 2], node.saved, 0, None)
+    >>> p = pending_record(0.0, observe.p10_tensor(y), [None, 2], node.saved, 0)
     >>> [s[:4] for s in completed(p)[SAVED]], value_of(p) is observe.p10_tensor(y), consts_of(p)
     ([(1, (), 'float32', 4)], True, (None, 2))
     """
-    if frozen is None:
-        return (seconds, None, raw, None, saved, step, *consts)
-    return (seconds, frozen[0], frozen[1], None, saved, step, *frozen[2])
+    return (seconds, None, raw, None, step, len(consts), *consts, *(saved or ()))
+
+
+def frozen_record(
+    seconds: float, raw: Any, consts: list, saved: Any, step: int, keep: Callable[[Any], bool],
+    stats: bool = True, meta: Any = None,
+) -> tuple:  # fmt: skip
+    """The pending record of one node of a kept step: its output and constants summarized
+    (and small values copied) now, before anything can write into them; without ``stats``,
+    every value copied (see :func:`freeze_value`). ``meta``: the node's ``out_meta``
+    (``(shape, dtype)``); a small float output whose dtype it names is kept as its bytes (see
+    :func:`snapshot_dtype`). A lazy output stays a P10 tensor (a snapshot), summarized with
+    the whole backward in one compute (see ``_lazy``).
+
+    >>> y = p10.ones(2); p = frozen_record(0.0, y, [None, 2.0], (None, None), 0, bool, True,
+    ...     ((2,), y.dtype)); y += 1
+    >>> snapshot_array(p[OUT], ((2,), y.dtype)).tolist(), p[RAW], consts_of(p)
+    ([1.0, 1.0], None, (None, 2.0))
+    """
+    a = native(raw)
+    if a.__class__ is not np.ndarray:
+        if is_lazy(raw):
+            consts = [snapshot(c) for c in consts]
+            return (seconds, None, snapshot(raw), None, step, len(consts), *consts, *(saved or ()))
+        out: Any = freeze_array(to_numpy(raw), keep, stats)
+    else:
+        dtype = None
+        if stats and meta:  # NOTE: snapshot_dtype's cache read here (a call less per node)
+            hit = _SNAPSHOTS.get(id(meta))
+            dtype = hit[1] if hit is not None and hit[0] is meta else snapshot_dtype(meta)
+        if dtype is a.dtype:
+            out = a.tobytes()  # NOTE: bytes: a quarter of an ndarray copy's cost, and untracked
+        else:
+            out = freeze_array(a, keep, stats)
+    for c in consts:  # NOTE: a Python number is immutable: summarized at build
+        if c is not None and c.__class__ not in _NUMBERS:
+            consts = _freeze_consts(consts, keep, stats)
+            break
+    if not saved:
+        return (seconds, out, None, None, step, len(consts), *consts)
+    # NOTE: a saved P10 value as its array (all that saved_meta reads of it; not tracked by the
+    # cyclic GC); one backend per op: the output's (NumPy) is its inputs'
+    held = [native(v) if v.__class__ is P10Tensor else v for v in saved]
+    return (seconds, out, None, None, step, len(consts), *consts, *held)
 
 
 def completed(p: tuple) -> tuple:
-    """``p`` with its ``saved`` metadata (read from the node's saved values if not yet)."""
+    """``p`` with its ``saved`` metadata (read from the saved values that follow the constants
+    if not yet; the record then holds them no longer).
+
+    >>> completed((0.0, None, None, None, 0, 1, None))[SAVED]
+    ()
+    """
     if p[SAVED] is not None:
         return p
-    return (*p[:SAVED], saved_meta(p[NODE_SAVED]), None, *p[STEP:])
+    end = CONSTS + p[N_CONSTS]
+    return (*p[:SAVED], saved_meta(p[end:]), *p[STEP:end])
 
 
 def consts_of(p: tuple) -> tuple:
     """The constants of record ``p``, one per input edge (None for an edge)."""
-    return p[CONSTS:]
+    return p[CONSTS : CONSTS + p[N_CONSTS]]
 
 
 def value_of(p: tuple) -> Any:
-    """The output of record ``p`` as frozen (see :func:`freeze`), else the live P10 tensor."""
+    """The output of record ``p`` as frozen (see :func:`frozen_record`), else its P10 tensor."""
     out = p[OUT]
     return p[RAW] if out is None else out
-
-
-def freeze(
-    raw: Any, consts: list, keep: Callable[[Any], bool], stats: bool = True, meta: Any = None
-) -> tuple[Any, Any, Any]:
-    """``(out, raw, consts)`` of a node's output ``raw`` and ``consts`` summarized (and small
-    values copied) now, before anything can write into them; without ``stats``, every value
-    copied (see :func:`freeze_value`). ``meta``: the node's ``out_meta`` (``(shape, dtype)``);
-    a small float output whose dtype it names is kept as its bytes (see
-    :func:`snapshot_dtype`). A lazy output stays ``raw`` (a snapshot), summarized with the whole
-    backward in one compute (see ``_lazy``)."""
-    a = observe.native(raw)
-    if a.__class__ is not np.ndarray:
-        if is_lazy(raw):
-            return None, snapshot(raw), [snapshot(c) for c in consts]
-        out: Any = freeze_array(to_numpy(raw), keep, stats)
-    elif stats and meta is not None and _snapshot_dtype(meta) is a.dtype:
-        out = a.tobytes()  # NOTE: bytes: a quarter of an ndarray copy's cost, and untracked
-    else:
-        out = freeze_array(a, keep, stats)
-    for c in consts:  # NOTE: a Python number is immutable: summarized at build
-        if c is not None and c.__class__ not in _NUMBERS:
-            return out, None, _freeze_consts(consts, keep, stats)
-    return out, None, consts
 
 
 def _freeze_consts(consts: list, keep: Callable[[Any], bool], stats: bool) -> list:
@@ -234,14 +256,8 @@ def snapshot_dtype(meta: tuple) -> Any:
     return dtype if ok else None
 
 
-def _snapshot_dtype(meta: tuple) -> Any:
-    """:func:`snapshot_dtype` read from its cache when ``meta`` is there."""
-    hit = _SNAPSHOTS.get(id(meta))
-    return hit[1] if hit is not None and hit[0] is meta else snapshot_dtype(meta)
-
-
 def snapshot_array(b: bytes, meta: tuple) -> np.ndarray:
-    """The value kept as bytes by :func:`freeze`, as a (read-only) array."""
+    """The value kept as bytes by :func:`frozen_record`, as a (read-only) array."""
     return np.frombuffer(b, meta[1]).reshape(meta[0])
 
 

@@ -55,7 +55,7 @@ class ValueList:
 class _Groups:
     """Small float values gathered by (shape, dtype) to be stacked once (one copy): per
     group ``(meta, rows, values, kept positions, kept)``, the values arrays, or the bytes of
-    outputs (see ``_pending.freeze``) with their ``(shape, dtype)`` as ``meta``; filled by
+    outputs (see ``_pending.frozen_record``) with their ``(shape, dtype)`` as ``meta``; filled by
     ``Summaries._keep``. One shape: all of a group are kept or none."""
 
     def __init__(self) -> None:
@@ -108,7 +108,7 @@ class Summaries:
         row = -1
         for x in values:
             row += 1
-            if x.__class__ is bytes:  # a small float output (see _pending.freeze)
+            if x.__class__ is bytes:  # a small float output (see _pending.frozen_record)
                 meta = owns[row]
                 arrays.append(None)  # NOTE: its row is made from its group's block
                 # NOTE: _Groups.add written out (a call per value); kept or not: per group
@@ -281,7 +281,7 @@ def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) ->
         if full and not leaf:
             gins = e[1] if e is not None else ()
             k = len(gins)
-            for j in range(len(n.edges)):  # NOTE: p[6 + j]: a constant (_pending.CONSTS)
+            for j in range(len(n.edges)):  # NOTE: p[6 + j]: a constant (see _pending.CONSTS)
                 seq += (gins[j] if j < k else None, p[6 + j] if p is not None else None)
                 owns += (False, own)  # NOTE: a constant frozen with the output is a copy too
     return starts, meta, times
@@ -300,7 +300,8 @@ def _list_accumulations(vals: ValueList, b: Any, index: dict) -> list[int]:
             seq += (g, g)
             owns += (False, False)
     get = index.get
-    for target, contribution, total, source in b.sums():
+    acc = iter(b.accs)  # NOTE: capture._Backward.sums written out: four items each
+    for target, contribution, total, source in zip(acc, acc, acc, acc):
         i = get(target)
         if i is not None:
             out += (i, get(source, -1), -1, -1)

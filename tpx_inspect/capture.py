@@ -27,7 +27,7 @@ from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
 from tpx_inspect._live import LiveState
-from tpx_inspect._pending import STEP, NodeMap, freeze, pending_record
+from tpx_inspect._pending import STEP, NodeMap, frozen_record, pending_record
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
 from tpx_inspect._verdict import step_finite
@@ -39,7 +39,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
 ref = weakref.ref
 p10_tensor, native = observe.p10_tensor, observe.native
-P10Tensor = p10.Tensor
+P10Tensor, ndarray = p10.Tensor, np.ndarray
 _NUMBERS = (float, int, bool, complex)
 
 FORMAT_VERSION = 1
@@ -55,7 +55,8 @@ class _Backward:
     which an unrecorded backward hardly wakes, is not woken by the capture either."""
 
     __slots__ = (
-        "accs", "executed", "gins", "is_grad", "order", "root_grads", "roots", "step", "wanted",
+        "accs", "executed", "gins", "is_grad", "last", "order", "root_grads", "roots", "step",
+        "wanted",
     )  # fmt: skip
 
     def __init__(
@@ -71,6 +72,8 @@ class _Backward:
         self.executed: list[Any] = []
         self.gins: list[Any] = []  # every node's grad_inputs, one after another
         self.accs: list[Any] = []  # target, contribution, total, source
+        # NOTE: the P10 gradient held last and its array (see on_node_executed)
+        self.last: list[Any] = [None, None]
 
     def nodes_run(self) -> list:
         """The nodes whose rule ran, in order."""
@@ -306,12 +309,13 @@ class Capture:
             for x, e in zip(inputs, node.edges)
         ]
         seconds = seconds if self.timing else 0.0
-        raw = output.p10
-        frozen = None
         if wanted:
             b = self._builder
-            frozen = freeze(raw, consts, b.keep, b.stats, node.out_meta)
-        record = pending_record(seconds, raw, consts, node.saved, step, frozen)
+            record = frozen_record(
+                seconds, output.p10, consts, node.saved, step, b.keep, b.stats, node.out_meta
+            )
+        else:
+            record = pending_record(seconds, output.p10, consts, node.saved, step)
         # NOTE: NodeMap.__setitem__ written out; one dict store: atomic, no lock needed
         pmap = self._pending
         pmap.data[ref(node, pmap.drop)] = record
@@ -339,10 +343,26 @@ class Capture:
         if b is not None:
             freed = getattr(node, "saved", 0) is None
             seconds = seconds if self.timing else 0.0
+            # NOTE: held() written out (a call per gradient), and the gradient held last
+            # reused: a rule's output is reported again as a contribution and a grad_output
+            last = b.last
+            g = grad_output
+            if g is last[0]:
+                g = last[1]
+            elif g.__class__ is P10Tensor:
+                a = native(g)
+                if a.__class__ is ndarray:
+                    g = a
             gins = b.gins
             lo = len(gins)
-            gins += map(held, grad_inputs)
-            b.executed += (node, held(grad_output), lo, len(gins), seconds, freed)
+            for x in grad_inputs:
+                if x.__class__ is P10Tensor:
+                    a = native(x)
+                    if a.__class__ is ndarray:
+                        last[0], last[1] = x, a
+                        x = a
+                gins.append(x)
+            b.executed += (node, g, lo, len(gins), seconds, freed)
         if self._live is not None:
             self._live.executed(node)
 
@@ -350,7 +370,14 @@ class Capture:
         stack = self._stacks.get(get_ident())
         b = stack[-1] if stack else None
         if b is not None:
-            b.accs += (target, held(contribution), held(total), source)
+            last = b.last  # NOTE: see on_node_executed
+            c = last[1] if contribution is last[0] else held(contribution)
+            t = c
+            if total is not contribution:
+                t = held(total)
+                if t is not total:  # a sum, reported next as its target's grad_output
+                    last[0], last[1] = total, t
+            b.accs += (target, c, t, source)
 
     def on_backward_end(self, roots: Any) -> None:
         if self._thread is not None and get_ident() != self._thread:
