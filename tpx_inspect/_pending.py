@@ -36,7 +36,9 @@ def saved_meta(saved: tuple | None) -> tuple:
     for i, v in enumerate(saved):
         if v is None:
             continue
-        a = native(v)  # NOTE: one call for a tpx or P10 tensor (p10_tensor only if not NumPy)
+        # NOTE: a kept step's values are arrays already (see frozen_record); one call for a
+        # tpx or P10 tensor (p10_tensor only if not NumPy)
+        a = v if v.__class__ is np.ndarray else native(v)
         if a.__class__ is np.ndarray:
             dt = a.dtype
             hit = names.get(id(dt))

@@ -142,7 +142,9 @@ class Summaries:
                 else:
                     vids.append(-1)
             else:
-                a = native(x)  # NOTE: to_numpy written out for a NumPy-backed tensor
+                # NOTE: to_numpy written out for a NumPy-backed tensor; a gradient is held
+                # as its array already (see capture.held)
+                a = x if x.__class__ is ndarray else native(x)
                 if a.__class__ is not ndarray:
                     a = to_numpy(x)
                 t = a.dtype
