@@ -23,6 +23,7 @@ import numpy as np
 import p10
 import tpx
 from tpx import observe
+from tpx_inspect import _version
 from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
@@ -42,7 +43,7 @@ p10_tensor, native = observe.p10_tensor, observe.native
 P10Tensor, ndarray = p10.Tensor, np.ndarray
 _NUMBERS = (float, int, bool, complex)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = _version.FORMAT_VERSION[0]
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
 
 
