@@ -17,7 +17,7 @@ from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
 from tpx_inspect._params_json import params_to_json
-from tpx_inspect._pending import SAVED, NodeMap, _dtype_name, _Frozen, completed
+from tpx_inspect._pending import SAVED, NodeMap, _dtype_name, _Frozen, completed, saved_meta
 from tpx_inspect._value_rows import value_tables
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -250,8 +250,9 @@ def _pending_of(raw: list, pending: Any) -> list:
     for n in raw:
         key = ref(n)
         p = data.get(key)
-        if p is not None and p[3] is None:
-            p = data[key] = completed(p)
+        if p is not None and p[3] is None:  # NOTE: completed() written out (p[3]: SAVED)
+            end = 6 + p[5]  # CONSTS + k: the saved values follow the constants
+            p = data[key] = (p[0], p[1], p[2], saved_meta(p[end:]), *p[4:end])
         out.append(p)  # NOTE: the dict keeps its own key (with its callback)
     return out
 
