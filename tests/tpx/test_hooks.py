@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tpx as tp
@@ -225,8 +226,10 @@ def test_backward_nodes_lists_the_per_node_events_of_the_pass():
     assert _same(executed, rec.executed) and len(executed) == 8  # 6 ops, 2 leaves
     assert _same(accumulated, rec.accumulated) and len(accumulated) == 10
     assert [n.name for n, *_ in executed][-2:] == ["AccumulateGrad", "AccumulateGrad"]
-    for target, contribution, total, source in accumulated:  # totals as summed
-        assert source is not None and total is not None
+    sums: dict = {}
+    for target, contribution, total, source in accumulated:  # each total: the sum so far
+        sums[target] = sums.get(target, 0.0) + np.asarray(contribution.tolist())
+        assert source is not None and np.allclose(total.tolist(), sums[target])
 
 
 def test_backward_nodes_of_a_nested_pass_and_after_an_error():
