@@ -119,7 +119,7 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
         return _small_row(a.reshape(-1).tolist(), preview)
     # NOTE: complex values have no float preview (their statistics are NaN, as for strings);
     # a.flat reads the first elements in C order without copying a transposed array
-    head = tuple(float(v) for v in a.flat[:preview].tolist()) if preview and kind != "c" else ()
+    head = _head(a, kind, preview)
     if kind not in "fiub" or a.size == 0:
         return [math.nan] * 5 + [0.0, 0.0, 0.0], head
     if kind == "b":
@@ -137,15 +137,25 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
     zeros = float(flat.size - np.count_nonzero(f64))
     total = float(np.add.reduce(f64))
     if math.isfinite(total):
-        sq = float(f64.dot(f64))  # NOTE: the method: no dispatch through np.dot
         lo, hi = float(np.minimum.reduce(flat)), float(np.maximum.reduce(flat))
-        dev = centered_squares(f64, total / flat.size, own=f64 is not flat)
+        mean = total / flat.size
+        dev = centered_squares(f64, mean, own=f64 is not flat)
+        # NOTE: sum(x^2) = sum((x - mean)^2) + total * mean: two terms >= 0, no cancellation
+        # (one pass less than a dot of its own; the same number up to rounding)
+        sq = dev + total * mean
         return moments_row(flat.size, lo, hi, total, sq, dev, 0.0, 0.0, zeros), head
     nan = float(np.count_nonzero(np.isnan(flat)))
     inf = float(np.count_nonzero(np.isinf(flat)))
     if nan + inf == 0:  # the float64 sum overflowed; every element is finite
         return _moments(flat, 0.0, 0.0, zeros), head
     return _moments(flat[np.isfinite(flat)], nan, inf, zeros), head
+
+
+def _head(a: np.ndarray, kind: str, preview: int) -> tuple[float, ...]:
+    if not preview or kind == "c":
+        return ()
+    first = a.flat[:preview].tolist()
+    return tuple(first) if kind == "f" else tuple([float(v) for v in first])
 
 
 _SMALL = 32
