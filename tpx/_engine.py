@@ -127,16 +127,8 @@ def backward(
     finally:
         state.grad_enabled = previous
         if run.observed:
-            _end(roots, run)
+            _mode.emit("on_backward_end", roots)
     return run.results
-
-
-def _end(roots: tuple, run: _Pass) -> None:
-    """The observers' events of a pass that ended (also after an error): what ran, then the end."""
-    if run.nodes is not None:
-        for fn in _mode.on_backward_nodes:
-            fn(roots, run.nodes, run.sums)
-    _mode.emit("on_backward_end", roots)
 
 
 def _root(t: Tensor) -> Node:
@@ -158,18 +150,14 @@ class _Pass:
     """The settings of one backward pass and the per-node flags, fixed before its loop."""
 
     __slots__ = (
-        "create_graph", "flags", "inspected", "nan_checks", "nodes", "observed", "results",
-        "retain_graph", "sums", "targets",
+        "create_graph", "flags", "inspected", "nan_checks", "observed", "results",
+        "retain_graph", "targets",
     )  # fmt: skip
 
     def __init__(self, retain: bool | None, create_graph: bool, inputs: Any) -> None:
         self.create_graph = create_graph
         self.retain_graph = create_graph if retain is None else retain
         self.observed = bool(_mode.observers)
-        # NOTE: what ran and each sum, listed for observers of on_backward_nodes (one call per
-        # pass, see _end) rather than a call per node; None when none observes it
-        self.nodes: list[tuple] | None = [] if _mode.on_backward_nodes else None
-        self.sums: list[tuple] | None = [] if _mode.on_backward_nodes else None
         self.nan_checks = bool(state.anomaly & NAN_CHECKS)
         self.inspected = self.observed or self.nan_checks  # see _after
         self.targets = _targets(inputs)
@@ -226,7 +214,7 @@ def _run(order: list[Node], grads: dict, run: _Pass) -> None:
         if node.__class__ is AccumulateGrad:
             accumulate_leaf(node, g, run.create_graph)
             if observed:
-                _executed(run, node, g, (), start)
+                _executed(node, g, (), start)
         else:
             # NOTE: no local keeps a gradient alive past its node: a leaf takes over a
             # gradient that nothing else holds (see _unshared)
@@ -283,7 +271,7 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         raise_arity(node, grad_inputs)
     if run.inspected or node._hooks is not None:
         grad_inputs = _after(node, g, grad_inputs, run, start)
-    create_graph, sums = run.create_graph, run.sums
+    create_graph = run.create_graph
     source = node if run.observed else None  # observers see each sum
     for nxt, gi, (shape, dtype) in zip(edges, grad_inputs, node.in_meta):
         if nxt is None or gi is None:
@@ -298,8 +286,6 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         if create_graph:  # TPX tensors, so that the sums are recorded
             raw = gi if gi.__class__ is Tensor else wrap(gi)
         _accumulate(grads, nxt, raw, source)
-        if sums is not None:  # NOTE: the total as _accumulate left it
-            sums.append((nxt, raw, grads[nxt], node))
 
 
 def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -> tuple:
@@ -324,17 +310,15 @@ def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -
         if out is not None:
             grad_inputs = tuple(out)
     if run.observed:
-        _executed(run, node, g, grad_inputs, start)
+        _executed(node, g, grad_inputs, start)
     return grad_inputs
 
 
-def _executed(run: _Pass, node: Node, g: Any, grad_inputs: tuple, start: float) -> None:
-    """Tell observers that ``node`` ran (see ``on_node_executed`` and ``on_backward_nodes``)."""
+def _executed(node: Node, g: Any, grad_inputs: tuple, start: float) -> None:
+    """Tell observers that ``node`` ran (straight to the handlers: no ``emit`` per node)."""
     seconds = time.perf_counter() - start
     for fn in _mode.on_node_executed:
         fn(node, g, grad_inputs, seconds)
-    if run.nodes is not None:
-        run.nodes.append((node, g, grad_inputs, seconds))
 
 
 def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:

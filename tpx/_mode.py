@@ -261,7 +261,6 @@ EVENTS = (
     "on_backward_start",
     "on_node_executed",
     "on_grad_accumulated",
-    "on_backward_nodes",
     "on_backward_end",
 )
 
@@ -279,11 +278,6 @@ def add_observer(observer: Any) -> Handle:
     - ``on_node_executed(node, grad_output, grad_inputs, seconds)``: a node's rule ran;
     - ``on_grad_accumulated(target, contribution, total, source)``: ``contribution`` from
       ``source`` was summed into the gradient of ``target`` (a node), giving ``total``;
-    - ``on_backward_nodes(roots, executed, accumulated)``: once per pass, right before
-      ``on_backward_end`` (also after an error): the arguments that ``on_node_executed`` and
-      ``on_grad_accumulated`` got, as two lists of tuples in the order of the events; an
-      observer that needs them only at the end handles this one event instead of a call
-      per node (the lists are the observer's to keep);
     - ``on_backward_end(roots)``: the backward finished (also after an error).
 
     >>> import tpx as tp
@@ -321,12 +315,10 @@ on_node_recorded: tuple[Any, ...] = ()
 on_node_forward: tuple[Any, ...] = ()
 on_node_executed: tuple[Any, ...] = ()
 on_grad_accumulated: tuple[Any, ...] = ()
-on_backward_nodes: tuple[Any, ...] = ()
 
 
 def _index_handlers() -> None:
     global _handlers, on_node_recorded, on_node_forward, on_node_executed, on_grad_accumulated
-    global on_backward_nodes
     _handlers = {
         event: tuple(
             _adapt(event, fn)
@@ -339,7 +331,6 @@ def _index_handlers() -> None:
     on_node_forward = _handlers["on_node_forward"]
     on_node_executed = _handlers["on_node_executed"]
     on_grad_accumulated = _handlers["on_grad_accumulated"]
-    on_backward_nodes = _handlers["on_backward_nodes"]
 
 
 def _adapt(event: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -98,7 +98,7 @@ class GraphBuilder:
             nodes = self._nodes(raw, temps, index, set(root_ids), pend)
             known = self.structures[key] = (len(self.structures), nodes)
         sid, nodes = known
-        ex = _executed(backward, index, timing)
+        ex = _executed(backward, index)
         full = is_new or not self.stats
         tables = self._tables(raw, pend, ex, backward, index, full)
         if tables is None:  # a known structure with a NaN/Inf: keep it in full
@@ -244,17 +244,14 @@ def _pending_of(raw: list, pending: Any) -> list:
     return [data.get(ref(n)) for n in raw]
 
 
-def _executed(b: Any, index: dict, timing: bool) -> dict[int, tuple]:
-    """``{node id: (grad, grad inputs, seconds, freed, position)}`` of the nodes that ran;
-    ``freed``: the node let its saved values go (as after its rule ran: nothing refills them)."""
+def _executed(b: Any, index: dict) -> dict[int, tuple]:
     if b is None:
         return {}
     out = {}
-    for pos, (node, g, gins, seconds) in enumerate(b.executed):
+    for pos, (node, g, gins, seconds, freed) in enumerate(b.executed):
         i = index.get(node)
         if i is not None:
-            freed = getattr(node, "saved", 0) is None
-            out[i] = (g, gins, seconds if timing else 0.0, freed, pos)
+            out[i] = (g, gins, seconds, freed, pos)
     return out
 
 

@@ -68,7 +68,7 @@ def record_values(order: list, pending: Any, b: Any) -> list[Any]:
         elif p is not None:
             out.extend([p.value, *p.consts])
     if b is not None:
-        for _node, g, gins, _ in b.executed:
+        for _node, g, gins, _, _ in b.executed:
             out.extend([g, *gins])
         out.extend(b.root_grads.values())
         for _target, contribution, total, _source in b.accs:

@@ -72,7 +72,7 @@ def _lazy_finite(b: Any, pending: Any, builder: Any) -> bool:
     """The verdict from the summaries of the whole record, made in one compute (which
     building the record then reuses)."""
     rows = builder.prefetch(b.order, pending, b)
-    checked = [g for _node, g, _, _ in b.executed]
+    checked = [g for _node, g, _, _, _ in b.executed]
     checked += [p.raw for p in map(pending.get, b.roots) if p is not None]
     finite = all(not (f.row[5] or f.row[6]) for f in map(rows.get, map(id, checked)) if f)
     if finite:

@@ -280,16 +280,23 @@ class Capture:
         is_grad = info is not None and info.is_grad
         self._stack().append(_Backward(step, roots, grads, order, wanted, is_grad))
 
-    def on_backward_nodes(self, roots: Any, executed: list, accumulated: list) -> None:
-        # NOTE: one event per pass: TPX's lists of (node, grad_output, grad_inputs, seconds)
-        # and (target, contribution, total, source) are kept as they are (no call per node)
+    def on_node_executed(
+        self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float
+    ) -> None:
         stack = self._stacks.get(get_ident())
         b = stack[-1] if stack else None  # None too for a thread that the capture ignores
         if b is not None:
-            b.executed, b.accs = executed, accumulated
+            freed = getattr(node, "saved", 0) is None
+            seconds = seconds if self.timing else 0.0
+            b.executed.append((node, grad_output, grad_inputs, seconds, freed))
         if self._live is not None:
-            for e in executed:
-                self._live.executed(e[0])
+            self._live.executed(node)
+
+    def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
+        stack = self._stacks.get(get_ident())
+        b = stack[-1] if stack else None
+        if b is not None:
+            b.accs.append((target, contribution, total, source))
 
     def on_backward_end(self, roots: Any) -> None:
         if self._thread is not None and get_ident() != self._thread:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import tpx as tp
@@ -190,69 +189,3 @@ def test_seq_increases_in_recording_order():
     a = x * 2
     b = a * 3
     assert a.grad_fn.seq < b.grad_fn.seq
-
-
-class BothWays:
-    """Per-node events and the pass's lists of them (on_backward_nodes), side by side."""
-
-    def __init__(self):
-        self.executed, self.accumulated, self.batches = [], [], []
-
-    def on_node_executed(self, node, grad_output, grad_inputs, seconds):
-        self.executed.append((node, grad_output, grad_inputs, seconds))
-
-    def on_grad_accumulated(self, target, contribution, total, source):
-        self.accumulated.append((target, contribution, total, source))
-
-    def on_backward_nodes(self, roots, executed, accumulated):
-        self.batches.append((roots, executed, accumulated))
-
-
-def _same(got: list, want: list) -> bool:
-    return len(got) == len(want) and all(
-        len(g) == len(w) and all(a is b for a, b in zip(g, w)) for g, w in zip(got, want)
-    )
-
-
-def test_backward_nodes_lists_the_per_node_events_of_the_pass():
-    x = tp.ones(3, requires_grad=True)
-    w = tp.asarray([1.0, 2.0, 3.0], requires_grad=True)
-    rec = BothWays()
-    with tp.add_observer(rec):
-        h = x * w
-        ((h + h).sum() + (h * x).sum()).backward()
-    ((roots, executed, accumulated),) = rec.batches
-    assert [r.name for r in roots] == ["AddBackward"]
-    assert _same(executed, rec.executed) and len(executed) == 8  # 6 ops, 2 leaves
-    assert _same(accumulated, rec.accumulated) and len(accumulated) == 10
-    assert [n.name for n, *_ in executed][-2:] == ["AccumulateGrad", "AccumulateGrad"]
-    sums: dict = {}
-    for target, contribution, total, source in accumulated:  # each total: the sum so far
-        sums[target] = sums.get(target, 0.0) + np.asarray(contribution.tolist())
-        assert source is not None and np.allclose(total.tolist(), sums[target])
-
-
-def test_backward_nodes_of_a_nested_pass_and_after_an_error():
-    x = tp.ones(2, requires_grad=True)
-    rec = BothWays()
-    inner = tp.ones(2, requires_grad=True)
-
-    def hook(g):
-        with tp.enable_grad():
-            (inner * 3).sum().backward()  # a pass inside a pass: its own lists, told first
-
-    y = x * 2
-    y.register_hook(hook)
-    with tp.add_observer(rec):
-        y.sum().backward()
-    (_, inner_ex, inner_acc), (_, outer_ex, outer_acc) = rec.batches  # the inner pass ends first
-    ex = rec.executed  # outer sum, the hook's pass (sum, mul, leaf), then outer mul and leaf
-    assert _same(inner_ex, ex[1:4]) and _same(outer_ex, [ex[0], *ex[4:]])
-    assert len(inner_acc) + len(outer_acc) == len(rec.accumulated) == 4
-    rec.batches.clear()
-    z = (x * x).sum()
-    z.backward()
-    with tp.add_observer(rec), pytest.raises(RuntimeError):
-        z.backward()  # the saved values were freed: the mul fails, after the sum ran
-    ((_, executed, accumulated),) = rec.batches
-    assert [n.name for n, *_ in executed] == ["SumBackward"] and len(accumulated) == 1
