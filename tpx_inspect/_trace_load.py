@@ -338,25 +338,38 @@ def _load_nodes(
     # in a warning; the optional ones (OPTIONAL_NODE_FIELDS) may be absent (older traces)
     ignored.update(f"node column {f!r}" for f in cols if f not in _ALL_NODE_FIELDS)
     cols = {f: v for f, v in cols.items() if f in _ALL_NODE_FIELDS}
-    runs = RUN_FIELDS if major >= 2 else ()  # NOTE: version 1: every column one entry a node
-    n = len(cols["inputs"] if runs else cols["kind"])
+    if major >= 2:
+        return _load_nodes_2(cols, sources)
+    n = len(cols["kind"])
     for f in cols:
-        if f not in runs and (not isinstance(cols[f], list) or len(cols[f]) != n):
+        if not isinstance(cols[f], list) or len(cols[f]) != n:
             raise TraceFormatError(f"node column {f!r} is not a list of {n} entries")
-    lookup = {None: None, **dict(enumerate(sources))}
-    source = cols["source"]["values"] if runs else cols["source"]
-    try:  # NOTE: the schema let through only null and ints >= 0 (no True, which equals 1)
-        source = list(map(lookup.__getitem__, source))
-    except (KeyError, TypeError):
-        raise TraceFormatError("a node's source is not an index into 'sources'") from None
-    if runs:  # NOTE: each run's value looked up once, then the runs expanded
-        cols["source"] = {**cols["source"], "values": source}
-        expanded = {f: from_runs(cols[f]["values"], cols[f]["counts"], n, f) for f in runs}
-        cols.update(expanded)
-    else:
-        cols["source"] = source
+    cols["source"] = _sources(cols["source"], sources)
     _check_order(cols["inputs"])
     return NodeTable(cols)
+
+
+def _load_nodes_2(cols: dict[str, Any], sources: list[list]) -> NodeTable:
+    """Format 2: the node count is the length of ``inputs``; the run columns are checked
+    against it before they are expanded (``_node_runs``)."""
+    n = len(cols["inputs"])
+    for f in [f for f in cols if f not in RUN_FIELDS]:
+        if not isinstance(cols[f], list) or len(cols[f]) != n:
+            raise TraceFormatError(f"node column {f!r} is not a list of {n} entries")
+    # NOTE: each run's source looked up once, then the runs expanded
+    cols["source"] = {**cols["source"], "values": _sources(cols["source"]["values"], sources)}
+    cols.update({f: from_runs(cols[f]["values"], cols[f]["counts"], n, f) for f in RUN_FIELDS})
+    _check_order(cols["inputs"])
+    return NodeTable(cols)
+
+
+def _sources(refs: list, sources: list[list]) -> list:
+    """The source lines that ``refs`` (indices into ``sources``, or null) stand for."""
+    lookup = {None: None, **dict(enumerate(sources))}
+    try:  # NOTE: the schema let through only null and ints >= 0 (no True, which equals 1)
+        return list(map(lookup.__getitem__, refs))
+    except (KeyError, TypeError):
+        raise TraceFormatError("a node's source is not an index into 'sources'") from None
 
 
 def _check_order(inputs: list[list[list]]) -> None:

@@ -56,6 +56,19 @@ def test_equal_neighbours_make_one_run_whether_shared_or_not():
     assert to_runs(["a"] * 1000 + ["b"])["counts"] == [1000, 1]
 
 
+@pytest.mark.parametrize("pair", [(1, True), (1, 1.0), (0.0, -0.0), ([1], [True]), ("a", "a")])
+def test_long_runs_of_shared_objects_split_where_json_differs(pair):
+    """A capture shares one object per template: runs found by identity, and two objects
+    that are == in Python but not the same JSON start a new run."""
+    a, b = ({"v": x} for x in pair)
+    runs = to_runs([a] * 100 + [b] * 100 + [a] * 50)
+    same = json.dumps(a) == json.dumps(b)
+    assert runs["counts"] == ([250] if same else [100, 100, 50])
+    assert json.dumps(from_runs(runs["values"], runs["counts"], 250, "c")) == json.dumps(
+        [a] * 100 + [b] * 100 + [a] * 50
+    )
+
+
 @pytest.mark.parametrize(
     ("values", "counts", "message"),
     [
