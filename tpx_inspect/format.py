@@ -34,7 +34,7 @@ from tpx_inspect._trace_load import (
 )
 from tpx_inspect._util import paused_gc, replace_file
 from tpx_inspect._version import version_fields
-from tpx_inspect._zip_write import zip_bytes
+from tpx_inspect._zip_write import Buffer, zip_parts
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     SUMMARY_COLUMNS,
@@ -83,15 +83,22 @@ def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict
 
 
 def save(
-    trace: Trace, path: str, *, sidecar: str | None = None, compress: bool = True
+    trace: Trace, path: str, *, sidecar: str | None = None, compress: bool | None = None
 ) -> tuple[str, str]:
     """Write ``trace`` to ``path`` (JSON) and its ``.npz`` sidecar; returns both paths.
 
     ``sidecar`` names the sidecar file (in the JSON's folder) when it is not ``path``'s own
     (``run.json`` -> ``run.npz``): a checkpoint writes a sidecar that the JSON it replaces
     does not read. Each file is replaced whole, the JSON last, so a process killed at any
-    moment leaves the previous trace or the new one, never half of one. ``compress=False``
-    stores the sidecar's members uncompressed (three times faster, for checkpoints).
+    moment leaves the previous trace or the new one, never half of one.
+
+    ``compress`` chooses how the sidecar's members are written (any choice is a plain
+    ``.npz``, read by ``numpy.load``): by default (None) a member is deflated when it
+    deflates well and fast (the int tables, statistics of few distinct values) and stored
+    when it does not (kept float values: deflating them took three quarters of the save for
+    half their size); ``True`` deflates every member (the smallest file, the slowest save);
+    ``False`` stores every member (the fastest, for checkpoints). Stored members are written
+    from the arrays themselves, aligned, and loaded as views of the file's bytes.
     """
     if trace.meta.get("values") == "raw":
         # NOTE: a "raw" capture keeps values without statistics; saved, its summaries would
@@ -105,27 +112,36 @@ def save(
         return _save(trace, path, sidecar, compress)
 
 
-def _save(trace: Trace, path: str, sidecar: str | None, compress: bool) -> tuple[str, str]:
+def _save(trace: Trace, path: str, sidecar: str | None, compress: bool | None) -> tuple[str, str]:
     doc, arrays = to_json(trace)
     side = sidecar_path(path) if sidecar is None else os.path.join(os.path.dirname(path), sidecar)
-    blob = _npz_bytes(arrays, compress)
+    parts = _npz_parts(arrays, compress)
+    digest = hashlib.sha256()
+    for part in parts:  # NOTE: the archive is never joined into one bytes (~90 MB at 100k)
+        digest.update(part)
     doc["sidecar"] = {
         "file": os.path.basename(side),
-        "bytes": len(blob),
-        "sha256": hashlib.sha256(blob).hexdigest(),
+        "bytes": sum(map(len, parts)),
+        "sha256": digest.hexdigest(),
     }
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    replace_file(side, blob)
+    replace_file(side, parts)
     replace_file(path, _json.dumps(doc))
     return path, side
 
 
-def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool = True) -> bytes:
-    """The ``.npz`` of ``arrays`` (members in sorted order; deflated on threads at once)."""
+def _npz_parts(arrays: dict[str, np.ndarray], compress: bool | None) -> list[Buffer]:
+    """The ``.npz`` of ``arrays`` as buffers to write in order (members in sorted order;
+    ``compress`` as :func:`save` takes it; see ``_zip_write.zip_parts``)."""
     members = (
-        (k + ".npy", _npy_bytes(arrays[k], fortran=k.endswith(_BY_COLUMN))) for k in sorted(arrays)
+        (k + ".npy", _npy_parts(arrays[k], fortran=k.endswith(_BY_COLUMN))) for k in sorted(arrays)
     )
-    return zip_bytes(members, compress)
+    return zip_parts(members, compress)
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool | None = None) -> bytes:
+    """The ``.npz`` of ``arrays`` in one ``bytes`` (see :func:`_npz_parts`)."""
+    return b"".join(_npz_parts(arrays, compress))
 
 
 _BY_COLUMN = (".summaries", ".previews")
@@ -135,20 +151,20 @@ the loader honour): a column often holds few distinct values (the 24 + 14 MB of 
 the loaded table's columns (what the checks and views read) are contiguous."""
 
 
-def _npy_bytes(a: np.ndarray, fortran: bool = False) -> bytes | bytearray:
-    """The ``.npy`` file of ``a``, as ``np.save`` writes it, in one copy (no file object);
-    with ``fortran``, a 2-D ``a`` (of more than one row and column) is written column-major."""
+def _npy_parts(a: np.ndarray, fortran: bool = False) -> list[Buffer]:
+    """The ``.npy`` file of ``a``, as ``np.save`` writes it: its header and ``a``'s bytes (no
+    copy when ``a`` is contiguous in the order written); with ``fortran``, a 2-D ``a`` (of
+    more than one row and column) is written column-major."""
     assert not a.dtype.hasobject, a.dtype  # NOTE: trace arrays hold numbers and short strings
     by_column = fortran and a.ndim == 2 and min(a.shape) > 1
-    if not by_column:
-        a = np.ascontiguousarray(a)
-        return b"".join((_npy_header(a.dtype, a.shape, False), a.reshape(-1).view(np.uint8)))
-    head = _npy_header(a.dtype, a.shape, True)
-    out = bytearray(len(head) + a.nbytes)
-    out[: len(head)] = head
-    # NOTE: the column-major bytes of a are the row-major bytes of a.T: copied once, in place
-    np.frombuffer(out, a.dtype, offset=len(head)).reshape(a.shape[::-1])[...] = a.T
-    return out
+    # NOTE: the column-major bytes of a are the row-major bytes of a.T
+    flat = np.ascontiguousarray(a.T if by_column else a).reshape(-1)
+    return [_npy_header(a.dtype, a.shape, by_column), memoryview(flat.view(np.uint8))]
+
+
+def _npy_bytes(a: np.ndarray, fortran: bool = False) -> bytes:
+    """The ``.npy`` file of ``a`` in one ``bytes`` (see :func:`_npy_parts`)."""
+    return b"".join(_npy_parts(a, fortran))
 
 
 def _npy_header(dtype: np.dtype, shape: tuple[int, ...], fortran: bool) -> bytes:
