@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import os
-from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -246,7 +246,14 @@ class _KeptValues:
     @property
     def values(self) -> list[np.ndarray]:
         """The kept values in their new order."""
-        return [v for store, ids in self._kept for v in map(store.get, ids.tolist())]
+        out: list[np.ndarray] = []
+        for store, ids in self._kept:
+            if isinstance(store, PackedValues) or len(ids) < len(store) // 4:
+                out += map(store.get, ids.tolist())  # NOTE: loaded: a view made per value
+                continue
+            every = list(store)  # NOTE: one C pass; store.get costs ~0.5 us a value in Python
+            out += every if len(ids) == len(every) else map(every.__getitem__, ids.tolist())
+        return out
 
     def packed(self) -> PackedValues | None:
         """The one loaded store of the trace when every one of its values is kept (then in
@@ -307,29 +314,46 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
 
 
 def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
-    # NOTE: ~300,000 small values at 100k nodes: C-speed passes over the list (map,
-    # attrgetter) and NumPy over the columns, no Python loop over the values
+    # NOTE: ~300,000 small values at 100k nodes, of a few shapes and dtypes: two C-speed
+    # passes over the list (attrgetter, dicts of the distinct ones) and NumPy over columns
     n = len(values)
-    kinds = list(map(_DTYPE, values))
-    dtypes = sorted({d.str for d in set(kinds)})
-    code_of = {d: dtypes.index(d.str) for d in set(kinds)}
-    if len(dtypes) == 1:
-        codes = np.zeros(n, np.int64)
-    else:
-        codes = np.fromiter(map(code_of.__getitem__, kinds), np.int64, n)
-    sizes = np.fromiter(map(_SIZE, values), np.int64, n)
+    shape_of, shape_list = _distinct(list(map(_SHAPE, values)), n)
+    dtype_of, dtype_list = _distinct(list(map(_DTYPE, values)), n)
+    dtypes = sorted({d.str for d in dtype_list})
+    codes = np.array([dtypes.index(d.str) for d in dtype_list], np.int64)[dtype_of]
+    sizes = np.array(list(map(math.prod, shape_list)), np.int64)[shape_of]
+    ndims = np.array(list(map(len, shape_list)), np.int64)[shape_of]
     offsets = np.zeros(n, np.int64)
     for c in range(len(dtypes)):  # NOTE: each value's place in its dtype's buffer
         mine = codes == c
         offsets[mine] = np.cumsum(sizes[mine]) - sizes[mine]
-    ndims = np.fromiter(map(_NDIM, values), np.int64, n)
     arrays["values.index"] = np.stack([codes, offsets, sizes, ndims], axis=1)
-    shapes = np.fromiter(chain.from_iterable(map(_SHAPE, values)), np.int64)
-    arrays["values.shapes"] = shapes
+    arrays["values.shapes"] = _flat_shapes(shape_list, shape_of, ndims)
     arrays["values.dtypes"] = np.asarray(dtypes, dtype="U8") if dtypes else np.zeros(0, "U8")
     for c, d in enumerate(dtypes):
         mine = values if len(dtypes) == 1 else [values[i] for i in np.flatnonzero(codes == c)]
         arrays[f"values.{c}"] = _flat_concat(mine, np.dtype(d))
+
+
+def _distinct(items: list, n: int) -> tuple[np.ndarray, list]:
+    """Each item's number among the distinct ``items`` (in order of first use), and those."""
+    first = list(dict.fromkeys(items))
+    if len(first) == 1:
+        return np.zeros(n, np.int64), first
+    number = {k: i for i, k in enumerate(first)}
+    return np.fromiter(map(number.__getitem__, items), np.int64, n), first
+
+
+def _flat_shapes(shapes: list[tuple], shape_of: np.ndarray, ndims: np.ndarray) -> np.ndarray:
+    """The dimensions of every value one after another (value ``i`` of shape number
+    ``shape_of[i]`` among ``shapes``)."""
+    first = np.cumsum(ndims) - ndims
+    flat = np.zeros(int(ndims.sum()), np.int64)
+    for j in range(int(ndims.max(initial=0))):
+        dim = np.array([shape[j] if len(shape) > j else 0 for shape in shapes], np.int64)
+        has = ndims > j
+        flat[first[has] + j] = dim[shape_of[has]]
+    return flat
 
 
 def _packed_arrays(store: PackedValues, arrays: dict) -> bool:
@@ -366,4 +390,4 @@ def _flat_concat(values: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
         return np.concatenate(values, axis=None)
 
 
-_DTYPE, _SIZE, _NDIM, _SHAPE = map(attrgetter, ("dtype", "size", "ndim", "shape"))
+_DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
