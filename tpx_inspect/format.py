@@ -126,7 +126,7 @@ def _save(trace: Trace, path: str, sidecar: str | None, compress: bool | None) -
     }
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     replace_file(side, parts)
-    replace_file(path, _json.dumps(doc))
+    replace_file(path, _json.dumps(doc))  # NOTE: last: the JSON names the sidecar now there
     return path, side
 
 
@@ -294,10 +294,7 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
     for k in TABLES:
         a = getattr(t, k)
         if k == "summaries" and len(a) and not (a[:, 8] == -1).all():  # NOTE: -1: no value
-            a = a.copy()
-            ids = a[:, 8].astype(np.int64)
-            kept = remap[np.maximum(ids, 0)] if len(remap) else -1  # values="none": no ids
-            a[:, 8] = np.where(ids >= 0, kept, -1)
+            a = _renumbered(a, remap)
         parts[k].append(a)
         rows[k] = [sizes[k], sizes[k] + len(a)]
         sizes[k] += len(a)
@@ -311,6 +308,20 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
         "backward_seconds": g.backward_seconds,
         "rows": rows,
     }
+
+
+def _renumbered(summaries: np.ndarray, remap: np.ndarray) -> np.ndarray:
+    """``summaries`` with their value ids (column 8) renumbered by ``remap``: the table itself
+    when no id changes (a whole capture saved), else a column-major copy (the order it is
+    written in: no second copy)."""
+    ids = summaries[:, 8].astype(np.int64)
+    kept = remap[np.maximum(ids, 0)] if len(remap) else -1  # NOTE: values="none": no ids
+    new = np.where(ids >= 0, kept, -1)
+    if np.array_equal(new, summaries[:, 8]):
+        return summaries
+    out = np.array(summaries, order="F")
+    out[:, 8] = new
+    return out
 
 
 def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
