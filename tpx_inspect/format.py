@@ -15,6 +15,7 @@ import hashlib
 import io
 import math
 import os
+import threading
 from operator import attrgetter
 from typing import Any
 
@@ -115,19 +116,72 @@ def save(
 def _save(trace: Trace, path: str, sidecar: str | None, compress: bool | None) -> tuple[str, str]:
     doc, arrays = to_json(trace)
     side = sidecar_path(path) if sidecar is None else os.path.join(os.path.dirname(path), sidecar)
-    parts = _npz_parts(arrays, compress)
-    digest = hashlib.sha256()
-    for part in parts:  # NOTE: the archive is never joined into one bytes (~90 MB at 100k)
-        digest.update(part)
-    doc["sidecar"] = {
-        "file": os.path.basename(side),
-        "bytes": sum(map(len, parts)),
-        "sha256": digest.hexdigest(),
-    }
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    replace_file(side, parts)
-    replace_file(path, _json.dumps(doc))  # NOTE: last: the JSON names the sidecar now there
+    writer = _SidecarWrite(side, arrays, compress)
+    try:  # NOTE: the JSON is made while the sidecar is packed, hashed and written
+        doc["sidecar"] = {"file": os.path.basename(side), "bytes": 0, "sha256": _UNKNOWN}
+        text = _json.dumps(doc)
+    finally:
+        info = writer.result()
+    doc["sidecar"].update(info)
+    replace_file(path, _with_sidecar(text, doc))  # NOTE: last: it names the sidecar now there
     return path, side
+
+
+_UNKNOWN = "0" * 64
+
+
+def _with_sidecar(text: bytes, doc: dict[str, Any]) -> bytes:
+    """The JSON of ``doc``, from ``text``, its JSON made while the sidecar's size and hash
+    were not known: ``"sidecar"`` is the document's last key and ``"sha256"`` its own, so
+    only the end of ``text`` changes."""
+    info = doc["sidecar"]
+    tail = f'"bytes":0,"sha256":"{_UNKNOWN}"}}}}\n'.encode()
+    if not text.endswith(tail):
+        return _json.dumps(doc)  # NOTE: never expected; the whole document again
+    return (
+        text[: -len(tail)] + f'"bytes":{info["bytes"]},"sha256":"{info["sha256"]}"}}}}\n'.encode()
+    )
+
+
+class _SidecarWrite:
+    """The sidecar of ``arrays`` packed (:func:`_npz_parts`), hashed and written to ``side``
+    on a thread (on the caller's when no thread is to be had): copies, CRC-32, SHA-256 and
+    the file write release the GIL. :meth:`result` waits and gives the document's
+    ``"sidecar"`` fields, or raises what the thread raised."""
+
+    def __init__(self, side: str, arrays: dict[str, np.ndarray], compress: bool | None) -> None:
+        self._args = (side, arrays, compress)
+        self._out: dict[str, Any] | BaseException | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="tpx_inspect sidecar write"
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # NOTE: interpreter shutdown or the system's thread limit
+            self._thread = None
+            self._run()
+
+    def _run(self) -> None:
+        try:
+            side, arrays, compress = self._args
+            parts = _npz_parts(arrays, compress)
+            digest = hashlib.sha256()
+            for part in parts:  # NOTE: never joined into one bytes (~70 MB at 100k nodes)
+                digest.update(part)
+            replace_file(side, parts)
+            self._out = {"bytes": sum(map(len, parts)), "sha256": digest.hexdigest()}
+        except BaseException as e:  # NOTE: raised again by result(), on the caller's thread
+            self._out = e
+
+    def result(self) -> dict[str, Any]:
+        """The sidecar's size and SHA-256 once it is written."""
+        if self._thread is not None:
+            self._thread.join()
+        if isinstance(self._out, BaseException):
+            raise self._out
+        assert self._out is not None
+        return self._out
 
 
 def _npz_parts(arrays: dict[str, np.ndarray], compress: bool | None) -> list[Buffer]:
@@ -236,7 +290,9 @@ class _KeptValues:
             used.setdefault(id(g.values), (g.values, []))[1].append(ids[ids >= 0])
         count = 0
         for key, (store, parts) in used.items():
-            ids = np.unique(np.concatenate(parts)).astype(np.int64)
+            ids = np.concatenate(parts).astype(np.int64)
+            if not (ids[1:] > ids[:-1]).all():  # NOTE: a whole capture's are already in order
+                ids = np.unique(ids)
             remap = np.full(len(store), -1, np.int64)
             remap[ids] = np.arange(count, count + len(ids))
             self._maps[key] = remap

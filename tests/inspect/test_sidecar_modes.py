@@ -19,7 +19,8 @@ import pytest
 
 import tpx as tp
 import tpx_inspect
-from tpx_inspect import _zip_write
+from tpx_inspect import _json, _zip_write
+from tpx_inspect import format as format_module
 from tpx_inspect.format import TABLES
 
 MODES = (None, True, False)
@@ -192,3 +193,36 @@ def test_sidecars_of_earlier_writers_still_load(tmp_path, method):
     loaded = tpx_inspect.load(str(path))
     _same(_content(trace), _content(loaded))
     assert all(v.flags.aligned and not v.flags.writeable for v in loaded.graphs[0].values)
+
+
+def _saved_json_is_canonical(path) -> None:
+    blob = path.read_bytes()
+    doc = json.loads(blob)
+    side = path.parent / doc["sidecar"]["file"]
+    data = side.read_bytes()
+    assert doc["sidecar"]["bytes"] == len(data)
+    assert doc["sidecar"]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert blob == _json.dumps(doc)  # NOTE: the size and hash put in as dumps writes them
+
+
+def test_the_json_is_written_with_the_sidecar_it_names(tmp_path, monkeypatch):
+    """The sidecar is written on a thread while the JSON is made; the JSON's size and hash
+    are put in afterwards: the JSON is what dumps writes, with or without a thread."""
+    trace = _steps("all")
+    path = tmp_path / 'tr "é".json'
+    tpx_inspect.save(trace, str(path))
+    _saved_json_is_canonical(path)
+    first = path.read_bytes()
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(format_module.threading.Thread, "start", refuse)
+    tpx_inspect.save(trace, str(path))
+    assert path.read_bytes() == first
+    with pytest.raises(FileNotFoundError):  # NOTE: the thread's error, raised to the caller
+        tpx_inspect.save(trace, str(tmp_path / "t.json"), sidecar="no/such/folder.npz")
+    monkeypatch.undo()
+    with pytest.raises(FileNotFoundError):
+        tpx_inspect.save(trace, str(tmp_path / "t.json"), sidecar="no/such/folder.npz")
+    assert not (tmp_path / "t.json").exists()
