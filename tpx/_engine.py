@@ -214,7 +214,7 @@ def _run(order: list[Node], grads: dict, run: _Pass) -> None:
         if node.__class__ is AccumulateGrad:
             accumulate_leaf(node, g, run.create_graph)
             if observed:
-                _mode.emit("on_node_executed", node, g, (), time.perf_counter() - start)
+                _executed(node, g, (), start)
         else:
             # NOTE: no local keeps a gradient alive past its node: a leaf takes over a
             # gradient that nothing else holds (see _unshared)
@@ -310,8 +310,15 @@ def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -
         if out is not None:
             grad_inputs = tuple(out)
     if run.observed:
-        _mode.emit("on_node_executed", node, g, grad_inputs, time.perf_counter() - start)
+        _executed(node, g, grad_inputs, start)
     return grad_inputs
+
+
+def _executed(node: Node, g: Any, grad_inputs: tuple, start: float) -> None:
+    """Tell observers that ``node`` ran (straight to the handlers: no ``emit`` per node)."""
+    seconds = time.perf_counter() - start
+    for fn in _mode.on_node_executed:
+        fn(node, g, grad_inputs, seconds)
 
 
 def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
@@ -320,7 +327,8 @@ def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
     total = g if prev is None else prev + g
     grads[node] = total
     if source is not None:
-        _mode.emit("on_grad_accumulated", node, g, total, source)
+        for fn in _mode.on_grad_accumulated:
+            fn(node, g, total, source)
 
 
 def _graph_inputs(node: GradFn, saved: tuple) -> tuple[tuple, Any]:

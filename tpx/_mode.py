@@ -308,9 +308,17 @@ def add_observer(observer: Any) -> Handle:
 # observer is added or removed, not at every event (a capture receives several per node)
 _handlers: dict[str, tuple[Any, ...]] = {}
 
+# NOTE: the handlers of the per-node events, as module globals: the recording path and the
+# engine loop over them directly (no emit call and no dict lookup per event; empty tuples
+# when no observer handles the event)
+on_node_recorded: tuple[Any, ...] = ()
+on_node_forward: tuple[Any, ...] = ()
+on_node_executed: tuple[Any, ...] = ()
+on_grad_accumulated: tuple[Any, ...] = ()
+
 
 def _index_handlers() -> None:
-    global _handlers
+    global _handlers, on_node_recorded, on_node_forward, on_node_executed, on_grad_accumulated
     _handlers = {
         event: tuple(
             _adapt(event, fn)
@@ -319,6 +327,10 @@ def _index_handlers() -> None:
         )
         for event in EVENTS
     }
+    on_node_recorded = _handlers["on_node_recorded"]
+    on_node_forward = _handlers["on_node_forward"]
+    on_node_executed = _handlers["on_node_executed"]
+    on_grad_accumulated = _handlers["on_grad_accumulated"]
 
 
 def _adapt(event: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -222,8 +222,11 @@ def _inspect(op: Any, node: GradFn, inputs: tuple, t: Tensor, start: float, anom
     if anomaly & NAN_CHECKS:
         _check_finite(op, node, t._value)
     if _mode.observers:
-        _mode.emit("on_node_recorded", node, t)
-        _mode.emit("on_node_forward", node, inputs, t, time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        for fn in _mode.on_node_recorded:
+            fn(node, t)
+        for fn in _mode.on_node_forward:
+            fn(node, inputs, t, seconds)
 
 
 _ZEROS = tuple((0,) * n for n in range(8))

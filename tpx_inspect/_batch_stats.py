@@ -89,7 +89,12 @@ def _group(
     total, sq = vals.sum(0), (vals * vals).sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / n
-        stats[:, 2], stats[:, 3] = mean, np.sqrt(np.maximum(sq / n - mean * mean, 0.0))
+        # NOTE: the std's second pass, as summary._small_row's (a non-finite element adds 0)
+        d = cols - mean
+        if vals is not cols:
+            d = np.where(finite, d, 0.0)
+        var = (d * d).sum(0) / n
+        stats[:, 2], stats[:, 3] = mean, np.where(np.isfinite(mean), np.sqrt(var), math.nan)
     stats[:, 4], stats[:, 7] = np.sqrt(sq), (cols == 0).sum(0)
     if not isinstance(n, float):  # no finite element: statistics are None (NaN)
         stats[n == 0, :5] = math.nan

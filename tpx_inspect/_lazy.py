@@ -110,7 +110,11 @@ def _plan(t: p10.Tensor, kept: bool) -> tuple[str, list[p10.Tensor], bool]:
         hi = p10.max(p10.where(finite, a, -math.inf))
         a = p10.where(finite, a, 0.0)
         n, nan, inf = p10.sum(finite), p10.sum(p10.isnan(flat)), p10.sum(p10.isinf(flat))
-    parts = [flat[:PREVIEW], lo, hi, p10.sum(a), p10.sum(a * a), n, nan, inf, zeros]
+    total = p10.sum(a)
+    d = a - total / n  # NOTE: the std's second pass (see summary.moments_row)
+    if t.dtype.kind == "f":
+        d = p10.where(finite, d, 0.0)
+    parts = [flat[:PREVIEW], lo, hi, total, p10.sum(a * a), p10.sum(d * d), n, nan, inf, zeros]
     return "stats", parts, kept
 
 
@@ -118,11 +122,11 @@ def _finish(kind: str, got: list[np.ndarray], kept: bool, make: Callable) -> Any
     if kind == "whole":
         row, head = stats_row(got[0])
         return make(row, head, np.array(got[0], copy=True) if kept else None)
-    head_arr, lo, hi, total, sq, n, nan, inf, zeros = got
+    head_arr, lo, hi, total, sq, dev, n, nan, inf, zeros = got
     head = tuple(float(v) for v in head_arr.tolist())
     counts = [float(nan), float(inf), float(zeros)]
     n = float(n)
     if not n:
         return make([math.nan] * 5 + counts, head, None)
-    row = moments_row(n, float(lo), float(hi), float(total), float(sq), *counts)
+    row = moments_row(n, float(lo), float(hi), float(total), float(sq), float(dev), *counts)
     return make(row, head, None)

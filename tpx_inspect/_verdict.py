@@ -24,24 +24,36 @@ def step_finite(b: Any, pending: Any, builder: Any) -> bool:
     root's value; ``pending`` maps nodes to their ``PendingNode``."""
     if lazy_record(list(b.roots), pending, b):
         return _lazy_finite(b, pending, builder)
-    seen: set[int] = set()
     with np.errstate(over="ignore", invalid="ignore"):  # see finite_floats
-        for _node, g, _, _, _ in b.executed:
-            # NOTE: a gradient passed on unchanged (add's rule) reaches several nodes: each
-            # object is tested once (all are held by b.executed: their ids are distinct)
-            if id(g) in seen:
-                continue
-            seen.add(id(g))
-            a = observe.native(g)  # NOTE: a NumPy-backed P10 gradient checked inline
-            if a.__class__ is np.ndarray:
-                if a.dtype.kind == "f" and not finite_floats(a):
-                    return False
-            elif not is_finite(g):
-                return False
+        if not _grads_finite(b.executed):
+            return False
         for node in b.roots:
             p = pending.get(node)
             if p is not None and not _value_finite(p, node):
                 return False
+    return True
+
+
+def _grads_finite(executed: list) -> bool:
+    """Whether every incoming gradient of the nodes that ran is free of NaN/Inf."""
+    seen: set[int] = set()
+    native, ndarray, isfinite = observe.native, np.ndarray, math.isfinite
+    for e in executed:
+        g = e[1]
+        # NOTE: a gradient passed on unchanged (add's rule) reaches several nodes: each
+        # object is tested once (all are held by the list: their ids are distinct)
+        key = id(g)
+        if key in seen:
+            continue
+        seen.add(key)
+        a = native(g)
+        if a.__class__ is ndarray:
+            if a.dtype.kind == "f":  # NOTE: finite_floats written out (a call per gradient)
+                flat = a.ravel("K")
+                if not isfinite(flat.dot(flat)) and not np.isfinite(a).all():
+                    return False
+        elif not is_finite(g):
+            return False
     return True
 
 

@@ -121,7 +121,7 @@ class Node:
     scope: str = column(runs=True)
     source: Source | None = column(encode=_source_json, decode=_source, api=_source_text, runs=True)
     inputs: tuple[Edge, ...] = column(encode=_edges_json, decode=_edges)
-    shape: tuple[int, ...] = column(encode=list, decode=tuple)
+    shape: tuple[int, ...] = column(encode=list, decode=tuple, runs=True)
     dtype: str = column(runs=True)
     saved: tuple[Saved, ...] = column(encode=_saved_json, decode=_saved, api=False, default=())
     overrides: dict[str, str] | None = column(optional=True, default=None)

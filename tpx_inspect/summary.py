@@ -119,7 +119,7 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
         return _small_row(a.reshape(-1).tolist(), preview)
     # NOTE: complex values have no float preview (their statistics are NaN, as for strings);
     # a.flat reads the first elements in C order without copying a transposed array
-    head = tuple(float(v) for v in a.flat[:preview].tolist()) if preview and kind != "c" else ()
+    head = _head(a, kind, preview)
     if kind not in "fiub" or a.size == 0:
         return [math.nan] * 5 + [0.0, 0.0, 0.0], head
     if kind == "b":
@@ -137,14 +137,25 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
     zeros = float(flat.size - np.count_nonzero(f64))
     total = float(np.add.reduce(f64))
     if math.isfinite(total):
-        sq = float(f64.dot(f64))  # NOTE: the method: no dispatch through np.dot
         lo, hi = float(np.minimum.reduce(flat)), float(np.maximum.reduce(flat))
-        return moments_row(flat.size, lo, hi, total, sq, 0.0, 0.0, zeros), head
+        mean = total / flat.size
+        dev = centered_squares(f64, mean, own=f64 is not flat)
+        # NOTE: sum(x^2) = sum((x - mean)^2) + total * mean: two terms >= 0, no cancellation
+        # (one pass less than a dot of its own; the same number up to rounding)
+        sq = dev + total * mean
+        return moments_row(flat.size, lo, hi, total, sq, dev, 0.0, 0.0, zeros), head
     nan = float(np.count_nonzero(np.isnan(flat)))
     inf = float(np.count_nonzero(np.isinf(flat)))
     if nan + inf == 0:  # the float64 sum overflowed; every element is finite
         return _moments(flat, 0.0, 0.0, zeros), head
     return _moments(flat[np.isfinite(flat)], nan, inf, zeros), head
+
+
+def _head(a: np.ndarray, kind: str, preview: int) -> tuple[float, ...]:
+    if not preview or kind == "c":
+        return ()
+    first = a.flat[:preview].tolist()
+    return tuple(first) if kind == "f" else tuple([float(v) for v in first])
 
 
 _SMALL = 32
@@ -154,7 +165,7 @@ _SMALL = 32
 def _small_row(vals: list, preview: int) -> tuple[list[float], tuple[float, ...]]:
     head = tuple([float(v) for v in vals[:preview]])
     nan = inf = zeros = n = 0
-    total = sq = 0.0
+    total = sq = dev = 0.0
     lo, hi = math.inf, -math.inf
     for v in vals:
         if v != v:
@@ -174,8 +185,15 @@ def _small_row(vals: list, preview: int) -> tuple[list[float], tuple[float, ...]
             hi = v
     if not n:
         return [math.nan] * 5 + [float(nan), float(inf), float(zeros)], head
+    # NOTE: the second pass adds the squared deviations in element order, as
+    # _batch_stats._group does for a stack of such arrays (the same numbers, bit for bit)
+    mean = total / n
+    for v in vals:
+        if v - v == 0:  # NOTE: False for a NaN or an Inf element
+            d = v - mean
+            dev += d * d
     return moments_row(
-        n, float(lo), float(hi), total, sq, float(nan), float(inf), float(zeros)
+        n, float(lo), float(hi), total, sq, dev, float(nan), float(inf), float(zeros)
     ), head
 
 
@@ -183,17 +201,40 @@ _INF = (math.inf, -math.inf)
 
 
 def moments_row(
-    n: float, lo: float, hi: float, total: float, sq: float, nan: float, inf: float, zeros: float
+    n: float,
+    lo: float,
+    hi: float,
+    total: float,
+    sq: float,
+    dev: float,
+    nan: float,
+    inf: float,
+    zeros: float,
 ) -> list[float]:
-    """The :data:`STAT_FIELDS` of ``n`` finite elements from their min, max, sum and sum of
-    squares, and the NaN, Inf and zero counts: the one place the moments are derived.
+    """The :data:`STAT_FIELDS` of ``n`` finite elements from their min, max, sum, sum of
+    squares and sum of squared deviations from their mean (``total / n``), and the NaN, Inf
+    and zero counts: the one place the moments are derived.
 
-    >>> moments_row(2, -1.0, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0)
+    The std comes from ``dev`` (two passes over the values), not from ``sq / n - mean**2``,
+    which cancels every digit when std/|mean| is below ~1e-8 (values 1e8 plus small noise).
+
+    >>> moments_row(2, -1.0, 1.0, 0.0, 2.0, 2.0, 0.0, 0.0, 0.0)
     [-1.0, 1.0, 0.0, 1.0, 1.4142135623730951, 0.0, 0.0, 0.0]
     """
     mean = total / n
-    var = max(sq / n - mean * mean, 0.0)
-    return [lo, hi, mean, math.sqrt(var), math.sqrt(sq), nan, inf, zeros]
+    std = math.sqrt(dev / n) if math.isfinite(mean) else math.nan  # NOTE: an overflowed sum
+    return [lo, hi, mean, std, math.sqrt(sq), nan, inf, zeros]
+
+
+def centered_squares(f64: np.ndarray, mean: float, own: bool = False) -> float:
+    """The sum of ``(x - mean)**2`` over the float64 array ``f64`` (the second pass of the
+    std); ``own`` says ``f64`` is a private copy that may be overwritten.
+
+    >>> centered_squares(np.array([1e8 + 1, 1e8 - 1]), 1e8)
+    2.0
+    """
+    d = np.subtract(f64, mean, out=f64 if own else None)
+    return float(d.dot(d))
 
 
 def _moments(a: np.ndarray, nan: float, inf: float, zeros: float) -> list[float]:
@@ -203,7 +244,9 @@ def _moments(a: np.ndarray, nan: float, inf: float, zeros: float) -> list[float]
     total = float(np.add.reduce(flat, dtype=np.float64))
     f64 = flat if flat.dtype == np.float64 else flat.astype(np.float64)
     sq = float(np.dot(f64, f64))
-    return moments_row(flat.size, float(flat.min()), float(flat.max()), total, sq, nan, inf, zeros)
+    lo, hi = float(flat.min()), float(flat.max())
+    dev = centered_squares(f64, total / flat.size, own=f64 is not flat)
+    return moments_row(flat.size, lo, hi, total, sq, dev, nan, inf, zeros)
 
 
 def is_finite(x: Any) -> bool:

@@ -141,9 +141,10 @@ GRAPH = ("runs", 0, "graphs", 1)
 
 def _entry(column: str, i: int, version: int) -> tuple:
     """The path of node ``i``'s entry of ``column``; in a version 2 run column, the value of
-    its last run (the base trace's node 5 for ``i`` = 1 or -1 alike)."""
+    its last run (the base trace's node 5), or for ``shape`` of its first (node 0's [2, 2]:
+    node 5 is the scalar loss, whose shape has no item to damage)."""
     if version >= 2 and column in RUN_FIELDS:
-        return (*NODE, column, "values", -1)
+        return (*NODE, column, "values", 0 if column == "shape" else -1)
     return (*NODE, column, i)
 
 
@@ -152,8 +153,9 @@ def fields(version: int = VERSION) -> list[tuple]:
     entry of a run column moved into its runs (version 2), and the runs themselves."""
 
     def moved(path: tuple) -> tuple:
-        entry = len(path) == len(NODE) + 2 and path[: len(NODE)] == NODE
-        return _entry(path[-2], path[-1], version) if entry else path
+        k = len(NODE)
+        entry = len(path) >= k + 2 and path[:k] == NODE
+        return (*_entry(path[k], path[k + 1], version), *path[k + 2 :]) if entry else path
 
     runs = [(*NODE, c, part) for c in ("kind", "source") for part in ("values", "counts")]
     return [*map(moved, FIELDS), *(runs if version >= 2 else ())]
@@ -342,7 +344,7 @@ def targeted(version: int = VERSION) -> list[Mutation]:
         m("invalid UTF-8", lambda f: (f / "trace.json").write_bytes(b'{"format": "\xff\xfe"}')),
         m("2 MB version string", _edit(_put(("version",), "v" * 2_000_000))),
         m("2 MB run name", _edit(_put(("runs", 0, "name"), "n" * 2_000_000))),
-        m("shape null", _edit(_put((*NODE, "shape", 1), None))),
+        m("shape null", _edit(_put(at("shape"), None))),
         m("edge [0]", _edit(_put((*NODE, "inputs", 1, 0), [0]))),
         m("op 42", _edit(_put(at("op"), 42))),
         m("params as a list", _edit(_put((*NODE, "params"), [[1, 2]] * 6))),
@@ -353,7 +355,7 @@ def targeted(version: int = VERSION) -> list[Mutation]:
         m("rows past the table", _edit(_put((*GRAPH, "rows", "nodes"), [0, 10**6]))),
         m("rows reversed", _edit(_put((*GRAPH, "rows", "summaries"), [5, 2]))),
         m("graph of an unknown structure", _edit(_put((*GRAPH, "structure"), 7))),
-        m("shape of 10^15 elements", _edit(_put((*NODE, "shape", 1), [10**5, 10**5, 10**5]))),
+        m("shape of 10^15 elements", _edit(_put(at("shape"), [10**5, 10**5, 10**5]))),
         m("sidecar null without arrays", _edit(_put(("sidecar",), None))),
         m("inline arrays wrong size", _inline("values.index", "<i8", [10**6, 4], [1])),
         m("inline arrays object dtype", _inline("x", "O", [1], [1])),

@@ -1,6 +1,7 @@
 """The summary statistics as they were computed before the large values of a graph record were
-summarized in groups (one value at a time, at forward for a large output): the reference that
-tests/inspect/test_capture_stats.py compares the capture with."""
+summarized in groups (one value at a time, at forward for a large output), with the std as
+numpy.std defines it: the reference that tests/inspect/test_capture_stats.py compares the
+capture with."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ def _moments(
     mean = total / flat.size
     f64 = flat.astype(np.float64)
     sq = float(np.dot(f64, f64))
-    var = max(sq / flat.size - mean * mean, 0.0)
+    # NOTE: the std as NumPy defines it in float64 (the old sq/n - mean**2 lost every digit on
+    # values far from zero; see test_std_of_values_far_from_zero)
+    std = float(np.std(f64)) if math.isfinite(mean) else math.nan
     lo, hi = float(flat.min()), float(flat.max())
-    return [lo, hi, mean, math.sqrt(var), math.sqrt(sq), nan, inf, zeros]
+    return [lo, hi, mean, std, math.sqrt(sq), nan, inf, zeros]

@@ -12,11 +12,12 @@ from functools import partial
 import numpy as np
 import pytest
 
+import p10
 import tpx as tp
 import tpx_inspect
 from tests.helpers.scripts import train_mlp_steps
 from tests.inspect._reference_stats import reference_stats_row
-from tpx_inspect import _batch_stats, _pending
+from tpx_inspect import _batch_stats, _lazy, _pending
 from tpx_inspect._verdict import finite_floats
 from tpx_inspect.records import Trace
 from tpx_inspect.summary import stats_row
@@ -62,6 +63,64 @@ def test_stats_row_equals_the_old_code_up_to_rounding(name: str) -> None:
     np.testing.assert_allclose(got[:5], want[:5], rtol=1e-9, atol=1e-12, equal_nan=True)
     assert got[5:] == want[5:]  # NaN, Inf and zero counts: exact
     assert [math.isnan(v) for v in got] == [math.isnan(v) for v in want]
+
+
+def _far_from_zero() -> dict[str, np.ndarray]:
+    """Values whose std/|mean| is ~1e-11 (float64) or ~1e-7 (float32): sq/n - mean**2 cancels
+    every digit of their variance."""
+    f64 = 1e8 + RNG.standard_normal(6000) * 1e-3
+    f32 = (1e6 + RNG.standard_normal(6000) * 0.3).astype(np.float32)
+    nan = f64[:3000].copy()
+    nan[[0, 17, 2999]] = [np.nan, np.inf, -np.inf]
+    return {
+        "f64_small": f64[:24].copy(),  # summary._small_row (Python loop)
+        "f64_large_f": f64.reshape(60, 100).T,  # the BLAS path, memory order
+        "f32_large": f32,
+        "f32_small": f32[:30].copy(),
+        "f64_nan_inf": nan,  # the finite elements only (summary._moments)
+        "int64": np.full(200, 10**12, np.int64) + RNG.integers(0, 3, 200),
+    }
+
+
+def _numpy_std(a: np.ndarray) -> float:
+    f64 = a.astype(np.float64).reshape(-1)
+    return float(np.std(f64[np.isfinite(f64)]))
+
+
+@pytest.mark.parametrize("name", list(_far_from_zero()))
+def test_std_of_values_far_from_zero(name: str) -> None:
+    a = _far_from_zero()[name]
+    row, _ = stats_row(a)
+    assert row[3] == pytest.approx(_numpy_std(a), rel=1e-6)
+    assert row[3] > 0
+
+
+def test_batched_std_of_values_far_from_zero() -> None:
+    arrays = [1e8 + RNG.standard_normal((4, 4)) * 1e-3 for _ in range(5)]
+    arrays += [(3e5 + RNG.standard_normal((4, 4)) * 0.01).astype(np.float32) for _ in range(3)]
+    arrays[1][2, 3], arrays[6][0, 0] = np.nan, np.inf
+    arrays[2][:] = np.nan  # no finite element: std None (NaN)
+    table = np.zeros((len(arrays), 10))
+    _batch_stats.fill_rows(arrays, table, None)
+    for i, a in enumerate(arrays):
+        if i == 2:
+            assert math.isnan(table[i, 3])
+            continue
+        assert table[i, 3] == pytest.approx(_numpy_std(a), rel=1e-6), i
+        # NOTE: the stacked reductions give stats_row's numbers bit for bit
+        assert table[i, :8].tolist() == pytest.approx(stats_row(a)[0], rel=0, abs=0), i
+
+
+def test_lazy_std_of_values_far_from_zero() -> None:
+    pytest.importorskip("dask")
+    a = 1e8 + RNG.standard_normal(_lazy.FETCH_WHOLE * 2) * 1e-3
+    a[5] = np.nan
+    with p10.use_backend("dask"):
+        x = p10.asarray(a)
+        rows = _lazy.summarize_lazy([x], lambda _: False, lambda row, head, value: row)
+    row = rows[id(x)]
+    assert row[3] == pytest.approx(_numpy_std(a), rel=1e-6)
+    assert row[5:] == [1.0, 0.0, 0.0]
 
 
 def test_finite_floats_on_transposed_and_strided_gradients() -> None:

@@ -2,7 +2,7 @@
 columns of many entries are checked per distinct value (strings, shapes by their repr, ids by
 their bounds); each bad value planted in one entry is refused as ``jsonschema`` refuses it, and
 the message names the entry. On format version 1 documents, whose node columns hold one entry
-per node (version 2 keeps the columns of lists, ``shape``, ``inputs``, ``saved``, as they were;
+per node (version 2 keeps the columns of lists ``inputs`` and ``saved`` as they were;
 its run columns: tests/inspect/test_node_runs.py)."""
 
 from __future__ import annotations

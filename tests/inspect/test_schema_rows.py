@@ -79,7 +79,7 @@ def _integral_float(x) -> bool:
 
 CASES = [
     *((1, c) for c in ("inputs", "saved", "shape", "params", "overrides", "graphs", "sources")),
-    *((2, c) for c in ("inputs", "saved", "shape", "overrides", "graphs", "structures")),
+    *((2, c) for c in ("inputs", "saved", "overrides", "graphs", "structures")),
 ]
 
 

@@ -41,7 +41,8 @@ def test_the_json_schema_declares_every_column(version):
     # each run column's values are what version 1 allowed per entry
     runs = {k for k, v in nodes["properties"].items() if v.get("type") == "object"}
     assert runs == (set(RUN_FIELDS) if version == 2 else set())
-    assert set(RUN_FIELDS) == {"kind", "op", "name", "label", "params", "scope", "source", "dtype"}
+    assert set(RUN_FIELDS) == {"kind", "op", "name", "label", "params", "scope", "source",
+                               "shape", "dtype"}  # fmt: skip
     if version == 2:
         v1 = _schema(1)["$defs"]["nodes"]["properties"]
         for k in RUN_FIELDS:
