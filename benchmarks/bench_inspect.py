@@ -119,7 +119,8 @@ def bench_save_load(
     median CPU seconds of each are given (the machine may be shared: CPU time is the steadier
     figure; a load's CPU counts its sidecar thread too). ``values="none"``: the benchmark
     trace (:func:`chain`); ``"small"``: the default capture of a (4, 4) chain
-    (:func:`small_chain`)."""
+    (:func:`small_chain`). Saves use the default ``compress=None``; one more save with
+    ``compress=True`` (every sidecar member deflated) gives its time and size."""
     from tpx_inspect.format import read_header
 
     out: dict[str, float] = {}
@@ -138,6 +139,12 @@ def bench_save_load(
             loads.append((wall, cpu))
         out["json_mb"] = os.path.getsize(path) / 1e6
         out["npz_mb"] = os.path.getsize(path[:-5] + ".npz") / 1e6
+        # NOTE: the sidecar with every member deflated (save(compress=True), the smallest)
+        whole = os.path.join(d, "deflated.json")
+        _, out["save_deflated_s"], out["save_deflated_cpu_s"] = _timed(
+            lambda: tpx_inspect.save(trace, whole, compress=True)
+        )
+        out["npz_deflated_mb"] = os.path.getsize(whole[:-5] + ".npz") / 1e6
         _, out["header_s"], out["header_cpu_s"] = _timed(lambda: read_header(path))
         out.update(load_parts(path))
     for name, times in (("save", saves), ("load", loads)):
@@ -390,7 +397,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"+ {sl['npz_mb']:.1f} MB npz), load {sl['load_s']:.2f} / {sl['load_best_s']:.2f} / "
         f"{sl['load_cpu_s']:.2f} / {sl['load_cpu_median_s']:.2f} s (goal <= 0.5 s each; "
         f"{json_lib}; the sidecar is read on a second thread during the schema check, so wall "
-        f"< CPU on a free core); header only (read_header) {sl['header_cpu_s']:.3f} s CPU"
+        f"< CPU on a free core); header only (read_header) {sl['header_cpu_s']:.3f} s CPU; "
+        + _deflated(sl)
         + (f", DOT {sl['dot_s']:.2f} / {sl['dot_cpu_s']:.2f} s" if args.dot else "")
     )
     _print_load_steps(sl)
@@ -401,13 +409,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{small['save_s']:.2f} / {small['save_best_s']:.2f} / {small['save_cpu_s']:.2f} / "
         f"{small['save_cpu_median_s']:.2f} s ({small['json_mb']:.1f} MB JSON + "
         f"{small['npz_mb']:.1f} MB npz), load {small['load_s']:.2f} / {small['load_best_s']:.2f}"
-        f" / {small['load_cpu_s']:.2f} / {small['load_cpu_median_s']:.2f} s (goal <= 0.5 s each)"
+        f" / {small['load_cpu_s']:.2f} / {small['load_cpu_median_s']:.2f} s (goal <= 0.5 s each); "
+        + _deflated(small)
     )
     _print_load_steps(small)
     sizes = tuple(k // scale for k in (1_000, 10_000, 100_000) if k // scale >= 100)
     bench_checks(sizes, () if args.no_cluster else (10_000 // scale, 100_000 // scale))
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return {"capture": cap, "chain": ch, "save_load": sl, "save_load_small": small}
+
+
+def _deflated(sl: dict[str, float]) -> str:
+    return (
+        f"every sidecar member deflated (compress=True): save {sl['save_deflated_s']:.2f} s "
+        f"(CPU {sl['save_deflated_cpu_s']:.2f} s), {sl['npz_deflated_mb']:.1f} MB npz"
+    )
 
 
 def _print_load_steps(sl: dict[str, float]) -> None:

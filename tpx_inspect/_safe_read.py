@@ -137,10 +137,11 @@ def _check_sizes(infos: list[zipfile.ZipInfo], path: str, limits: LoadLimits) ->
                           f"{limits.max_total_bytes}")  # fmt: skip
 
 
-def _member_bytes(blob: bytes, info: zipfile.ZipInfo, path: str) -> bytes:
+def _member_bytes(blob: bytes, info: zipfile.ZipInfo, path: str) -> bytes | memoryview:
     """The uncompressed bytes of one member, inflated by one zlib call straight from ``blob``
     (``ZipFile.open().read()`` inflates in chunks and joins them: twice the time at 40 MB)
-    and checked as ``zipfile`` checks them: local header, name, size and CRC-32."""
+    or, stored, a view of ``blob``; checked as ``zipfile`` checks them: local header, name,
+    size and CRC-32."""
     name, off = quote(info.filename), info.header_offset
     head = blob[off : off + 30]
     if len(head) != 30 or head[:4] != b"PK\x03\x04":
@@ -151,7 +152,7 @@ def _member_bytes(blob: bytes, info: zipfile.ZipInfo, path: str) -> bytes:
         raise _fail(path, f"corrupt sidecar (member {name}: its two headers differ)")
     raw = memoryview(blob)[start : start + info.compress_size]
     if info.compress_type == zipfile.ZIP_STORED:
-        data = bytes(raw)  # NOTE: a copy: arrays on an odd offset of the blob are unaligned
+        data = raw  # NOTE: no copy: the arrays are views of the blob (see _member)
     elif info.compress_type == zipfile.ZIP_DEFLATED:
         inflate = zlib.decompressobj(-15)
         data = inflate.decompress(raw, info.file_size)
@@ -184,4 +185,7 @@ def _member(blob: bytes, info: zipfile.ZipInfo, path: str) -> np.ndarray:
         raise _fail(path, f"corrupt sidecar (member {name}: its header claims {nbytes} bytes, "
                           f"it holds {len(data) - f.tell()})")  # fmt: skip
     a = np.frombuffer(data, dtype, count=math.prod(shape), offset=f.tell())
+    if not a.flags.aligned:  # NOTE: a stored member not written aligned (older sidecars)
+        a = a.copy()
+        a.flags.writeable = False
     return a.reshape(shape, order="F" if fortran else "C")

@@ -6,7 +6,7 @@ import contextlib
 import gc
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -51,8 +51,9 @@ def paused_gc(promote: bool = False) -> Iterator[None]:
             gc.enable()
 
 
-def replace_file(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file renamed over it (``os.replace``).
+def replace_file(path: str, data: bytes | Sequence[bytes | bytearray | memoryview]) -> None:
+    """Write ``data`` (bytes, or buffers written one after the other) to ``path`` through a
+    temporary file renamed over it (``os.replace``).
 
     A reader, or a process killed at any moment, then finds the previous complete file or the
     new one, never a half-written one; a failed write (disk full) leaves the old file alone.
@@ -65,7 +66,7 @@ def replace_file(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            f.writelines([data] if isinstance(data, bytes) else data)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -48,7 +48,9 @@ def load_values(arrays: dict[str, np.ndarray], path: str) -> PackedValues:
         first = starts(index, shapes, [len(b) for b in bufs])
     except TraceFormatError as e:
         raise TraceFormatError(f"{path}: {e}") from None
-    return PackedValues(bufs, index.astype(np.int64), shapes.astype(np.int64), first)
+    # NOTE: copy=False: an int64 index (what the writer writes) is kept as loaded
+    index, shapes = index.astype(np.int64, copy=False), shapes.astype(np.int64, copy=False)
+    return PackedValues(bufs, index, shapes, first)
 
 
 def starts(index: np.ndarray, shapes: np.ndarray, sizes: list[int]) -> np.ndarray:
@@ -75,7 +77,7 @@ def _checked_starts(index: np.ndarray, shapes: np.ndarray, sizes: list[int]) -> 
         return np.zeros(0, np.int64)
     if int(index.max()) > _HUGE:
         return None
-    code, off, size, ndim = index.astype(np.int64).T
+    code, off, size, ndim = index.astype(np.int64, copy=False).T
     limit = max(sizes, default=0)
     if int(ndim.min()) < 0 or int(ndim.max()) > _MAX_NDIM or int(code.min()) < 0:
         return None
@@ -87,7 +89,7 @@ def _checked_starts(index: np.ndarray, shapes: np.ndarray, sizes: list[int]) -> 
     if int(ends[-1]) > len(shapes):
         return None
     first = ends - ndim
-    if not _products_are(shapes.astype(np.int64), first, ndim, size):
+    if not _products_are(shapes.astype(np.int64, copy=False), first, ndim, size):
         return None
     if (off + size > np.asarray(sizes, np.int64)[code]).any():
         return None

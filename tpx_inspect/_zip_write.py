@@ -1,12 +1,18 @@
-"""The sidecar's zip archive written with its members deflated on threads at once.
+"""The sidecar's zip archive: members stored (the default: no copy, each member's data
+aligned) or deflated on threads at once.
 
-``zipfile`` deflates one member after the other; zlib releases the GIL while it deflates, so
-the members of a large sidecar (a 100,000-node trace captured with ``values="small"``: about
-90 MB of tables and values) are deflated here on a few threads at once, and the archive is
-put together from the results. The bytes are those ``zipfile.ZipFile.writestr`` writes for
-the same members, level and dates (no data descriptor, no extra fields, Unix attributes
-0o600): tests/inspect/test_zip_write.py compares both. An archive that would need ZIP64
-records (members or offsets past 2 GiB, 65,535 members) is left to ``zipfile``.
+Stored, an archive is a list of parts (headers and the members' own buffers, no copy) that
+the caller hashes and writes one after the other; each member's data starts at a multiple of
+:data:`ALIGN` bytes of the file (an alignment extra field, id 0xD935 as Android's
+``zipalign`` writes it, pads its local header), so a reader can take the arrays as views of
+the file's bytes, as ``torch.load`` maps the uncompressed zip that ``torch.save`` writes.
+Deflated, ``zipfile`` would deflate one member after the other; zlib releases the GIL, so
+the members are deflated here on a few threads at once and the archive is put together from
+the results, byte for byte what ``zipfile.ZipFile.writestr`` writes for the same members,
+level and dates (no data descriptor, no extra fields, Unix attributes 0o600). Either way
+``zipfile`` and ``numpy.load`` read it (tests/inspect/test_zip_write.py). An archive that
+would need ZIP64 records (members or offsets past 2 GiB, 65,535 members) is left to
+``zipfile``.
 
 >>> import io, zipfile
 >>> blob = zip_bytes([("a.npy", b"x" * 100), ("b.npy", b"")], compress=True)
@@ -22,20 +28,25 @@ import struct
 import sys
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["zip_bytes"]
+__all__ = ["zip_bytes", "zip_parts"]
 
 DATE = (1980, 1, 1, 0, 0, 0)
 """The date of every member: the archive of a trace depends on its content only."""
 LEVEL = 1
 """zlib level of the deflated members (fast; the tables deflate well even so)."""
+ALIGN = 64
+"""Where a stored member's data starts: a multiple of this many bytes (NumPy's own alignment
+of an ``.npy`` header, and what ``torch.save`` aligns its records to)."""
 
 _LOCAL = struct.Struct("<4s2B4HL2L2H")
 _CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
 _END = struct.Struct("<4s4H2LH")
+_PAD = struct.Struct("<2HH")  # NOTE: zipalign's extra field: id 0xD935, size, alignment
+_PAD_ID = 0xD935
 _VERSION = 20  # NOTE: zipfile's DEFAULT_VERSION, what it writes for stored and deflated members
 _SYSTEM = 0 if sys.platform == "win32" else 3  # NOTE: as zipfile.ZipInfo sets it
 _ATTR = 0o600 << 16  # NOTE: what writestr gives a member without attributes
@@ -43,79 +54,128 @@ _SMALL = 1 << 16  # NOTE: members smaller than this are deflated on the caller's
 _LIMIT = (1 << 31) - 1  # NOTE: zipfile.ZIP64_LIMIT
 _TIME = DATE[3] << 11 | DATE[4] << 5 | DATE[5] // 2  # NOTE: MS-DOS time and date
 _DATE = (DATE[0] - 1980) << 9 | DATE[1] << 5 | DATE[2]
-Member = tuple[str, "bytes | bytearray | memoryview"]
+Buffer = bytes | bytearray | memoryview
+Member = tuple[str, Buffer | Sequence[Buffer]]
+"""A member: its name and its data, one buffer or several written one after the other
+(a ``.npy`` header and the array's own bytes: no copy joins them)."""
 
 
-def zip_bytes(members: Iterable[Member], compress: bool) -> bytes:
-    """The zip archive of ``members`` ((name, data) in their order), deflated at
-    :data:`LEVEL` with ``compress``, else stored; as ``zipfile`` writes it. Each large member
-    is deflated on a thread as soon as ``members`` gives it (its data is made meanwhile)."""
+def zip_bytes(members: Iterable[Member], compress: bool | None) -> bytes:
+    """The zip archive of ``members`` ((name, data) in their order) in one ``bytes``: the
+    parts of :func:`zip_parts` joined."""
+    return b"".join(zip_parts(members, compress))
+
+
+def zip_parts(members: Iterable[Member], compress: bool | None) -> list[Buffer]:
+    """The zip archive of ``members`` ((name, data) in their order), as buffers to write one
+    after the other (byte-format: ``len`` is their size).
+
+    ``compress=True``: every member deflated at :data:`LEVEL` (on a thread as soon as
+    ``members`` gives it, its data made meanwhile), the archive what ``zipfile`` writes.
+    ``False``: every member stored, its data at a multiple of :data:`ALIGN` bytes and kept as
+    given (no copy). ``None``: each member deflated when a sample of it deflates to at most
+    :data:`GOOD` of its size (tables of few distinct values, which deflate fast), else
+    stored (float values, which deflate slowly to half their size)."""
     names: list[str] = []
     packed: list = []
     total = 0
     with ThreadPoolExecutor(min(4, os.cpu_count() or 1)) as pool:
         for name, data in members:
+            chunks = _chunks(data)
             names.append(name)
-            total += len(data)
-            packed.append(_pack_soon(pool, data, compress))
+            total += sum(map(len, chunks))
+            packed.append(_pack_soon(pool, chunks, compress))
         parts = [p if isinstance(p, tuple) else p.result() for p in packed]
-    if len(names) >= 0xFFFF or total * 1.05 > _LIMIT:
-        return _by_zipfile(names, [_unpack(p) for p in parts], compress)  # ZIP64 records
-    return _archive(names, parts, compress)
+    if len(names) >= 0xFFFF or total * 1.05 + ALIGN * len(names) > _LIMIT:
+        return [_by_zipfile(names, parts)]  # NOTE: ZIP64 records
+    return _archive(names, parts)
 
 
-def _pack_soon(pool: ThreadPoolExecutor, data: Any, compress: bool) -> Any:
-    """The packed member of ``data``, or a future of it when it is large and a thread is to
-    be had (none at interpreter shutdown or past the system's thread limit: then here)."""
-    if len(data) >= _SMALL:
+GOOD = 0.25
+"""With ``compress=None``, a member is deflated when a sample of it deflates to at most this
+fraction of its size (the sidecar of a 100,000-node ``values="small"`` trace: its int tables
+0.01-0.19, deflated in ~0.1 s in all; its float values and statistics 0.3-0.6, which would
+take ~1.3 s to deflate)."""
+_SAMPLE = 1 << 18
+
+
+def _chunks(data: Any) -> list[Buffer]:
+    """A member's data as byte-format buffers (a buffer of other items would count them)."""
+    seq = [data] if isinstance(data, bytes | bytearray | memoryview) else list(data)
+    return [b if isinstance(b, bytes | bytearray) else memoryview(b).cast("B") for b in seq]
+
+
+def _pack_soon(pool: ThreadPoolExecutor, chunks: list[Buffer], compress: bool | None) -> Any:
+    """The packed member of ``chunks``, or a future of it when it is large and a thread is
+    to be had (none at interpreter shutdown or past the system's thread limit: then here)."""
+    if sum(map(len, chunks)) >= _SMALL:
         try:
-            return pool.submit(_pack, data, compress)
+            return pool.submit(_pack, chunks, compress)
         except RuntimeError:
             pass
-    return _pack(data, compress)
+    return _pack(chunks, compress)
 
 
-def _pack(
-    data: bytes | bytearray | memoryview, compress: bool
-) -> tuple[bytes | memoryview, int, int]:
-    """(stored bytes, CRC-32, size) of one member."""
-    crc = zlib.crc32(data)
+def _pack(chunks: list[Buffer], compress: bool | None) -> tuple[int, list[Buffer], int, int]:
+    """(method, stored buffers, CRC-32, size) of one member."""
+    crc = 0
+    for c in chunks:
+        crc = zlib.crc32(c, crc)
+    size = sum(map(len, chunks))
+    if compress is None:
+        compress = size < _SMALL or _deflates_well(chunks)
     if not compress:
-        return memoryview(data), crc, len(data)
+        return zipfile.ZIP_STORED, chunks, crc, size
     z = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)  # NOTE: zipfile's raw deflate stream
-    return z.compress(data) + z.flush(), crc, len(data)
+    return zipfile.ZIP_DEFLATED, [b"".join([*map(z.compress, chunks), z.flush()])], crc, size
 
 
-def _archive(names: list[str], parts: list, compress: bool) -> bytes:
-    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    out: list[bytes | memoryview] = []
+def _deflates_well(chunks: list[Buffer]) -> bool:
+    """Whether a sample (the first 256 KiB after the ``.npy`` header) deflates to at most
+    :data:`GOOD` of its size."""
+    body = chunks[1:] if len(chunks) > 1 else chunks
+    sample = b"".join(body)[:_SAMPLE] if len(body) > 1 else bytes(body[0][:_SAMPLE])
+    return len(zlib.compress(sample, LEVEL, -15)) <= GOOD * len(sample)
+
+
+def _archive(names: list[str], parts: list) -> list[Buffer]:
+    out: list[Buffer] = []
     central: list[bytes] = []
     offset = 0
-    for name, (stored, crc, size) in zip(names, parts):
+    for name, (method, stored, crc, size) in zip(names, parts):
         raw = name.encode("ascii")
-        common = (method, _TIME, _DATE, crc, len(stored), size, len(raw))
-        out += [_LOCAL.pack(b"PK\003\004", _VERSION, 0, 0, *common, 0), raw, stored]
+        aligned = method == zipfile.ZIP_STORED
+        extra = _padding(offset + _LOCAL.size + len(raw)) if aligned else b""
+        length = sum(map(len, stored))
+        common = (method, _TIME, _DATE, crc, length, size, len(raw))
+        out += [_LOCAL.pack(b"PK\003\004", _VERSION, 0, 0, *common, len(extra)), raw, extra]
+        out += stored
         central += [
             _CENTRAL.pack(b"PK\001\002", _VERSION, _SYSTEM, _VERSION, 0, 0, *common, 0, 0, 0, 0,
                           _ATTR, offset), raw,
         ]  # fmt: skip
-        offset += _LOCAL.size + len(raw) + len(stored)
+        offset += _LOCAL.size + len(raw) + len(extra) + length
     directory = b"".join(central)
     end = _END.pack(b"PK\005\006", 0, 0, len(names), len(names), len(directory), offset, 0)
-    return b"".join([*out, directory, end])
+    return [*out, directory, end]
 
 
-def _unpack(part: tuple) -> bytes:
-    """The data of a packed member (the rare ZIP64 archive is written again by zipfile)."""
-    stored, _, _ = part
-    return zlib.decompress(stored, -15) if not isinstance(stored, memoryview) else bytes(stored)
+def _padding(start: int) -> bytes:
+    """The extra field that moves data starting at ``start`` to the next multiple of
+    :data:`ALIGN` (at least its own 6 bytes: id, size, alignment; zeros after them)."""
+    pad = _PAD.size + (-(start + _PAD.size)) % ALIGN
+    return _PAD.pack(_PAD_ID, pad - 4, ALIGN) + bytes(pad - _PAD.size)
 
 
-def _by_zipfile(names: list[str], datas: list[bytes], compress: bool) -> bytes:
-    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+def _by_zipfile(names: list[str], parts: list) -> bytes:
+    """The archive as ``zipfile`` writes it, ZIP64 records and all (the rare archive past
+    2 GiB: each member's data made again)."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method, compresslevel=LEVEL) as z:
-        for name, data in zip(names, datas):
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, (method, stored, _, _) in zip(names, parts):
+            data = b"".join(stored)
+            if method == zipfile.ZIP_DEFLATED:
+                data = zlib.decompress(data, -15)
             info = zipfile.ZipInfo(name, DATE)
             info.compress_type = method
             z.writestr(info, data, compresslevel=LEVEL)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import os
-from itertools import chain
+import threading
 from operator import attrgetter
 from typing import Any
 
@@ -35,7 +36,7 @@ from tpx_inspect._trace_load import (
 )
 from tpx_inspect._util import paused_gc, replace_file
 from tpx_inspect._version import version_fields
-from tpx_inspect._zip_write import zip_bytes
+from tpx_inspect._zip_write import Buffer, zip_parts
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     SUMMARY_COLUMNS,
@@ -96,7 +97,7 @@ def save(
     path: str,
     *,
     sidecar: str | None = None,
-    compress: bool = True,
+    compress: bool | None = None,
     version: int = VERSION,
 ) -> tuple[str, str]:
     """Write ``trace`` to ``path`` (JSON) and its ``.npz`` sidecar; returns both paths.
@@ -104,8 +105,15 @@ def save(
     ``sidecar`` names the sidecar file (in the JSON's folder) when it is not ``path``'s own
     (``run.json`` -> ``run.npz``): a checkpoint writes a sidecar that the JSON it replaces
     does not read. Each file is replaced whole, the JSON last, so a process killed at any
-    moment leaves the previous trace or the new one, never half of one. ``compress=False``
-    stores the sidecar's members uncompressed (three times faster, for checkpoints).
+    moment leaves the previous trace or the new one, never half of one.
+
+    ``compress`` chooses how the sidecar's members are written (any choice is a plain
+    ``.npz``, read by ``numpy.load``): by default (None) a member is deflated when it
+    deflates well and fast (the int tables, statistics of few distinct values) and stored
+    when it does not (kept float values: deflating them took three quarters of the save for
+    half their size); ``True`` deflates every member (the smallest file, the slowest save);
+    ``False`` stores every member (the fastest, for checkpoints). Stored members are written
+    from the arrays themselves, aligned, and loaded as views of the file's bytes.
     ``version=1`` writes the older format (see :func:`to_json`).
     """
     if trace.meta.get("values") == "raw":
@@ -121,28 +129,90 @@ def save(
 
 
 def _save(
-    trace: Trace, path: str, sidecar: str | None, compress: bool, version: int = VERSION
+    trace: Trace, path: str, sidecar: str | None, compress: bool | None, version: int = VERSION
 ) -> tuple[str, str]:
     doc, arrays = to_json(trace, version=version)
     side = sidecar_path(path) if sidecar is None else os.path.join(os.path.dirname(path), sidecar)
-    blob = _npz_bytes(arrays, compress)
-    doc["sidecar"] = {
-        "file": os.path.basename(side),
-        "bytes": len(blob),
-        "sha256": hashlib.sha256(blob).hexdigest(),
-    }
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    replace_file(side, blob)
-    replace_file(path, _json.dumps(doc))
+    writer = _SidecarWrite(side, arrays, compress)
+    try:  # NOTE: the JSON is made while the sidecar is packed, hashed and written
+        doc["sidecar"] = {"file": os.path.basename(side), "bytes": 0, "sha256": _UNKNOWN}
+        text = _json.dumps(doc)
+    finally:
+        info = writer.result()
+    doc["sidecar"].update(info)
+    replace_file(path, _with_sidecar(text, doc))  # NOTE: last: it names the sidecar now there
     return path, side
 
 
-def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool = True) -> bytes:
-    """The ``.npz`` of ``arrays`` (members in sorted order; deflated on threads at once)."""
-    members = (
-        (k + ".npy", _npy_bytes(arrays[k], fortran=k.endswith(_BY_COLUMN))) for k in sorted(arrays)
+_UNKNOWN = "0" * 64
+
+
+def _with_sidecar(text: bytes, doc: dict[str, Any]) -> bytes:
+    """The JSON of ``doc``, from ``text``, its JSON made while the sidecar's size and hash
+    were not known: ``"sidecar"`` is the document's last key and ``"sha256"`` its own, so
+    only the end of ``text`` changes."""
+    info = doc["sidecar"]
+    tail = f'"bytes":0,"sha256":"{_UNKNOWN}"}}}}\n'.encode()
+    if not text.endswith(tail):
+        return _json.dumps(doc)  # NOTE: never expected; the whole document again
+    return (
+        text[: -len(tail)] + f'"bytes":{info["bytes"]},"sha256":"{info["sha256"]}"}}}}\n'.encode()
     )
-    return zip_bytes(members, compress)
+
+
+class _SidecarWrite:
+    """The sidecar of ``arrays`` packed (:func:`_npz_parts`), hashed and written to ``side``
+    on a thread (on the caller's when no thread is to be had): copies, CRC-32, SHA-256 and
+    the file write release the GIL. :meth:`result` waits and gives the document's
+    ``"sidecar"`` fields, or raises what the thread raised."""
+
+    def __init__(self, side: str, arrays: dict[str, np.ndarray], compress: bool | None) -> None:
+        self._args = (side, arrays, compress)
+        self._out: dict[str, Any] | BaseException | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="tpx_inspect sidecar write"
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # NOTE: interpreter shutdown or the system's thread limit
+            self._thread = None
+            self._run()
+
+    def _run(self) -> None:
+        try:
+            side, arrays, compress = self._args
+            parts = _npz_parts(arrays, compress)
+            digest = hashlib.sha256()
+            for part in parts:  # NOTE: never joined into one bytes (~70 MB at 100k nodes)
+                digest.update(part)
+            replace_file(side, parts)
+            self._out = {"bytes": sum(map(len, parts)), "sha256": digest.hexdigest()}
+        except BaseException as e:  # NOTE: raised again by result(), on the caller's thread
+            self._out = e
+
+    def result(self) -> dict[str, Any]:
+        """The sidecar's size and SHA-256 once it is written."""
+        if self._thread is not None:
+            self._thread.join()
+        if isinstance(self._out, BaseException):
+            raise self._out
+        assert self._out is not None
+        return self._out
+
+
+def _npz_parts(arrays: dict[str, np.ndarray], compress: bool | None) -> list[Buffer]:
+    """The ``.npz`` of ``arrays`` as buffers to write in order (members in sorted order;
+    ``compress`` as :func:`save` takes it; see ``_zip_write.zip_parts``)."""
+    members = (
+        (k + ".npy", _npy_parts(arrays[k], fortran=k.endswith(_BY_COLUMN))) for k in sorted(arrays)
+    )
+    return zip_parts(members, compress)
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool | None = None) -> bytes:
+    """The ``.npz`` of ``arrays`` in one ``bytes`` (see :func:`_npz_parts`)."""
+    return b"".join(_npz_parts(arrays, compress))
 
 
 _BY_COLUMN = (".summaries", ".previews")
@@ -152,20 +222,20 @@ the loader honour): a column often holds few distinct values (the 24 + 14 MB of 
 the loaded table's columns (what the checks and views read) are contiguous."""
 
 
-def _npy_bytes(a: np.ndarray, fortran: bool = False) -> bytes | bytearray:
-    """The ``.npy`` file of ``a``, as ``np.save`` writes it, in one copy (no file object);
-    with ``fortran``, a 2-D ``a`` (of more than one row and column) is written column-major."""
+def _npy_parts(a: np.ndarray, fortran: bool = False) -> list[Buffer]:
+    """The ``.npy`` file of ``a``, as ``np.save`` writes it: its header and ``a``'s bytes (no
+    copy when ``a`` is contiguous in the order written); with ``fortran``, a 2-D ``a`` (of
+    more than one row and column) is written column-major."""
     assert not a.dtype.hasobject, a.dtype  # NOTE: trace arrays hold numbers and short strings
     by_column = fortran and a.ndim == 2 and min(a.shape) > 1
-    if not by_column:
-        a = np.ascontiguousarray(a)
-        return b"".join((_npy_header(a.dtype, a.shape, False), a.reshape(-1).view(np.uint8)))
-    head = _npy_header(a.dtype, a.shape, True)
-    out = bytearray(len(head) + a.nbytes)
-    out[: len(head)] = head
-    # NOTE: the column-major bytes of a are the row-major bytes of a.T: copied once, in place
-    np.frombuffer(out, a.dtype, offset=len(head)).reshape(a.shape[::-1])[...] = a.T
-    return out
+    # NOTE: the column-major bytes of a are the row-major bytes of a.T
+    flat = np.ascontiguousarray(a.T if by_column else a).reshape(-1)
+    return [_npy_header(a.dtype, a.shape, by_column), memoryview(flat.view(np.uint8))]
+
+
+def _npy_bytes(a: np.ndarray, fortran: bool = False) -> bytes:
+    """The ``.npy`` file of ``a`` in one ``bytes`` (see :func:`_npy_parts`)."""
+    return b"".join(_npy_parts(a, fortran))
 
 
 def _npy_header(dtype: np.dtype, shape: tuple[int, ...], fortran: bool) -> bytes:
@@ -237,7 +307,9 @@ class _KeptValues:
             used.setdefault(id(g.values), (g.values, []))[1].append(ids[ids >= 0])
         count = 0
         for key, (store, parts) in used.items():
-            ids = np.unique(np.concatenate(parts)).astype(np.int64)
+            ids = np.concatenate(parts).astype(np.int64)
+            if not (ids[1:] > ids[:-1]).all():  # NOTE: a whole capture's are already in order
+                ids = np.unique(ids)
             remap = np.full(len(store), -1, np.int64)
             remap[ids] = np.arange(count, count + len(ids))
             self._maps[key] = remap
@@ -247,7 +319,14 @@ class _KeptValues:
     @property
     def values(self) -> list[np.ndarray]:
         """The kept values in their new order."""
-        return [v for store, ids in self._kept for v in map(store.get, ids.tolist())]
+        out: list[np.ndarray] = []
+        for store, ids in self._kept:
+            if isinstance(store, PackedValues) or len(ids) < len(store) // 4:
+                out += map(store.get, ids.tolist())  # NOTE: loaded: a view made per value
+                continue
+            every = list(store)  # NOTE: one C pass; store.get costs ~0.5 us a value in Python
+            out += every if len(ids) == len(every) else map(every.__getitem__, ids.tolist())
+        return out
 
     def packed(self) -> PackedValues | None:
         """The one loaded store of the trace when every one of its values is kept (then in
@@ -289,10 +368,7 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
     for k in TABLES:
         a = getattr(t, k)
         if k == "summaries" and len(a) and not (a[:, 8] == -1).all():  # NOTE: -1: no value
-            a = a.copy()
-            ids = a[:, 8].astype(np.int64)
-            kept = remap[np.maximum(ids, 0)] if len(remap) else -1  # values="none": no ids
-            a[:, 8] = np.where(ids >= 0, kept, -1)
+            a = _renumbered(a, remap)
         parts[k].append(a)
         rows[k] = [sizes[k], sizes[k] + len(a)]
         sizes[k] += len(a)
@@ -308,30 +384,61 @@ def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[s
     }
 
 
+def _renumbered(summaries: np.ndarray, remap: np.ndarray) -> np.ndarray:
+    """``summaries`` with their value ids (column 8) renumbered by ``remap``: the table itself
+    when no id changes (a whole capture saved), else a column-major copy (the order it is
+    written in: no second copy)."""
+    ids = summaries[:, 8].astype(np.int64)
+    kept = remap[np.maximum(ids, 0)] if len(remap) else -1  # NOTE: values="none": no ids
+    new = np.where(ids >= 0, kept, -1)
+    if np.array_equal(new, summaries[:, 8]):
+        return summaries
+    out = np.array(summaries, order="F")
+    out[:, 8] = new
+    return out
+
+
 def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
-    # NOTE: ~300,000 small values at 100k nodes: C-speed passes over the list (map,
-    # attrgetter) and NumPy over the columns, no Python loop over the values
+    # NOTE: ~300,000 small values at 100k nodes, of a few shapes and dtypes: two C-speed
+    # passes over the list (attrgetter, dicts of the distinct ones) and NumPy over columns
     n = len(values)
-    kinds = list(map(_DTYPE, values))
-    dtypes = sorted({d.str for d in set(kinds)})
-    code_of = {d: dtypes.index(d.str) for d in set(kinds)}
-    if len(dtypes) == 1:
-        codes = np.zeros(n, np.int64)
-    else:
-        codes = np.fromiter(map(code_of.__getitem__, kinds), np.int64, n)
-    sizes = np.fromiter(map(_SIZE, values), np.int64, n)
+    shape_of, shape_list = _distinct(list(map(_SHAPE, values)), n)
+    dtype_of, dtype_list = _distinct(list(map(_DTYPE, values)), n)
+    dtypes = sorted({d.str for d in dtype_list})
+    codes = np.array([dtypes.index(d.str) for d in dtype_list], np.int64)[dtype_of]
+    sizes = np.array(list(map(math.prod, shape_list)), np.int64)[shape_of]
+    ndims = np.array(list(map(len, shape_list)), np.int64)[shape_of]
     offsets = np.zeros(n, np.int64)
     for c in range(len(dtypes)):  # NOTE: each value's place in its dtype's buffer
         mine = codes == c
         offsets[mine] = np.cumsum(sizes[mine]) - sizes[mine]
-    ndims = np.fromiter(map(_NDIM, values), np.int64, n)
     arrays["values.index"] = np.stack([codes, offsets, sizes, ndims], axis=1)
-    shapes = np.fromiter(chain.from_iterable(map(_SHAPE, values)), np.int64)
-    arrays["values.shapes"] = shapes
+    arrays["values.shapes"] = _flat_shapes(shape_list, shape_of, ndims)
     arrays["values.dtypes"] = np.asarray(dtypes, dtype="U8") if dtypes else np.zeros(0, "U8")
     for c, d in enumerate(dtypes):
         mine = values if len(dtypes) == 1 else [values[i] for i in np.flatnonzero(codes == c)]
         arrays[f"values.{c}"] = _flat_concat(mine, np.dtype(d))
+
+
+def _distinct(items: list, n: int) -> tuple[np.ndarray, list]:
+    """Each item's number among the distinct ``items`` (in order of first use), and those."""
+    first = list(dict.fromkeys(items))
+    if len(first) == 1:
+        return np.zeros(n, np.int64), first
+    number = {k: i for i, k in enumerate(first)}
+    return np.fromiter(map(number.__getitem__, items), np.int64, n), first
+
+
+def _flat_shapes(shapes: list[tuple], shape_of: np.ndarray, ndims: np.ndarray) -> np.ndarray:
+    """The dimensions of every value one after another (value ``i`` of shape number
+    ``shape_of[i]`` among ``shapes``)."""
+    first = np.cumsum(ndims) - ndims
+    flat = np.zeros(int(ndims.sum()), np.int64)
+    for j in range(int(ndims.max(initial=0))):
+        dim = np.array([shape[j] if len(shape) > j else 0 for shape in shapes], np.int64)
+        has = ndims > j
+        flat[first[has] + j] = dim[shape_of[has]]
+    return flat
 
 
 def _packed_arrays(store: PackedValues, arrays: dict) -> bool:
@@ -368,4 +475,4 @@ def _flat_concat(values: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
         return np.concatenate(values, axis=None)
 
 
-_DTYPE, _SIZE, _NDIM, _SHAPE = map(attrgetter, ("dtype", "size", "ndim", "shape"))
+_DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
