@@ -5,24 +5,20 @@ positional arrays are used where a trace has one entry per node (edges, summarie
 100,000-node graph saves and loads in under half a second each (with orjson installed; see
 ``_json``). Loading lives in ``_trace_load``; :func:`read_header` reads what a trace says
 about itself (version, runs, graphs, node counts) without its node columns or sidecar
-(``_trace_header``). Output is deterministic: the
+(``_trace_header``); the sidecar is written by ``_sidecar_write``. Output is deterministic: the
 same trace gives the same bytes (the sidecar's zip entries carry a fixed timestamp).
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import math
 import os
-import threading
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from tpx_inspect import _json
 from tpx_inspect._node_runs import RUN_FIELDS, to_runs
+from tpx_inspect._sidecar_write import SidecarWrite, packed_arrays, values_arrays
 from tpx_inspect._trace_header import GraphHeader, RunHeader, TraceHeader, read_header
 from tpx_inspect._trace_load import (
     FORMAT,
@@ -36,7 +32,6 @@ from tpx_inspect._trace_load import (
 )
 from tpx_inspect._util import paused_gc, replace_file
 from tpx_inspect._version import version_fields
-from tpx_inspect._zip_write import Buffer, zip_parts
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     SUMMARY_COLUMNS,
@@ -79,8 +74,8 @@ def to_json(
     kept = _KeptValues(trace)
     runs = [_run_json(r, arrays, kept, version) for r in trace.runs]
     packed = kept.packed()
-    if packed is None or not _packed_arrays(packed, arrays):
-        _values_arrays(kept.values, arrays)
+    if packed is None or not packed_arrays(packed, arrays):
+        values_arrays(kept.values, arrays)
     head = version_fields() if version == VERSION else {"version": version}
     doc: dict[str, Any] = {"format": FORMAT, **head, "meta": trace.meta, "runs": runs}
     if trace.plans:
@@ -134,7 +129,7 @@ def _save(
     doc, arrays = to_json(trace, version=version)
     side = sidecar_path(path) if sidecar is None else os.path.join(os.path.dirname(path), sidecar)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    writer = _SidecarWrite(side, arrays, compress)
+    writer = SidecarWrite(side, arrays, compress)
     try:  # NOTE: the JSON is made while the sidecar is packed, hashed and written
         doc["sidecar"] = {"file": os.path.basename(side), "bytes": 0, "sha256": _UNKNOWN}
         text = _json.dumps(doc)
@@ -159,92 +154,6 @@ def _with_sidecar(text: bytes, doc: dict[str, Any]) -> bytes:
     return (
         text[: -len(tail)] + f'"bytes":{info["bytes"]},"sha256":"{info["sha256"]}"}}}}\n'.encode()
     )
-
-
-class _SidecarWrite:
-    """The sidecar of ``arrays`` packed (:func:`_npz_parts`), hashed and written to ``side``
-    on a thread (on the caller's when no thread is to be had): copies, CRC-32, SHA-256 and
-    the file write release the GIL. :meth:`result` waits and gives the document's
-    ``"sidecar"`` fields, or raises what the thread raised."""
-
-    def __init__(self, side: str, arrays: dict[str, np.ndarray], compress: bool | None) -> None:
-        self._args = (side, arrays, compress)
-        self._out: dict[str, Any] | BaseException | None = None
-        self._thread: threading.Thread | None = threading.Thread(
-            target=self._run, name="tpx_inspect sidecar write"
-        )
-        try:
-            self._thread.start()
-        except RuntimeError:  # NOTE: interpreter shutdown or the system's thread limit
-            self._thread = None
-            self._run()
-
-    def _run(self) -> None:
-        try:
-            side, arrays, compress = self._args
-            parts = _npz_parts(arrays, compress)
-            digest = hashlib.sha256()
-            for part in parts:  # NOTE: never joined into one bytes (~70 MB at 100k nodes)
-                digest.update(part)
-            replace_file(side, parts)
-            self._out = {"bytes": sum(map(len, parts)), "sha256": digest.hexdigest()}
-        except BaseException as e:  # NOTE: raised again by result(), on the caller's thread
-            self._out = e
-
-    def result(self) -> dict[str, Any]:
-        """The sidecar's size and SHA-256 once it is written."""
-        if self._thread is not None:
-            self._thread.join()
-        if isinstance(self._out, BaseException):
-            raise self._out
-        assert self._out is not None
-        return self._out
-
-
-def _npz_parts(arrays: dict[str, np.ndarray], compress: bool | None) -> list[Buffer]:
-    """The ``.npz`` of ``arrays`` as buffers to write in order (members in sorted order;
-    ``compress`` as :func:`save` takes it; see ``_zip_write.zip_parts``)."""
-    members = (
-        (k + ".npy", _npy_parts(arrays[k], fortran=k.endswith(_BY_COLUMN))) for k in sorted(arrays)
-    )
-    return zip_parts(members, compress)
-
-
-def _npz_bytes(arrays: dict[str, np.ndarray], compress: bool | None = None) -> bytes:
-    """The ``.npz`` of ``arrays`` in one ``bytes`` (see :func:`_npz_parts`)."""
-    return b"".join(_npz_parts(arrays, compress))
-
-
-_BY_COLUMN = (".summaries", ".previews")
-"""Tables stored column-major (``fortran_order`` in the ``.npy`` header, which ``np.load`` and
-the loader honour): a column often holds few distinct values (the 24 + 14 MB of the
-100,000-node benchmark chain deflate to 0.2 MB instead of 2 MB and inflate 30% faster), and
-the loaded table's columns (what the checks and views read) are contiguous."""
-
-
-def _npy_parts(a: np.ndarray, fortran: bool = False) -> list[Buffer]:
-    """The ``.npy`` file of ``a``, as ``np.save`` writes it: its header and ``a``'s bytes (no
-    copy when ``a`` is contiguous in the order written); with ``fortran``, a 2-D ``a`` (of
-    more than one row and column) is written column-major."""
-    assert not a.dtype.hasobject, a.dtype  # NOTE: trace arrays hold numbers and short strings
-    by_column = fortran and a.ndim == 2 and min(a.shape) > 1
-    # NOTE: the column-major bytes of a are the row-major bytes of a.T
-    flat = np.ascontiguousarray(a.T if by_column else a).reshape(-1)
-    return [_npy_header(a.dtype, a.shape, by_column), memoryview(flat.view(np.uint8))]
-
-
-def _npy_bytes(a: np.ndarray, fortran: bool = False) -> bytes:
-    """The ``.npy`` file of ``a`` in one ``bytes`` (see :func:`_npy_parts`)."""
-    return b"".join(_npy_parts(a, fortran))
-
-
-def _npy_header(dtype: np.dtype, shape: tuple[int, ...], fortran: bool) -> bytes:
-    head = io.BytesIO()
-    descr = np.lib.format.dtype_to_descr(dtype)
-    np.lib.format.write_array_header_1_0(
-        head, {"descr": descr, "fortran_order": fortran, "shape": shape}
-    )
-    return head.getvalue()
 
 
 def _inline(a: np.ndarray) -> dict[str, Any]:
@@ -396,83 +305,3 @@ def _renumbered(summaries: np.ndarray, remap: np.ndarray) -> np.ndarray:
     out = np.array(summaries, order="F")
     out[:, 8] = new
     return out
-
-
-def _values_arrays(values: list[np.ndarray], arrays: dict) -> None:
-    # NOTE: ~300,000 small values at 100k nodes, of a few shapes and dtypes: two C-speed
-    # passes over the list (attrgetter, dicts of the distinct ones) and NumPy over columns
-    n = len(values)
-    shape_of, shape_list = _distinct(list(map(_SHAPE, values)), n)
-    dtype_of, dtype_list = _distinct(list(map(_DTYPE, values)), n)
-    dtypes = sorted({d.str for d in dtype_list})
-    codes = np.array([dtypes.index(d.str) for d in dtype_list], np.int64)[dtype_of]
-    sizes = np.array(list(map(math.prod, shape_list)), np.int64)[shape_of]
-    ndims = np.array(list(map(len, shape_list)), np.int64)[shape_of]
-    offsets = np.zeros(n, np.int64)
-    for c in range(len(dtypes)):  # NOTE: each value's place in its dtype's buffer
-        mine = codes == c
-        offsets[mine] = np.cumsum(sizes[mine]) - sizes[mine]
-    arrays["values.index"] = np.stack([codes, offsets, sizes, ndims], axis=1)
-    arrays["values.shapes"] = _flat_shapes(shape_list, shape_of, ndims)
-    arrays["values.dtypes"] = np.asarray(dtypes, dtype="U8") if dtypes else np.zeros(0, "U8")
-    for c, d in enumerate(dtypes):
-        mine = values if len(dtypes) == 1 else [values[i] for i in np.flatnonzero(codes == c)]
-        arrays[f"values.{c}"] = _flat_concat(mine, np.dtype(d))
-
-
-def _distinct(items: list, n: int) -> tuple[np.ndarray, list]:
-    """Each item's number among the distinct ``items`` (in order of first use), and those."""
-    first = list(dict.fromkeys(items))
-    if len(first) == 1:
-        return np.zeros(n, np.int64), first
-    number = {k: i for i, k in enumerate(first)}
-    return np.fromiter(map(number.__getitem__, items), np.int64, n), first
-
-
-def _flat_shapes(shapes: list[tuple], shape_of: np.ndarray, ndims: np.ndarray) -> np.ndarray:
-    """The dimensions of every value one after another (value ``i`` of shape number
-    ``shape_of[i]`` among ``shapes``)."""
-    first = np.cumsum(ndims) - ndims
-    flat = np.zeros(int(ndims.sum()), np.int64)
-    for j in range(int(ndims.max(initial=0))):
-        dim = np.array([shape[j] if len(shape) > j else 0 for shape in shapes], np.int64)
-        has = ndims > j
-        flat[first[has] + j] = dim[shape_of[has]]
-    return flat
-
-
-def _packed_arrays(store: PackedValues, arrays: dict) -> bool:
-    """The ``values.*`` arrays of a loaded store taken as they were loaded, when they are what
-    :func:`_values_arrays` would write for its values (all kept, in order): no view made, no
-    buffer joined (300,000 values of a ``values="small"`` trace). False: they are not."""
-    bufs, index, shapes = store.packed()
-    dtypes = [b.dtype.str for b in bufs]
-    if dtypes != sorted(set(dtypes)) or index.dtype != np.int64 or shapes.dtype != np.int64:
-        return False
-    codes, offsets, sizes, ndims = index.T
-    if int(ndims.sum()) != len(shapes):
-        return False
-    for c, buf in enumerate(bufs):  # NOTE: each dtype's values one after another, all used
-        mine = codes == c
-        if int(sizes[mine].sum()) != len(buf) or not mine.any():
-            return False
-        if not np.array_equal(offsets[mine], np.cumsum(sizes[mine]) - sizes[mine]):
-            return False
-    arrays["values.index"] = index
-    arrays["values.shapes"] = shapes
-    arrays["values.dtypes"] = np.asarray(dtypes, dtype="U8")
-    arrays.update((f"values.{c}", buf) for c, buf in enumerate(bufs))
-    return True
-
-
-def _flat_concat(values: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
-    """``np.concatenate(values, axis=None)`` of ``values`` of one ``dtype``, 4x faster for
-    many small C-contiguous values: their buffers joined as bytes (a value that is not
-    C-contiguous refuses to give its bytes: then NumPy concatenates)."""
-    try:
-        return np.frombuffer(b"".join(values), dtype)
-    except TypeError:
-        return np.concatenate(values, axis=None)
-
-
-_DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")

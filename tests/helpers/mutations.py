@@ -32,7 +32,8 @@ import numpy as np
 import tpx as tp
 import tpx_inspect
 from tpx_inspect._node_runs import RUN_FIELDS
-from tpx_inspect.format import VERSION, _npz_bytes
+from tpx_inspect._sidecar_write import npz_bytes
+from tpx_inspect.format import VERSION
 
 Doc = dict[str, Any]
 
@@ -102,7 +103,7 @@ def _array_edit(fn: Callable[[dict[str, np.ndarray]], None]) -> Callable[[Path],
     def apply(folder: Path) -> None:
         arrays = _arrays(folder)
         fn(arrays)
-        _set_sidecar(folder, _npz_bytes(arrays))
+        _set_sidecar(folder, npz_bytes(arrays))
 
     return apply
 

@@ -19,8 +19,7 @@ import pytest
 
 import tpx as tp
 import tpx_inspect
-from tpx_inspect import _json, _zip_write
-from tpx_inspect import format as format_module
+from tpx_inspect import _json, _sidecar_write, _zip_write
 from tpx_inspect.format import TABLES
 
 MODES = (None, True, False)
@@ -217,7 +216,7 @@ def test_the_json_is_written_with_the_sidecar_it_names(tmp_path, monkeypatch):
     def refuse(self):
         raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(format_module.threading.Thread, "start", refuse)
+    monkeypatch.setattr(_sidecar_write.threading.Thread, "start", refuse)
     tpx_inspect.save(trace, str(path))
     assert path.read_bytes() == first
     with pytest.raises(FileNotFoundError):  # NOTE: the thread's error, raised to the caller

@@ -12,7 +12,7 @@ import numpy as np
 import tpx_inspect
 from tests.helpers.mutations import make_base
 from tpx_inspect import TraceFormatError, _check_arrays, _value_index
-from tpx_inspect.format import _values_arrays
+from tpx_inspect._sidecar_write import values_arrays
 from tpx_inspect.tables import PackedValues
 
 
@@ -53,7 +53,7 @@ def test_the_column_check_agrees_with_the_exact_loop():
     for _ in range(600):
         arrays: dict = {}
         values = _values(rng)
-        _values_arrays(values, arrays)
+        values_arrays(values, arrays)
         sizes = [len(arrays[f"values.{c}"]) for c in range(len(arrays["values.dtypes"]))]
         index, shapes = _damaged(rng, arrays) if rng.random() < 0.8 else (
             arrays["values.index"], arrays["values.shapes"])  # fmt: skip
@@ -69,7 +69,7 @@ def test_packed_values_are_the_saved_values():
         values = _values(rng)
         strided += sum(not a.flags.c_contiguous for a in values)
         arrays: dict = {}
-        _values_arrays(values, arrays)
+        values_arrays(values, arrays)
         store = _value_index.load_values(arrays, "t.json")
         assert isinstance(store, PackedValues) and len(store) == len(values)
         for i in (*range(len(values)), -1):
@@ -101,8 +101,8 @@ def test_a_loaded_trace_saves_its_packed_values_as_they_are(tmp_path, monkeypatc
     folder = make_base(tmp_path / "run")
     trace = tpx_inspect.load(str(folder / "trace.json"))
     built = []
-    real = fmt._values_arrays
-    monkeypatch.setattr(fmt, "_values_arrays", lambda *a: built.append(1) or real(*a))
+    real = fmt.values_arrays
+    monkeypatch.setattr(fmt, "values_arrays", lambda *a: built.append(1) or real(*a))
     tpx_inspect.save(trace, str(tmp_path / "again.json"))
     assert built == [] and trace.graphs[0].values._arrays.count(None) == len(trace.graphs[0].values)
     assert (tmp_path / "again.npz").read_bytes() == (folder / "trace.npz").read_bytes()

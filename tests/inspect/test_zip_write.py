@@ -14,8 +14,8 @@ import numpy as np
 import tpx_inspect
 from tests.helpers.mutations import make_base
 from tpx_inspect import _zip_write
+from tpx_inspect._sidecar_write import npy_bytes, npy_parts, npz_bytes
 from tpx_inspect._zip_write import ALIGN, DATE, LEVEL, zip_bytes, zip_parts
-from tpx_inspect.format import _npy_bytes, _npy_parts, _npz_bytes
 
 
 def _zipfile_bytes(members, compress):
@@ -35,10 +35,10 @@ def _members():
     return [
         ("empty.npy", b""),
         ("one.npy", b"x"),
-        ("ones.npy", bytes(_npy_bytes(np.ones((300, 7))))),
-        ("random.npy", bytes(_npy_bytes(big))),
-        ("column.npy", _npy_bytes(rng.integers(0, 3, (40_000, 3)), fortran=True)),
-        ("table.npy", bytes(_npy_bytes(np.zeros(200_000, np.int64)))),
+        ("ones.npy", bytes(npy_bytes(np.ones((300, 7))))),
+        ("random.npy", bytes(npy_bytes(big))),
+        ("column.npy", npy_bytes(rng.integers(0, 3, (40_000, 3)), fortran=True)),
+        ("table.npy", bytes(npy_bytes(np.zeros(200_000, np.int64)))),
     ]
 
 
@@ -74,7 +74,7 @@ def test_a_stored_archive_holds_the_members_aligned_without_copies():
         assert all(s % ALIGN == 0 for s in starts), starts
         assert len(blob) - len(_zipfile_bytes(some, False)) <= (ALIGN + 6) * len(some)
     table = np.arange(100_000.0)
-    parts = zip_parts([("t.npy", _npy_parts(table))], False)
+    parts = zip_parts([("t.npy", npy_parts(table))], False)
     assert any(np.shares_memory(np.asarray(p), table) for p in parts if isinstance(p, memoryview))
 
 
@@ -82,7 +82,7 @@ def test_numpy_loads_a_stored_and_a_deflated_sidecar(tmp_path):
     arrays = {"a.b": np.arange(12.0).reshape(3, 4), "c": np.array(["x", "yz"]), "d": np.int8(3)}
     for compress in (False, True):
         path = tmp_path / f"s{compress}.npz"
-        path.write_bytes(_npz_bytes(arrays, compress))
+        path.write_bytes(npz_bytes(arrays, compress))
         with np.load(path, allow_pickle=False) as z:
             assert sorted(z.files) == sorted(arrays)
             for k, a in arrays.items():
@@ -109,11 +109,11 @@ def test_a_saved_sidecar_is_the_one_zipfile_made(tmp_path):
     trace = tpx_inspect.load(str(folder / "trace.json"))
     arrays = tpx_inspect.format.to_json(trace)[1]
     members = [
-        (k + ".npy", _npy_bytes(arrays[k], fortran=k.endswith((".summaries", ".previews"))))
+        (k + ".npy", npy_bytes(arrays[k], fortran=k.endswith((".summaries", ".previews"))))
         for k in sorted(arrays)
     ]
-    assert _npz_bytes(arrays, True) == _zipfile_bytes(members, True)
-    assert _read(_npz_bytes(arrays, False))[1] == [bytes(d) for _, d in members]
+    assert npz_bytes(arrays, True) == _zipfile_bytes(members, True)
+    assert _read(npz_bytes(arrays, False))[1] == [bytes(d) for _, d in members]
 
 
 def test_without_a_thread_the_members_are_deflated_here(monkeypatch):
