@@ -171,7 +171,7 @@ def load_parts(path: str) -> dict[str, float]:
     try:
         doc, _, parse = _timed(lambda: tl._read_json(path, limits))
         _, _, schema = _timed(lambda: tl._schema_rule(doc["version"]).check(doc))
-        arrays, _, side = _timed(lambda: tl._read_sidecar(path, doc, limits))
+        arrays, _, side = _timed(lambda: tl.read_sidecar(path, doc, limits))
         store, _, values = _timed(lambda: tl._load_values(arrays, path))
         major = doc["version"]
         _, _, records = _timed(

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect._safe_read import LoadLimits, read_regular
-from tpx_inspect._trace_load import check_document, parse_json, sidecar_bytes
+from tpx_inspect._sidecar_read import sidecar_bytes
+from tpx_inspect._trace_load import check_document, parse_json
 from tpx_inspect.nodes import ErrorInfo
 
 __all__ = ["GraphHeader", "RunHeader", "TraceHeader", "read_header"]

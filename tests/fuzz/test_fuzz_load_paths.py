@@ -14,7 +14,7 @@ import pytest
 
 import tpx_inspect
 from tests.helpers.mutations import Mutation, build_corpus, make_base
-from tpx_inspect import TraceFormatError, _trace_load
+from tpx_inspect import TraceFormatError, _sidecar_read, _trace_load
 from tpx_inspect._safe_read import LoadLimits
 
 
@@ -109,7 +109,7 @@ def test_a_load_without_a_thread_to_be_had(tmp_path, monkeypatch):
     def refuse(self):
         raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(_trace_load.threading.Thread, "start", refuse)
+    monkeypatch.setattr(_sidecar_read.threading.Thread, "start", refuse)
     trace = tpx_inspect.load(path)
     assert [len(g.nodes) for g in trace.graphs] == [len(g.nodes) for g in expected.graphs]
     got, want = trace.graphs[0].tables.summaries, expected.graphs[0].tables.summaries
