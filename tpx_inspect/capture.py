@@ -15,7 +15,7 @@ import os
 import threading
 import traceback
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,6 +25,7 @@ import tpx
 from tpx import observe
 from tpx_inspect import _version
 from tpx_inspect import format as trace_format
+from tpx_inspect._backward_records import BackwardRecords, held
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
 from tpx_inspect._live import LiveState
@@ -45,73 +46,6 @@ _NUMBERS = (float, int, bool, complex)
 
 FORMAT_VERSION = _version.FORMAT_VERSION[0]
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
-
-
-class _Backward:
-    """What one running backward reported, kept until it ends.
-
-    The events' records are kept flat, in lists of plain items (``executed``: six per node
-    run, ``accs``: four per accumulation), and a gradient on the NumPy backend as its array
-    (see :func:`held`): no tuple and no P10 tensor per event outlives it, so the cyclic GC,
-    which an unrecorded backward hardly wakes, is not woken by the capture either."""
-
-    __slots__ = (
-        "accs", "executed", "gins", "is_grad", "last", "order", "root_grads", "roots", "step",
-        "wanted",
-    )  # fmt: skip
-
-    def __init__(
-        self, step: int, roots: Any, root_grads: dict, order: list, wanted: bool, is_grad: bool
-    ) -> None:
-        self.step = step
-        self.is_grad = is_grad  # NOTE: tpx.grad: gradients returned, .grad untouched
-        self.roots = tuple(roots)
-        self.root_grads = {node: held(g) for node, g in root_grads.items()}
-        self.order = order
-        self.wanted = wanted
-        # node, grad_output, start and end of its grad_inputs in ``gins``, seconds, freed
-        self.executed: list[Any] = []
-        self.gins: list[Any] = []  # every node's grad_inputs, one after another
-        self.accs: list[Any] = []  # target, contribution, total, source
-        # NOTE: the P10 gradient held last and its array (see on_node_executed)
-        self.last: list[Any] = [None, None]
-
-    def nodes_run(self) -> list:
-        """The nodes whose rule ran, in order."""
-        return self.executed[0::6]
-
-    def grad_outputs(self) -> list:
-        """The gradient each node run received (its ``grad_output``), in order."""
-        return self.executed[1::6]
-
-    def runs(self) -> Iterator[tuple[Any, Any, tuple, float, bool]]:
-        """``(node, grad_output, grad_inputs, seconds, freed)`` of each node run, in order."""
-        ex, gins = self.executed, self.gins
-        for k in range(0, len(ex), 6):
-            node, g, lo, hi, seconds, freed = ex[k : k + 6]
-            yield node, g, tuple(gins[lo:hi]), seconds, freed
-
-    def sums(self) -> Iterator[tuple[Any, Any, Any, Any]]:
-        """``(target, contribution, total, source)`` of each accumulation, in order."""
-        accs = self.accs
-        for k in range(0, len(accs), 4):
-            yield tuple(accs[k : k + 4])  # type: ignore[misc]
-
-
-def held(x: Any) -> Any:
-    """What a capture keeps of a gradient: the NumPy array of a P10 tensor on the NumPy
-    backend (an ndarray is not tracked by the cyclic GC; a P10 tensor is), else ``x`` itself
-    (a lazy tensor; a TPX tensor of ``create_graph``, whose wrappers of one P10 tensor are
-    values of their own; None).
-
-    >>> type(held(p10.ones(2))).__name__, held(None)
-    ('ndarray', None)
-    """
-    if x.__class__ is P10Tensor:
-        a = native(x)
-        if a.__class__ is np.ndarray:
-            return a
-    return x
 
 
 class Capture:
@@ -182,7 +116,7 @@ class Capture:
         self._pending = NodeMap()
         # NOTE: one stack of running backward passes per thread, and one lock for what all
         # threads share (the pending nodes, the step counter, the stored graphs)
-        self._stacks: dict[int, list[_Backward | None]] = {}
+        self._stacks: dict[int, list[BackwardRecords | None]] = {}
         self._lock = threading.RLock()
         self._thread: int | None = None
         self._wants: tuple[int, bool] = (-1, False)
@@ -289,7 +223,7 @@ class Capture:
         return paths
 
     # -- observer events ----------------------------------------------------------------------
-    def _stack(self) -> list[_Backward | None]:
+    def _stack(self) -> list[BackwardRecords | None]:
         """The running backward passes of the calling thread."""
         return self._stacks.setdefault(threading.get_ident(), [])
 
@@ -334,7 +268,7 @@ class Capture:
             self._stack().append(None)
             return
         is_grad = info is not None and info.is_grad
-        self._stack().append(_Backward(step, roots, grads, order, wanted, is_grad))
+        self._stack().append(BackwardRecords(step, roots, grads, order, wanted, is_grad))
 
     def on_node_executed(
         self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float
@@ -397,7 +331,9 @@ class Capture:
                 self._write_checkpoint(self.checkpoint)
 
     # -- internals ----------------------------------------------------------------------------
-    def _build(self, kind: str, step: int, roots: list, order: list, b: _Backward | None) -> Graph:
+    def _build(
+        self, kind: str, step: int, roots: list, order: list, b: BackwardRecords | None
+    ) -> Graph:
         live = self._live
         if live is not None:  # NOTE: the checks read every step's values: none as stats only
             self._builder.structures.clear()
