@@ -140,8 +140,6 @@ from tpx._function import Function, FunctionCtx, register_rule
 from tpx._graph import AccumulateGrad, GradFn, Node, Rule, RuleContext
 from tpx._materialize import materialize
 from tpx._mode import (
-    BackwardInfo,
-    add_observer,
     current_scope,
     detect_anomaly,
     enable_grad,
@@ -152,6 +150,7 @@ from tpx._mode import (
     set_grad_enabled,
     set_saved_tensor_checks,
 )
+from tpx._observers import BackwardInfo, add_observer
 from tpx._overrides import RuleOverrideError, override_rule
 from tpx._tensor import Tensor
 from tpx._torch import (

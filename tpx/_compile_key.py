@@ -15,7 +15,7 @@ from typing import Any
 
 import p10
 from p10._dtypes import _state as _dtype_state
-from tpx import _mode
+from tpx import _mode, _observers
 from tpx._plan import Plan, resolve
 from tpx._record import _params_of
 from tpx._tensor import Tensor
@@ -30,7 +30,7 @@ class Unsupported(Exception):
 
 def global_reason() -> str | None:
     """Why no call can replay now (an observer, anomaly mode), or None."""
-    if _mode.observers:
+    if _observers.observers:
         return "an observer is registered (a tpx_inspect capture, tp.add_observer)"
     if _mode.anomalous and _mode.state.anomaly:  # NOTE: no thread-local read while none has it
         return "anomaly mode (tp.detect_anomaly) is on"

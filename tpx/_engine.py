@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Any
 
 import p10
-from tpx import _mode
+from tpx import _observers
 from tpx._backward_errors import (
     check_grad,
     given_grad,
@@ -120,14 +120,14 @@ def backward(
     previous = state.grad_enabled
     state.grad_enabled = create_graph
     if run.observed:
-        info = _mode.backward_info(run.targets, create_graph, run.retain_graph)
-        _mode.emit("on_backward_start", roots, dict(grads), order, info)
+        info = _observers.backward_info(run.targets, create_graph, run.retain_graph)
+        _observers.emit("on_backward_start", roots, dict(grads), order, info)
     try:
         _run(order, grads, run)
     finally:
         state.grad_enabled = previous
         if run.observed:
-            _mode.emit("on_backward_end", roots)
+            _observers.emit("on_backward_end", roots)
     return run.results
 
 
@@ -157,7 +157,7 @@ class _Pass:
     def __init__(self, retain: bool | None, create_graph: bool, inputs: Any) -> None:
         self.create_graph = create_graph
         self.retain_graph = create_graph if retain is None else retain
-        self.observed = bool(_mode.observers)
+        self.observed = bool(_observers.observers)
         self.nan_checks = bool(state.anomaly & NAN_CHECKS)
         self.inspected = self.observed or self.nan_checks  # see _after
         self.targets = _targets(inputs)
@@ -317,7 +317,7 @@ def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -
 def _executed(node: Node, g: Any, grad_inputs: tuple, start: float) -> None:
     """Tell observers that ``node`` ran (straight to the handlers: no ``emit`` per node)."""
     seconds = time.perf_counter() - start
-    for fn in _mode.on_node_executed:
+    for fn in _observers.on_node_executed:
         fn(node, g, grad_inputs, seconds)
 
 
@@ -327,7 +327,7 @@ def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
     total = g if prev is None else prev + g
     grads[node] = total
     if source is not None:
-        for fn in _mode.on_grad_accumulated:
+        for fn in _observers.on_grad_accumulated:
             fn(node, g, total, source)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import p10
 from p10 import Handle
-from tpx import _mode
+from tpx import _mode, _observers
 from tpx._complex_rules import complex_rule
 from tpx._errors import DefinitionError
 from tpx._graph import GradFn, Rule, RuleContext, user_frame
@@ -189,7 +189,7 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
     """Run ``cls.forward`` with grad mode off and record one node whose rule is ``backward``."""
     needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     ctx = FunctionCtx(needs)
-    start = time.perf_counter() if _mode.observers else 0.0
+    start = time.perf_counter() if _observers.observers else 0.0
     with _mode.no_grad():
         out = cls.forward(ctx, *args, **kwargs)
     if not isinstance(out, Tensor):
@@ -216,7 +216,7 @@ def apply_function(cls: type, args: tuple, kwargs: dict) -> Any:
     out._requires_grad = True
     out.grad_fn = node
     out._recorded_version = out._value.version
-    if _mode.observers:
-        _mode.emit("on_node_recorded", node, out)
-        _mode.emit("on_node_forward", node, args, out, time.perf_counter() - start)
+    if _observers.observers:
+        _observers.emit("on_node_recorded", node, out)
+        _observers.emit("on_node_forward", node, args, out, time.perf_counter() - start)
     return out

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from p10._backend import _registry
-from tpx import _mode, _record
+from tpx import _mode, _observers, _record
 from tpx._graph import AccumulateGrad
 from tpx._record import Recorder
 from tpx._record_source import Stop, user_line
@@ -163,7 +163,7 @@ def recording(rec: Recorder) -> Iterator[Recorder]:
             }
             _wrap_host(rec, b, s)
         foreign = _mute_observers(rec)
-        handle = _mode.add_observer(_Observer(rec))
+        handle = _observers.add_observer(_Observer(rec))
         _record.active = rec
         yield rec
     finally:
@@ -187,7 +187,7 @@ class _Muted:
         self.inner, self.rec = inner, rec
 
     def __getattr__(self, name: str) -> Any:
-        fn = _mode._adapt(name, getattr(self.inner, name))  # NOTE: before *args hides arity
+        fn = _observers._adapt(name, getattr(self.inner, name))  # NOTE: before *args hides arity
         rec = self.rec
 
         def handler(*args: Any) -> Any:
@@ -202,13 +202,15 @@ class _Muted:
 
 def _mute_observers(rec: Recorder) -> list[Any]:
     """Replace each registered observer by a :class:`_Muted` view of it; returns them."""
-    foreign = list(_mode.observers)
+    foreign = list(_observers.observers)
     if foreign:
-        _mode.observers[:] = [_Muted(o, rec) for o in foreign]
-        _mode._index_handlers()
+        _observers.observers[:] = [_Muted(o, rec) for o in foreign]
+        _observers._index_handlers()
     return foreign
 
 
 def _unmute_observers(foreign: list[Any]) -> None:
-    _mode.observers[:] = [o.inner if isinstance(o, _Muted) else o for o in _mode.observers]
-    _mode._index_handlers()
+    _observers.observers[:] = [
+        o.inner if isinstance(o, _Muted) else o for o in _observers.observers
+    ]
+    _observers._index_handlers()

@@ -12,7 +12,7 @@ import numpy as np
 
 import p10
 from p10._tensor import execute
-from tpx import _graph, _mode
+from tpx import _graph, _mode, _observers
 from tpx._errors import AnomalyError, InplaceError, MissingRuleError
 from tpx._graph import GradFn, needs_of, shared, shared_meta, user_frame
 from tpx._mode import NAN_CHECKS, SAVED_CHECKS, state
@@ -34,7 +34,7 @@ def apply_op(op: Any, inputs: tuple, params: dict) -> Any:
                 needs = True
         else:
             raw.append(x)
-    start = time.perf_counter() if _mode.observers else 0.0
+    start = time.perf_counter() if _observers.observers else 0.0
     out = execute(op, raw, params)
     anomaly = state.anomaly if _mode.anomalous else 0  # see _mode.anomalous
     if needs and state.grad_enabled:
@@ -169,7 +169,7 @@ def record(
     # NOTE: a view shares its base's counter, which may be past 0; a fresh output has none
     t._recorded_version = 0 if (vc := out._vc) is None else vc[0]
     t._grad = t._accumulator_ref = t._rare_attrs = None
-    if anomaly or _mode.observers:
+    if anomaly or _observers.observers:
         _inspect(op, node, inputs, t, start, anomaly)
     return t
 
@@ -221,11 +221,11 @@ def _inspect(op: Any, node: GradFn, inputs: tuple, t: Tensor, start: float, anom
         record_checksums(node)
     if anomaly & NAN_CHECKS:
         _check_finite(op, node, t._value)
-    if _mode.observers:
+    if _observers.observers:
         seconds = time.perf_counter() - start
-        for fn in _mode.on_node_recorded:
+        for fn in _observers.on_node_recorded:
             fn(node, t)
-        for fn in _mode.on_node_forward:
+        for fn in _observers.on_node_forward:
             fn(node, inputs, t, seconds)
 
 

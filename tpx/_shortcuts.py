@@ -21,7 +21,7 @@ from p10 import Op
 from p10._elementwise import scalar_tensor
 from p10._methods import TensorMethods
 from p10._tensor import _fast_axes
-from tpx import _mode
+from tpx import _mode, _observers
 from tpx._mode import state
 from tpx._recording import record
 from tpx._tensor import Tensor, wrap
@@ -64,7 +64,7 @@ def _fast_binary(op: Op, forward: Any, slow: Any, reflected: Any = None) -> Any:
         if needs and state.grad_enabled:
             if _mode.anomalous and state.anomaly:
                 return slow(self, other)
-            start = time.perf_counter() if _mode.observers else 0.0
+            start = time.perf_counter() if _observers.observers else 0.0
             a = self._value
             if cls is not Tensor:
                 b = other = scalar_tensor(b, a)  # the input the general path records
@@ -95,7 +95,7 @@ def _fast_unary(op: Op, forward: Any, slow: Any) -> Any:
             return slow(self)
         a = self._value
         if self._requires_grad and state.grad_enabled:
-            start = time.perf_counter() if _mode.observers else 0.0
+            start = time.perf_counter() if _observers.observers else 0.0
             return record(op, (self,), (a,), {}, forward(a), start)
         t = _new(Tensor)  # wrap() inlined, as in _fast_binary
         t._value, t._requires_grad, t._recorded_version = forward(a), False, 0
@@ -122,7 +122,7 @@ def _fast_reduce(op: Op, forward: Any, slow: Any) -> Any:
             a = self._value
             axes = None if axis is None else _fast_axes(axis, len(a._data.shape))
             if axes is not False:
-                start = time.perf_counter() if _mode.observers else 0.0
+                start = time.perf_counter() if _observers.observers else 0.0
                 out = forward(a, axis, keepdims)
                 params = {"axis": axes, "keepdims": keepdims}
                 return record(op, (self,), (a,), params, out, start)

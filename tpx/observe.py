@@ -21,7 +21,7 @@ from typing import Any
 import p10
 from tpx._function import Function
 from tpx._graph import AccumulateGrad, GradFn, Node
-from tpx._mode import EVENTS, BackwardInfo, add_observer
+from tpx._observers import EVENTS, BackwardInfo, add_observer
 from tpx._tensor import Tensor
 
 __all__ = [

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tpx as tp
-from tpx import _engine, _mode
+from tpx import _engine, _observers
 from tpx_inspect.checks import accumulation_check, capture_call
 from tpx_inspect.checks.accumulation import _close, _finding
 
@@ -60,7 +60,7 @@ def _overwrite_second(grads, node, g, source):
     del prev
     grads[node] = total
     if source is not None:
-        _mode.emit("on_grad_accumulated", node, g, total, source)
+        _observers.emit("on_grad_accumulated", node, g, total, source)
 
 
 def _off_by_a_little(grads, node, g, source):
@@ -68,7 +68,7 @@ def _off_by_a_little(grads, node, g, source):
     total = g if prev is None else prev + g * 1.001
     grads[node] = total
     if source is not None:
-        _mode.emit("on_grad_accumulated", node, g, total, source)
+        _observers.emit("on_grad_accumulated", node, g, total, source)
 
 
 @pytest.mark.parametrize("fn", [_fan_out, _wide])

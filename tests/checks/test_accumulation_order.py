@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import tpx as tp
-from tpx import _engine, _mode
+from tpx import _engine, _observers
 from tpx_inspect.checks import (
     accumulation_check,
     capture_call,
@@ -33,7 +33,7 @@ def _overwrite_second(grads, node, g, source):
     del prev
     grads[node] = total
     if source is not None:
-        _mode.emit("on_grad_accumulated", node, g, total, source)
+        _observers.emit("on_grad_accumulated", node, g, total, source)
 
 
 def test_correct_fan_out_passes():

@@ -21,7 +21,7 @@ import tpx as tp
 import tpx.nn as nn
 from tests.helpers.load import load_example
 from tests.helpers.rule_cases import CASES
-from tpx import _engine, _mode
+from tpx import _engine, _observers
 from tpx_inspect.checks import CATEGORIES, Report, run_all_checks, run_script_checks
 
 pytestmark = pytest.mark.slow
@@ -224,7 +224,7 @@ def _overwrite(grads, node, g, source):
     """The planted engine bug: a later contribution replaces the earlier ones."""
     grads[node] = g
     if source is not None:
-        _mode.emit("on_grad_accumulated", node, g, g, source)
+        _observers.emit("on_grad_accumulated", node, g, g, source)
 
 
 def _bug_accumulation(monkeypatch):
