@@ -163,10 +163,13 @@ def load_parts(path: str) -> dict[str, float]:
     gc.disable()
     try:
         doc, _, parse = _timed(lambda: tl._read_json(path, limits))
-        _, _, schema = _timed(lambda: tl._schema_rule().check(doc))
+        _, _, schema = _timed(lambda: tl._schema_rule(doc["version"]).check(doc))
         arrays, _, side = _timed(lambda: tl._read_sidecar(path, doc, limits))
         store, _, values = _timed(lambda: tl._load_values(arrays, path))
-        _, _, records = _timed(lambda: [tl._load_run(r, arrays, store, set()) for r in doc["runs"]])
+        major = doc["version"]
+        _, _, records = _timed(
+            lambda: [tl._load_run(r, arrays, store, set(), major) for r in doc["runs"]]
+        )
     finally:
         if was:
             gc.enable()

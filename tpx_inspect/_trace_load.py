@@ -17,11 +17,12 @@ import numpy as np
 
 from tpx_inspect import _check_arrays as _arrays
 from tpx_inspect import _json
+from tpx_inspect._node_runs import RUN_FIELDS, from_runs
 from tpx_inspect._safe_read import LoadLimits, read_npz, read_regular, sidecar_file
 from tpx_inspect._schema import Rule, compile_schema, quote
 from tpx_inspect._util import paused_gc
 from tpx_inspect._value_index import load_values as _load_values
-from tpx_inspect._version import FORMAT_VERSION, check_version, warn_ignored
+from tpx_inspect._version import FORMAT_VERSION, READS, check_version, warn_ignored
 from tpx_inspect.errors import TraceFormatError
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -37,18 +38,20 @@ from tpx_inspect.tables import OPTIONAL_NODE_FIELDS
 
 FORMAT = "tpx_inspect.trace"
 VERSION = FORMAT_VERSION[0]
-SUPPORTED_VERSIONS = (VERSION,)
+SUPPORTED_VERSIONS = tuple(READS)
 TABLES = ("summaries", "previews", "nodes", "times", "grads_out", "consts", "accumulations")
 """The per-run tables of the sidecar (``r<run>.<table>``), in the order graphs list them."""
 
 
-def schema_path() -> str:
-    """Path of the JSON Schema that describes the trace JSON.
+def schema_path(version: int = VERSION) -> str:
+    """Path of the JSON Schema that describes the trace JSON of format ``version`` (a major
+    version this tpx_inspect reads; version 1's schema is kept as it was).
 
-    >>> os.path.basename(schema_path())
-    'trace.schema.json'
+    >>> os.path.basename(schema_path()), os.path.basename(schema_path(1))
+    ('trace.schema.json', 'trace-v1.schema.json')
     """
-    return os.path.join(os.path.dirname(__file__), "schema", "trace.schema.json")
+    name = "trace.schema.json" if version == VERSION else f"trace-v{version}.schema.json"
+    return os.path.join(os.path.dirname(__file__), "schema", name)
 
 
 def sidecar_path(path: str) -> str:
@@ -100,18 +103,18 @@ def _from_json(doc: Any, path: str, limits: LoadLimits, early: bool) -> Trace:
         if side is not None:
             side.cancel()
     store = _load_values(arrays, path)
-    runs, ignored = [], set()
+    runs, ignored, major = [], set(), doc["version"]
     for i, r in enumerate(_get(doc, "runs", list, path)):
         try:
-            runs.append(_load_run(r, arrays, store, ignored))
+            runs.append(_load_run(r, arrays, store, ignored, major))
         except TraceFormatError as e:
             raise TraceFormatError(f"{path}: runs[{i}]: {e}") from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as e:
             raise TraceFormatError(
                 f"{path}: run {i} is malformed: {type(e).__name__}: {quote(str(e), 100)}"
             ) from None
-    warn_ignored(path, minor, ignored)
-    return Trace(doc["version"], tuple(runs), doc.get("meta") or {}, _load_plans(doc, path))
+    warn_ignored(path, major, minor, ignored)
+    return Trace(major, tuple(runs), doc.get("meta") or {}, _load_plans(doc, path))
 
 
 def _load_plans(doc: dict, path: str) -> tuple[dict[str, Any], ...]:
@@ -130,8 +133,8 @@ def _load_plans(doc: dict, path: str) -> tuple[dict[str, Any], ...]:
 
 
 @cache
-def _schema_rule() -> Rule:
-    with open(schema_path(), encoding="utf-8") as f:
+def _schema_rule(version: int = VERSION) -> Rule:
+    with open(schema_path(version), encoding="utf-8") as f:
         return compile_schema(json.load(f))
 
 
@@ -139,7 +142,7 @@ def check_document(doc: Any, path: str) -> int:
     """Check a parsed trace document: its format, its version (the minor one is returned) and
     the schema; raises :class:`TraceFormatError` naming ``path`` and the bad field."""
     minor = _check_header(doc, path)
-    problem = _schema_rule().check(doc)
+    problem = _schema_rule(doc["version"]).check(doc)
     if problem is not None:
         raise TraceFormatError(f"{path}: {problem}")
     return minor
@@ -304,11 +307,12 @@ def _get(doc: dict, key: str, kind: type, path: str) -> Any:
     return v
 
 
-def _load_run(r: dict, arrays: dict, store: ValueStore, ignored: set[str]) -> Run:
+def _load_run(r: dict, arrays: dict, store: ValueStore, ignored: set[str], major: int) -> Run:
     rid = r["id"]
     structures = {}
     for s in r["structures"]:
-        structures[s["id"]] = (_load_nodes(s["nodes"], s["sources"], ignored), tuple(s["roots"]))
+        nodes = _load_nodes(s["nodes"], s["sources"], ignored, major)
+        structures[s["id"]] = (nodes, tuple(s["roots"]))
     tables = {}
     for k in TABLES:
         key = f"r{rid}.{k}"
@@ -327,20 +331,30 @@ def _load_run(r: dict, arrays: dict, store: ValueStore, ignored: set[str]) -> Ru
 _ALL_NODE_FIELDS = {*NODE_FIELDS, *OPTIONAL_NODE_FIELDS}
 
 
-def _load_nodes(cols: dict[str, list[Any]], sources: list[list], ignored: set[str]) -> NodeTable:
-    n = len(cols["kind"])
+def _load_nodes(
+    cols: dict[str, Any], sources: list[list], ignored: set[str], major: int
+) -> NodeTable:
     # NOTE: columns this version does not know (a newer minor version) are dropped and named
     # in a warning; the optional ones (OPTIONAL_NODE_FIELDS) may be absent (older traces)
     ignored.update(f"node column {f!r}" for f in cols if f not in _ALL_NODE_FIELDS)
     cols = {f: v for f, v in cols.items() if f in _ALL_NODE_FIELDS}
+    runs = RUN_FIELDS if major >= 2 else ()  # NOTE: version 1: every column one entry a node
+    n = len(cols["inputs"] if runs else cols["kind"])
     for f in cols:
-        if not isinstance(cols[f], list) or len(cols[f]) != n:
+        if f not in runs and (not isinstance(cols[f], list) or len(cols[f]) != n):
             raise TraceFormatError(f"node column {f!r} is not a list of {n} entries")
     lookup = {None: None, **dict(enumerate(sources))}
+    source = cols["source"]["values"] if runs else cols["source"]
     try:  # NOTE: the schema let through only null and ints >= 0 (no True, which equals 1)
-        cols = {**cols, "source": list(map(lookup.__getitem__, cols["source"]))}
+        source = list(map(lookup.__getitem__, source))
     except (KeyError, TypeError):
         raise TraceFormatError("a node's source is not an index into 'sources'") from None
+    if runs:  # NOTE: each run's value looked up once, then the runs expanded
+        cols["source"] = {**cols["source"], "values": source}
+        expanded = {f: from_runs(cols[f]["values"], cols[f]["counts"], n, f) for f in runs}
+        cols.update(expanded)
+    else:
+        cols["source"] = source
     _check_order(cols["inputs"])
     return NodeTable(cols)
 

@@ -2,12 +2,14 @@
 
 A trace stores ``"version": MAJOR`` and, from minor version 1 on, ``"minor": MINOR``. A minor
 version only adds optional fields (node columns, keys): a trace of a newer minor version
-loads, and a :class:`TraceVersionWarning` names what this reader ignored. Another major
-version is refused with a :class:`~tpx_inspect.errors.TraceFormatError`.
+loads, and a :class:`TraceVersionWarning` names what this reader ignored. A major version
+changes what is there (version 2: node columns stored as runs); this reader reads the majors
+of :data:`READS` (version 1 traces keep loading) and refuses any other with a
+:class:`~tpx_inspect.errors.TraceFormatError`, as a version 1 reader refuses version 2.
 
 >>> version_fields()
-{'version': 1}
->>> check_version({"version": 1, "minor": 3}, "t.json")
+{'version': 2}
+>>> check_version({"version": 2, "minor": 3}, "t.json")
 3
 """
 
@@ -20,8 +22,11 @@ from typing import Any
 from tpx_inspect._schema_values import quote
 from tpx_inspect.errors import TraceFormatError
 
-FORMAT_VERSION = (1, 0)
+FORMAT_VERSION = (2, 0)
 """(major, minor) of the traces this tpx_inspect writes, and the newest it reads fully."""
+
+READS = {1: 0, 2: FORMAT_VERSION[1]}
+"""The major versions this tpx_inspect reads, each with the newest minor it reads fully."""
 
 
 class TraceVersionWarning(UserWarning):
@@ -35,39 +40,40 @@ def version_fields() -> dict[str, int]:
 
 
 def check_version(doc: dict[str, Any], path: str) -> int:
-    """The minor version of ``doc``; a TraceFormatError for another major version.
+    """The minor version of ``doc``; a TraceFormatError for a major version not in READS.
 
-    >>> check_version({"version": 2}, "t.json")
+    >>> check_version({"version": 3}, "t.json")
     Traceback (most recent call last):
     ...
-    tpx_inspect.errors.TraceFormatError: t.json: trace format version 2 is not supported by ...
+    tpx_inspect.errors.TraceFormatError: t.json: trace format version 3 is not supported by ...
     """
     major, minor = doc.get("version"), doc.get("minor", 0)
-    if type(major) is not int or major != FORMAT_VERSION[0]:
+    if type(major) is not int or major not in READS:
         raise TraceFormatError(
             f"{path}: trace format version {quote(major)} is not supported by this tpx_inspect "
-            f"(it reads versions {FORMAT_VERSION[0]}); re-capture the trace or upgrade "
-            "tpx_inspect"
+            f"(it reads versions {' and '.join(map(str, READS))}); re-capture the trace or "
+            "upgrade tpx_inspect"
         )
     if type(minor) is not int or minor < 0:
         raise TraceFormatError(f"{path}: 'minor' must be a non-negative integer")
     return minor
 
 
-def warn_ignored(path: str, minor: int, ignored: Iterable[str]) -> None:
-    """Warn that ``ignored`` (names of unknown fields) were dropped while loading ``path``.
+def warn_ignored(path: str, major: int, minor: int, ignored: Iterable[str]) -> None:
+    """Warn that ``ignored`` (names of unknown fields) were dropped while loading ``path``
+    (a trace of format ``major.minor``, a major version in READS).
 
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as w:
     ...     warnings.simplefilter("always")
-    ...     warn_ignored("t.json", 2, ["node column 'color'"])
+    ...     warn_ignored("t.json", 2, 2, ["node column 'color'"])
     >>> print(w[0].message)
-    t.json: trace format 1.2 is newer than this tpx_inspect reads fully (1.0); ignored: node ...
+    t.json: trace format 2.2 is newer than this tpx_inspect reads fully (2.0); ignored: node ...
     """
     names = sorted(set(ignored))
-    if not names and minor <= FORMAT_VERSION[1]:
+    ours = READS[major]
+    if not names and minor <= ours:
         return
-    major, ours = FORMAT_VERSION
     newer = (
         f"trace format {major}.{minor} is newer than this tpx_inspect reads fully ({major}.{ours})"
         if minor > ours

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import tpx
 from tpx import observe
+from tpx_inspect import _version
 from tpx_inspect import format as trace_format
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
@@ -38,7 +39,7 @@ ref = weakref.ref
 p10_tensor = observe.p10_tensor
 _NUMBERS = (float, int, bool, complex)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = _version.FORMAT_VERSION[0]
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
 
 

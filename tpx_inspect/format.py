@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect import _json
+from tpx_inspect._node_runs import RUN_FIELDS, to_runs
 from tpx_inspect._trace_header import GraphHeader, RunHeader, TraceHeader, read_header
 from tpx_inspect._trace_load import (
     FORMAT,
@@ -54,11 +55,15 @@ __all__ = [
 
 
 # -- saving -------------------------------------------------------------------------------------
-def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def to_json(
+    trace: Trace, *, inline: bool = False, version: int = VERSION
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The JSON document of ``trace`` and the arrays of its sidecar (pure, deterministic).
 
     With ``inline`` the arrays go into the document itself (``"arrays"``; for small exports
-    that must be one file) and the returned dict is empty.
+    that must be one file) and the returned dict is empty. ``version=1`` writes the format
+    of tpx_inspect before version 2 (one entry per node in every node column), which older
+    readers load.
 
     >>> import tpx as tp, tpx_inspect
     >>> x = tp.ones(2, requires_grad=True)
@@ -66,13 +71,17 @@ def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict
     >>> doc["runs"][0]["graphs"][0]["rows"]["nodes"], sorted(arrays)[:2]
     ([0, 3], ['r0.accumulations', 'r0.consts'])
     """
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(f"cannot write trace format version {version!r}: it is one of "
+                         f"{', '.join(map(str, SUPPORTED_VERSIONS))}")  # fmt: skip
     arrays: dict[str, np.ndarray] = {}
     kept = _KeptValues(trace)
-    runs = [_run_json(r, arrays, kept) for r in trace.runs]
+    runs = [_run_json(r, arrays, kept, version) for r in trace.runs]
     packed = kept.packed()
     if packed is None or not _packed_arrays(packed, arrays):
         _values_arrays(kept.values, arrays)
-    doc: dict[str, Any] = {"format": FORMAT, **version_fields(), "meta": trace.meta, "runs": runs}
+    head = version_fields() if version == VERSION else {"version": version}
+    doc: dict[str, Any] = {"format": FORMAT, **head, "meta": trace.meta, "runs": runs}
     if trace.plans:
         doc["plans"] = [dict(p) for p in trace.plans]
     if inline:
@@ -83,7 +92,12 @@ def to_json(trace: Trace, *, inline: bool = False) -> tuple[dict[str, Any], dict
 
 
 def save(
-    trace: Trace, path: str, *, sidecar: str | None = None, compress: bool = True
+    trace: Trace,
+    path: str,
+    *,
+    sidecar: str | None = None,
+    compress: bool = True,
+    version: int = VERSION,
 ) -> tuple[str, str]:
     """Write ``trace`` to ``path`` (JSON) and its ``.npz`` sidecar; returns both paths.
 
@@ -92,6 +106,7 @@ def save(
     does not read. Each file is replaced whole, the JSON last, so a process killed at any
     moment leaves the previous trace or the new one, never half of one. ``compress=False``
     stores the sidecar's members uncompressed (three times faster, for checkpoints).
+    ``version=1`` writes the older format (see :func:`to_json`).
     """
     if trace.meta.get("values") == "raw":
         # NOTE: a "raw" capture keeps values without statistics; saved, its summaries would
@@ -102,11 +117,13 @@ def save(
             "with values='all' (or 'small') to save it"
         )
     with paused_gc():
-        return _save(trace, path, sidecar, compress)
+        return _save(trace, path, sidecar, compress, version)
 
 
-def _save(trace: Trace, path: str, sidecar: str | None, compress: bool) -> tuple[str, str]:
-    doc, arrays = to_json(trace)
+def _save(
+    trace: Trace, path: str, sidecar: str | None, compress: bool, version: int = VERSION
+) -> tuple[str, str]:
+    doc, arrays = to_json(trace, version=version)
     side = sidecar_path(path) if sidecar is None else os.path.join(os.path.dirname(path), sidecar)
     blob = _npz_bytes(arrays, compress)
     doc["sidecar"] = {
@@ -167,7 +184,7 @@ def _inline(a: np.ndarray) -> dict[str, Any]:
     return {"dtype": a.dtype.str, "shape": list(a.shape), "data": data}
 
 
-def _run_json(run: Run, arrays: dict, kept: _KeptValues) -> dict[str, Any]:
+def _run_json(run: Run, arrays: dict, kept: _KeptValues, version: int) -> dict[str, Any]:
     structures: dict[int, Graph] = {}
     for g in run.graphs:
         structures.setdefault(g.structure, g)
@@ -188,7 +205,7 @@ def _run_json(run: Run, arrays: dict, kept: _KeptValues) -> dict[str, Any]:
         "error": None if err is None else {"type": err.type, "message": err.message,
                                           "traceback": err.traceback},
         "structures": [
-            _structure_json(sid, g) for sid, g in sorted(structures.items())
+            _structure_json(sid, g, version) for sid, g in sorted(structures.items())
         ],
         "graphs": graphs,
     }  # fmt: skip
@@ -246,10 +263,12 @@ class _KeptValues:
         return self._maps[id(store)]
 
 
-def _structure_json(sid: int, g: Graph) -> dict[str, Any]:
+def _structure_json(sid: int, g: Graph, version: int) -> dict[str, Any]:
     nodes = g.nodes
     table = nodes if isinstance(nodes, NodeTable) else NodeTable.from_nodes(nodes)
-    column = table.columns["source"]
+    # NOTE: a column may be a list or a NumPy array of its entries (tolist: the same objects)
+    columns = {f: c.tolist() if isinstance(c, np.ndarray) else c for f, c in table.columns.items()}
+    column = columns["source"]
     # NOTE: nodes of one code location share one source object: each distinct object is
     # looked at once, in order of first use (C-speed passes, no Python loop over the nodes)
     objects = dict(zip(map(id, column), column))
@@ -257,12 +276,11 @@ def _structure_json(sid: int, g: Graph) -> dict[str, Any]:
     index = {k: None if s is None else sources.setdefault(tuple(s), len(sources))
              for k, s in objects.items()}  # fmt: skip
     refs = list(map(index.__getitem__, map(id, column)))
-    return {
-        "id": sid,
-        "roots": list(g.roots),
-        "sources": [list(k) for k in sources],
-        "nodes": {**table.columns, "source": refs},
-    }
+    nodes = {**columns, "source": refs}
+    if version >= 2:  # NOTE: the columns that repeat, as runs (_node_runs)
+        nodes.update({f: to_runs(nodes[f]) for f in RUN_FIELDS})
+    return {"id": sid, "roots": list(g.roots), "sources": [list(k) for k in sources],
+            "nodes": nodes}  # fmt: skip
 
 
 def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[str, Any]:

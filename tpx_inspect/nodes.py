@@ -59,16 +59,19 @@ def column(
     optional: bool = False,
     api: Callable[[Any], Any] | bool = True,
     default: Any = MISSING,
+    runs: bool = False,
 ) -> Any:
     """Declare a field of :class:`Node` as a column of the trace's node table.
 
     ``encode``/``decode`` turn the field's value into its JSON entry and back (None: as is);
     an ``optional`` column is written only when a node has a value (older traces lack it);
-    ``api`` says whether the server's ``NodeInfo`` shows it (a function: shown converted).
+    ``api`` says whether the server's ``NodeInfo`` shows it (a function: shown converted);
+    a ``runs`` column is stored as runs of equal entries from trace format 2 on (a node
+    table repeats its kinds, ops, scopes, dtypes, ... in long runs).
     The node table (:mod:`tpx_inspect.tables`), the loader, the schema test and the server's
     model read these declarations; adding a field here is the one place to add a column.
     """
-    meta = {"column": (encode, decode, optional, api)}
+    meta = {"column": (encode, decode, optional, api, runs)}
     return field(default=default, metadata=meta)
 
 
@@ -110,16 +113,16 @@ class Node:
     """
 
     id: int
-    kind: str = column()
-    op: str | None = column()
-    name: str = column()
-    label: str = column()
-    params: dict[str, Any] = column(api=False)
-    scope: str = column()
-    source: Source | None = column(encode=_source_json, decode=_source, api=_source_text)
+    kind: str = column(runs=True)
+    op: str | None = column(runs=True)
+    name: str = column(runs=True)
+    label: str = column(runs=True)
+    params: dict[str, Any] = column(api=False, runs=True)
+    scope: str = column(runs=True)
+    source: Source | None = column(encode=_source_json, decode=_source, api=_source_text, runs=True)
     inputs: tuple[Edge, ...] = column(encode=_edges_json, decode=_edges)
-    shape: tuple[int, ...] = column(encode=list, decode=tuple)
-    dtype: str = column()
+    shape: tuple[int, ...] = column(encode=list, decode=tuple, runs=True)
+    dtype: str = column(runs=True)
     saved: tuple[Saved, ...] = column(encode=_saved_json, decode=_saved, api=False, default=())
     overrides: dict[str, str] | None = column(optional=True, default=None)
 

@@ -65,7 +65,7 @@ def _damage(folder: Path, edit) -> str:
 
 
 def _bad_node(doc):
-    doc["runs"][0]["structures"][0]["nodes"]["shape"][0] = [-1]
+    doc["runs"][0]["structures"][0]["nodes"]["shape"]["values"][0] = [-1]
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,8 @@ def test_the_corpus_is_generated_and_covers_the_issue(corpus):
                     "NaN in the JSON", "Infinity in the JSON", "lone surrogate in a scope",
                     "sidecar is a FIFO", "sidecar links to /dev/zero",
                     "member claims 1.6 GB (zip bomb)", "2 MB version string",
-                    "sidecar file ../outside.npz"):  # fmt: skip
+                    "sidecar file ../outside.npz", "runs claim 10^15 nodes",
+                    "runs cover 5 of 6 nodes", "more values than counts"):  # fmt: skip
         assert example in names
 
 
@@ -86,6 +87,19 @@ def test_the_loader_raises_only_short_trace_format_errors(corpus):
     assert problems == {}
     refused = sum(1 for _, f in corpus if _refused(f))
     assert refused >= 0.85 * len(corpus)  # most mutations break the format; some are allowed
+
+
+def test_damaged_version_1_traces_are_refused_as_short_errors_too(tmp_path_factory):
+    """Traces of format version 1 keep loading: the same damage, on the older layout."""
+    root = tmp_path_factory.mktemp("fuzz_v1")
+    cases = build_corpus(make_base(root / "base", version=1), root / "cases", version=1)
+    assert len(cases) >= 140
+    problems = {m.name: p for m, f in cases if (p := _load(f)) is not None}
+    assert problems == {}
+    refused = {m.name for m, f in cases if _refused(f)}
+    assert len(refused) >= 0.85 * len(cases)
+    assert "an extra node column" not in refused and "op 42" in refused
+    assert "runs claim 10^15 nodes" not in {m.name for m, _ in cases}
 
 
 def _refused(folder: Path) -> bool:

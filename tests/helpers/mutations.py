@@ -8,7 +8,10 @@ surrogates, huge strings and numbers), sidecar arrays replaced by arrays of the 
 shape or values (the hash fixed up so that the loader reaches them), zip-level damage
 (corrupt deflate data with a matching hash, a header claiming 10^12 elements, a member
 claiming 1.6 GB, zero bytes), and files that are not files (a FIFO, a link to /dev/zero, a
-sidecar path leading outside the folder).
+sidecar path leading outside the folder); for format version 2, run columns whose counts
+claim more nodes than the structure has (10^15), fewer, none, or more values than counts.
+The corpus is made of a version 2 trace (what ``save`` writes) or, with ``version=1``, of the
+same trace in version 1 (older traces keep loading, and are refused as before).
 """
 
 from __future__ import annotations
@@ -28,13 +31,15 @@ import numpy as np
 
 import tpx as tp
 import tpx_inspect
-from tpx_inspect.format import _npz_bytes
+from tpx_inspect._node_runs import RUN_FIELDS
+from tpx_inspect.format import VERSION, _npz_bytes
 
 Doc = dict[str, Any]
 
 
-def make_base(folder: Path) -> Path:
-    """A real run folder: two steps of a scoped model with a parameter, every value kept."""
+def make_base(folder: Path, version: int = VERSION) -> Path:
+    """A real run folder: two steps of a scoped model with a parameter, every value kept,
+    saved in format ``version``."""
     w = tp.asarray([[0.5, -1.0], [1.5, 0.25]], requires_grad=True)
     with tpx_inspect.capture("all", values="all", timing=False, params={"w": w}) as cap:
         for step in range(2):
@@ -43,7 +48,7 @@ def make_base(folder: Path) -> Path:
                 h = (x @ w).tanh()
             (h * h + h).sum().backward()
     folder.mkdir(parents=True, exist_ok=True)
-    tpx_inspect.save(cap.trace, str(folder / "trace.json"))
+    tpx_inspect.save(cap.trace, str(folder / "trace.json"), version=version)
     return folder
 
 
@@ -132,6 +137,30 @@ def _drop(path: tuple) -> Callable[[Doc], None]:
 # -- field mutations ------------------------------------------------------------------------------
 NODE = ("runs", 0, "structures", 0, "nodes")
 GRAPH = ("runs", 0, "graphs", 1)
+
+
+def _entry(column: str, i: int, version: int) -> tuple:
+    """The path of node ``i``'s entry of ``column``; in a version 2 run column, the value of
+    its last run (the base trace's node 5), or for ``shape`` of its first (node 0's [2, 2]:
+    node 5 is the scalar loss, whose shape has no item to damage)."""
+    if version >= 2 and column in RUN_FIELDS:
+        return (*NODE, column, "values", 0 if column == "shape" else -1)
+    return (*NODE, column, i)
+
+
+def fields(version: int = VERSION) -> list[tuple]:
+    """The fields of the base trace that :func:`field_mutations` damages: FIELDS, a node's
+    entry of a run column moved into its runs (version 2), and the runs themselves."""
+
+    def moved(path: tuple) -> tuple:
+        k = len(NODE)
+        entry = len(path) >= k + 2 and path[:k] == NODE
+        return (*_entry(path[k], path[k + 1], version), *path[k + 2 :]) if entry else path
+
+    runs = [(*NODE, c, part) for c in ("kind", "source") for part in ("values", "counts")]
+    return [*map(moved, FIELDS), *(runs if version >= 2 else ())]
+
+
 FIELDS: list[tuple] = [
     ("format",), ("version",), ("meta",), ("runs",), ("sidecar",), ("sidecar", "file"),
     ("sidecar", "bytes"), ("sidecar", "sha256"),
@@ -157,11 +186,12 @@ HOSTILE: list[Any] = [None, 42, -1, 10**30, 1.5, True, "x", "", [], [0], {}, {"a
                       "💥\u202e", -(2**63)]  # fmt: skip
 
 
-def field_mutations(seed: int = 16) -> list[Mutation]:
-    """Each field of FIELDS replaced by two hostile values of another type, and dropped."""
+def field_mutations(seed: int = 16, version: int = VERSION) -> list[Mutation]:
+    """Each field of ``fields(version)`` replaced by two hostile values of another type, and
+    dropped."""
     rng = random.Random(seed)
     out = []
-    for path in FIELDS:
+    for path in fields(version):
         name = ".".join(map(str, path))
         for value in rng.sample(HOSTILE, 2):
             out.append(Mutation(f"set {name} = {value!r}", _edit(_put(path, value))))
@@ -294,13 +324,17 @@ def _nest(depth: int) -> Callable[[str], str]:
     return lambda text: text.replace('"meta":', '"meta":' + "[" * depth, 1)
 
 
-def targeted() -> list[Mutation]:
+def targeted(version: int = VERSION) -> list[Mutation]:
     """The examples of issue 16, then damage aimed at each sidecar array."""
     m = Mutation
+
+    def at(column: str) -> tuple:
+        return _entry(column, 1, version)
+
     out = [
         m("[ x 50,000 (raw text)", _text(lambda t: "[" * 50_000)),
         m("meta nested 50,000 deep", _text(_nest(50_000))),
-        m("params nested 500 deep", _edit(_put((*NODE, "params", 1), _nested_dict(500)))),
+        m("params nested 500 deep", _edit(_put(at("params"), _nested_dict(500)))),
         m("NaN in the JSON", _swap('"backward_seconds":0.0', '"backward_seconds":NaN')),
         m("Infinity in the JSON", _swap('"steps":2', '"steps":Infinity')),
         m("1e999 in the JSON", _swap('"backward_seconds":0.0', '"backward_seconds":1e999')),
@@ -310,18 +344,18 @@ def targeted() -> list[Mutation]:
         m("invalid UTF-8", lambda f: (f / "trace.json").write_bytes(b'{"format": "\xff\xfe"}')),
         m("2 MB version string", _edit(_put(("version",), "v" * 2_000_000))),
         m("2 MB run name", _edit(_put(("runs", 0, "name"), "n" * 2_000_000))),
-        m("shape null", _edit(_put((*NODE, "shape", 1), None))),
+        m("shape null", _edit(_put(at("shape"), None))),
         m("edge [0]", _edit(_put((*NODE, "inputs", 1, 0), [0]))),
-        m("op 42", _edit(_put((*NODE, "op", 1), 42))),
+        m("op 42", _edit(_put(at("op"), 42))),
         m("params as a list", _edit(_put((*NODE, "params"), [[1, 2]] * 6))),
         m("root out of range", _edit(_put(("runs", 0, "structures", 0, "roots"), [99]))),
-        m("unknown dtype name", _edit(_put((*NODE, "dtype", 1), "object"))),
-        m("source index out of range", _edit(_put((*NODE, "source", 1), 999))),
+        m("unknown dtype name", _edit(_put(at("dtype"), "object"))),
+        m("source index out of range", _edit(_put(at("source"), 999))),
         m("input from a later node", _edit(_put((*NODE, "inputs", 1, 0, 0), 5))),
         m("rows past the table", _edit(_put((*GRAPH, "rows", "nodes"), [0, 10**6]))),
         m("rows reversed", _edit(_put((*GRAPH, "rows", "summaries"), [5, 2]))),
         m("graph of an unknown structure", _edit(_put((*GRAPH, "structure"), 7))),
-        m("shape of 10^15 elements", _edit(_put((*NODE, "shape", 1), [10**5, 10**5, 10**5]))),
+        m("shape of 10^15 elements", _edit(_put(at("shape"), [10**5, 10**5, 10**5]))),
         m("sidecar null without arrays", _edit(_put(("sidecar",), None))),
         m("inline arrays wrong size", _inline("values.index", "<i8", [10**6, 4], [1])),
         m("inline arrays object dtype", _inline("x", "O", [1], [1])),
@@ -368,7 +402,41 @@ def targeted() -> list[Mutation]:
         m("value dtypes as ints", _set_array("values.dtypes", lambda a: np.arange(len(a)))),
         m("values buffer 2-D", _set_array("values.0", lambda a: a.reshape(1, -1))),
     ]  # fmt: skip
-    return out
+    return out + (run_mutations() if version >= 2 else [])
+
+
+def _runs(column: str, values: list | None, counts: list) -> Callable[[Path], None]:
+    def fn(doc: Doc) -> None:
+        runs = _get(doc, (*NODE, column))
+        runs["counts"] = counts
+        if values is not None:
+            runs["values"] = values
+
+    return _edit(fn)
+
+
+def run_mutations() -> list[Mutation]:
+    """Run columns (format 2) that do not add up to the structure's 6 nodes: nothing of the
+    size they claim may be made."""
+    m = Mutation
+    return [
+        m("runs claim 10^15 nodes", _runs("dtype", None, [10**15])),
+        m("runs claim 2**53 nodes each", _runs("kind", None, [2**53 - 1] * 3)),
+        m("runs cover 5 of 6 nodes", _runs("kind", None, [1, 3, 1])),
+        m("runs cover 7 of 6 nodes", _runs("kind", None, [1, 5, 1])),
+        m("a run of 0 nodes", _runs("kind", ["param", "op", "op", "loss"], [1, 4, 0, 1])),
+        m("a run of -1 nodes", _runs("kind", None, [1, 6, -1])),
+        m("a count of 1.0", _runs("dtype", None, [6.0])),
+        m("a count of true", _runs("label", None, [True, 5])),
+        m("more values than counts", _runs("scope", ["", "layer", "", "x"], [1, 2, 3])),
+        m("more counts than values", _runs("scope", ["", "layer"], [1, 2, 3])),
+        m("no runs for 6 nodes", _runs("op", [], [])),
+        m("runs as a list of pairs", _edit(_put((*NODE, "kind"), [["op", 6]]))),
+        m("runs without counts", _edit(_drop((*NODE, "name", "counts")))),
+        m("runs with an extra key", _edit(_put((*NODE, "name", "first"), 0))),
+        m("a version 1 column in version 2", _edit(_put((*NODE, "dtype"), ["float32"] * 6))),
+        m("version 2 runs in version 1", _edit(_put(("version",), 1))),
+    ]  # fmt: skip
 
 
 def many_graphs(n: int = 100_000) -> Mutation:
@@ -376,18 +444,20 @@ def many_graphs(n: int = 100_000) -> Mutation:
     return Mutation(f"{n} graphs", _edit(_many_graphs(n)))
 
 
-def mutations() -> list[Mutation]:
-    """Every mutation, in a stable order with unique names."""
-    out = targeted() + field_mutations()
+def mutations(version: int = VERSION) -> list[Mutation]:
+    """Every mutation of a base trace of format ``version``, in a stable order with unique
+    names."""
+    out = targeted(version) + field_mutations(version=version)
     names = [m.name for m in out]
     assert len(set(names)) == len(names), "mutation names must be unique"
     return out
 
 
-def build_corpus(base: Path, root: Path) -> list[tuple[Mutation, Path]]:
-    """One damaged copy of the run folder ``base`` per mutation, under ``root``."""
+def build_corpus(base: Path, root: Path, version: int = VERSION) -> list[tuple[Mutation, Path]]:
+    """One damaged copy of the run folder ``base`` (of format ``version``) per mutation,
+    under ``root``."""
     out = []
-    for k, m in enumerate(mutations()):
+    for k, m in enumerate(mutations(version)):
         folder = root / f"case{k:03d}"
         folder.mkdir(parents=True)
         for name in ("trace.json", "trace.npz"):

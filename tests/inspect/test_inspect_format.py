@@ -43,17 +43,19 @@ def rounded(x):
     return x
 
 
-def schema():
-    with open(tpx_inspect.schema_path(), encoding="utf-8") as f:
+def schema(version: int = tpx_inspect.format.VERSION):
+    with open(tpx_inspect.schema_path(version), encoding="utf-8") as f:
         return json.load(f)
 
 
 def validate(doc) -> None:
-    jsonschema.validate(doc, schema(), cls=jsonschema.Draft202012Validator)
+    jsonschema.validate(doc, schema(doc["version"]), cls=jsonschema.Draft202012Validator)
 
 
-def test_the_schema_is_a_valid_json_schema():
-    jsonschema.Draft202012Validator.check_schema(schema())
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_schema_is_a_valid_json_schema(version):
+    jsonschema.Draft202012Validator.check_schema(schema(version))
+    assert schema(version)["properties"]["version"]["const"] == version
 
 
 def test_round_trip_keeps_every_record(tmp_path):
@@ -97,10 +99,31 @@ def test_saving_is_deterministic(tmp_path):
             assert f.read() == g.read()
 
 
-def test_golden_trace_json_validates_against_the_schema():
-    doc, _ = to_json(small_capture().trace, inline=True)
+GOLDEN_TRACES = {1: "small_trace.json", 2: "small_trace_v2.json"}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_golden_trace_json_validates_against_the_schema(version):
+    """Version 1 is still written as before (its golden file unchanged since format 2)."""
+    doc, _ = to_json(small_capture().trace, inline=True, version=version)
+    assert doc["version"] == version
     validate(doc)
-    golden("small_trace.json", json.dumps(rounded(doc), indent=1, sort_keys=True) + "\n")
+    text = json.dumps(rounded(doc), indent=1, sort_keys=True) + "\n"
+    golden(GOLDEN_TRACES[version], text)
+
+
+def test_the_golden_traces_of_both_versions_load_the_same():
+    """The stored version 1 file (written before format 2 existed) and the version 2 one."""
+    loaded = {}
+    for version, name in GOLDEN_TRACES.items():
+        with open(os.path.join(GOLDEN, name), encoding="utf-8") as f:
+            loaded[version] = from_json(json.load(f))
+    one, two = loaded[1], loaded[2]
+    assert (one.version, two.version) == (1, 2)
+    assert (one.meta, one.plans) == (two.meta, two.plans)
+    for a, b in zip(one.graphs, two.graphs, strict=True):
+        assert a.nodes.columns == b.nodes.columns and tuple(a.nodes) == tuple(b.nodes)
+        assert list(a.stats) == list(b.stats) and a.order == b.order and a.roots == b.roots
 
 
 def test_inline_json_round_trip():

@@ -1,7 +1,9 @@
 """The column-wise fast paths of the compiled trace schema (``tpx_inspect._schema``): node
 columns of many entries are checked per distinct value (strings, shapes by their repr, ids by
 their bounds); each bad value planted in one entry is refused as ``jsonschema`` refuses it, and
-the message names the entry."""
+the message names the entry. On format version 1 documents, whose node columns hold one entry
+per node (version 2 keeps the columns of lists ``inputs`` and ``saved`` as they were;
+its run columns: tests/inspect/test_node_runs.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from tpx_inspect.format import to_json
 
 @pytest.fixture(scope="module")
 def schema():
-    with open(schema_path(), encoding="utf-8") as f:
+    with open(schema_path(1), encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -39,7 +41,7 @@ def doc():
             y = (y * 0.5).sin()
         y.sum().backward()
 
-    d, _ = to_json(tpx_inspect.trace(step), inline=True)
+    d, _ = to_json(tpx_inspect.trace(step), inline=True, version=1)
     return json.loads(json.dumps(d))  # plain JSON types, as a parser gives them
 
 

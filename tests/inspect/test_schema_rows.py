@@ -1,6 +1,8 @@
 """The generated row checkers (``tpx_inspect._schema_rows``) against two references: the
 compiled schema's per-value ``why`` (the slow path that names the bad field) and
-``jsonschema``, on thousands of randomly damaged rows of every node column and of graphs."""
+``jsonschema``, on thousands of randomly damaged rows of every node column and of graphs (the
+node columns of format version 1, one entry per node; the structures of version 2, whose
+repeating columns are runs)."""
 
 from __future__ import annotations
 
@@ -23,21 +25,19 @@ ODD = [True, False, None, -1, 0, 1.5, 2.0, float(2**53), 2**53, "x", "float32", 
        {}, {"a": 1}, [[1]], [True], [None, [], "float32"], [0, [4], "float32", 4]]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def schema():
-    with open(schema_path(), encoding="utf-8") as f:
+def _schema(version: int) -> dict:
+    with open(schema_path(version), encoding="utf-8") as f:
         return json.load(f)
 
 
-@pytest.fixture(scope="module")
-def doc():
+def _doc(version: int) -> dict:
     x = tp.ones((2, 3), requires_grad=True)
 
     def step():
         y = (x * 0.5).sin()
         (y @ x.T).relu().sum().backward()
 
-    d, _ = to_json(tpx_inspect.trace(step), inline=True)
+    d, _ = to_json(tpx_inspect.trace(step), inline=True, version=version)
     return json.loads(json.dumps(d))
 
 
@@ -77,14 +77,21 @@ def _integral_float(x) -> bool:
     return any(_integral_float(v) for v in items)
 
 
-@pytest.mark.parametrize(
-    "column", ["inputs", "saved", "shape", "params", "overrides", "graphs", "sources"]
-)
-def test_row_checkers_agree_with_the_slow_path_and_jsonschema(schema, doc, column):
+CASES = [
+    *((1, c) for c in ("inputs", "saved", "shape", "params", "overrides", "graphs", "sources")),
+    *((2, c) for c in ("inputs", "saved", "overrides", "graphs", "structures")),
+]
+
+
+@pytest.mark.parametrize(("version", "column"), CASES)
+def test_row_checkers_agree_with_the_slow_path_and_jsonschema(version, column):
+    schema, doc = _schema(version), _doc(version)
     defs = schema["$defs"]
     run = doc["runs"][0]
     if column == "graphs":
         item, rows = {"$ref": "#/$defs/graph"}, run["graphs"]
+    elif column == "structures":  # NOTE: the run columns inside: values and counts damaged
+        item, rows = {"$ref": "#/$defs/structure"}, run["structures"]
     elif column == "sources":
         item = defs["structure"]["properties"]["sources"]["items"]
         rows = run["structures"][0]["sources"] or [["f.py", 1, "f"]]
@@ -102,7 +109,7 @@ def test_row_checkers_agree_with_the_slow_path_and_jsonschema(schema, doc, colum
     )
     # NOTE: keys the schema does not declare are tolerated by the loader (a newer minor)
     reference = jsonschema.Draft202012Validator(_tolerant({"$defs": defs, **item}))
-    rng = random.Random(column)
+    rng = random.Random(f"{column}{version}")
     assert every(rows) and all(rule.why(r) is None for r in rows)
     refused = 0
     for _ in range(600):

@@ -46,22 +46,27 @@ def _as_header(head):
     ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    """A trace of two captures (the second one ended by an error) with awkward strings."""
+@pytest.fixture(scope="module", params=[2, 1], ids=["version 2", "version 1"])
+def two_runs(tmp_path_factory, request):
+    """A trace of two captures (the second one ended by an error) with awkward strings, in
+    the current format and in version 1."""
     a, b = _chain(30), _chain(20, name='b "structures": [')
     err = tpx_inspect.records.ErrorInfo("ValueError", 'bad ] { "graphs": [', 'tb \\ "')
     runs = (a.runs[0], dataclasses.replace(b.runs[0], id=1, status="error", error=err))
     trace = dataclasses.replace(a, runs=runs)
     path = str(tmp_path_factory.mktemp("header") / "two.json")
-    save(trace, path)
+    save(trace, path, version=request.param)
     return path
 
 
 def test_the_header_says_what_a_full_load_says(two_runs):
     head, trace = read_header(two_runs), load(two_runs)
     assert _as_header(head) == _as_loaded(trace)
-    assert head.version == 1 and head.meta == trace.meta and head.modified > 0
+    with open(two_runs, encoding="utf-8") as f:
+        version = json.load(f)["version"]
+    assert (
+        head.version == trace.version == version and head.meta == trace.meta and head.modified > 0
+    )
     assert head.nodes == sum(len(g.nodes) for g in trace.graphs) and len(head.graphs) == 4
 
 
@@ -85,7 +90,8 @@ def test_indented_json_and_keys_named_like_the_bulk(two_runs, tmp_path):
     doc = json.loads(Path(two_runs).read_bytes())
     doc["meta"]["functions"] = {"f": {"path": "m:f", "structures": [1, [2]], "arrays": {}}}
     params = doc["runs"][0]["structures"][0]["nodes"]["params"]
-    params[3] = {"structures": ['x\\"]'], "s": '"structures": [', "t": "\\\\", "arrays": "{"}
+    params = params["values"] if isinstance(params, dict) else params  # NOTE: version 2: runs
+    params[-1] = {"structures": ['x\\"]'], "s": '"structures": [', "t": "\\\\", "arrays": "{"}
     path = tmp_path / "pretty.json"
     path.write_text(json.dumps(doc, indent=1))
     shutil.copy(two_runs[: -len(".json")] + ".npz", tmp_path / "two.npz")

@@ -34,7 +34,7 @@ def test_damage_past_the_header_shows_once_the_run_is_opened(runs_dir, tmp_path)
     shutil.copytree(runs_dir / "scoped", tmp_path / "served" / "damaged")
     folder = tmp_path / "served" / "damaged"
     doc = json.loads((folder / "trace.json").read_text())
-    doc["runs"][0]["structures"][0]["nodes"]["kind"][1] = "node"  # not a node kind
+    doc["runs"][0]["structures"][0]["nodes"]["kind"]["values"][1] = "node"  # not a node kind
     (folder / "trace.json").write_text(json.dumps(doc))
     client = TestClient(create_app([tmp_path / "served"]))
     assert client.get("/api/runs").json()[0]["status"] == "ok"  # the header is fine
