@@ -263,7 +263,7 @@ def _executed(b: Any, index: dict) -> dict[int, tuple]:
         return {}
     out = {}
     gins = b.gins
-    # NOTE: capture._Backward.runs written out: six items per node run, read by one zip
+    # NOTE: BackwardRecords.runs written out: six items per node run, read by one zip
     ex = iter(b.executed)
     for pos, (node, g, lo, hi, seconds, freed) in enumerate(zip(ex, ex, ex, ex, ex, ex)):
         i = index.get(node)

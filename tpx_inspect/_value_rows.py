@@ -302,7 +302,7 @@ def _list_accumulations(vals: ValueList, b: Any, index: dict) -> list[int]:
             seq += (g, g)
             owns += (False, False)
     get = index.get
-    acc = iter(b.accs)  # NOTE: capture._Backward.sums written out: four items each
+    acc = iter(b.accs)  # NOTE: BackwardRecords.sums written out: four items each
     for target, contribution, total, source in zip(acc, acc, acc, acc):
         i = get(target)
         if i is not None:

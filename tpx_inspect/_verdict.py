@@ -20,8 +20,9 @@ from tpx_inspect.summary import is_finite
 
 
 def step_finite(b: Any, pending: Any, builder: Any) -> bool:
-    """Whether backward ``b`` (a ``capture._Backward``) saw no NaN/Inf in a gradient or a
-    root's value; ``pending`` maps nodes to their pending records (see ``_pending``)."""
+    """Whether backward ``b`` (a ``_backward_records.BackwardRecords``) saw no NaN/Inf in a
+    gradient or a root's value; ``pending`` maps nodes to their pending records (see
+    ``_pending``)."""
     if lazy_record(list(b.roots), pending, b):
         return _lazy_finite(b, pending, builder)
     with np.errstate(over="ignore", invalid="ignore"):  # see finite_floats
@@ -39,21 +40,42 @@ def _grads_finite(grads: list) -> bool:
     seen: set[int] = set()
     native, ndarray, isfinite = observe.native, np.ndarray, math.isfinite
     for g in grads:
-        # NOTE: a gradient passed on unchanged (add's rule) reaches several nodes: each
-        # object is tested once (all are held by the capture: their ids are distinct)
-        key = id(g)
+        a = native(g)
+        if a.__class__ is not ndarray:
+            if id(g) not in seen:
+                seen.add(id(g))
+                if not is_finite(g):
+                    return False
+            continue
+        # NOTE: each memory tested once: a gradient passed on unchanged (add's rule) reaches
+        # several nodes, and a leaf's gradient may be a transposed view of the whole of its
+        # producer's (all are held by the capture: their ids are distinct)
+        key = _memory(a)
         if key in seen:
             continue
         seen.add(key)
-        a = native(g)
-        if a.__class__ is ndarray:
-            if a.dtype.kind == "f":  # NOTE: finite_floats written out (a call per gradient)
-                flat = a.ravel("K")
-                if not isfinite(flat.dot(flat)) and not np.isfinite(a).all():
-                    return False
-        elif not is_finite(g):
-            return False
+        if a.dtype.kind == "f":  # NOTE: finite_floats written out (a call per gradient)
+            flat = a.ravel("K")
+            if not isfinite(flat.dot(flat)) and not np.isfinite(a).all():
+                return False
     return True
+
+
+def _memory(a: np.ndarray) -> int:
+    """``id`` of the array whose elements ``a`` holds: its base when ``a`` is a contiguous
+    view of the whole of it with the same dtype (e.g. a transposed gradient), else ``a``."""
+    base = a.base
+    if (
+        base is not None
+        and base.__class__ is np.ndarray
+        and base.base is None  # NOTE: owns its memory: contiguous, no other offset
+        and (base.flags.c_contiguous or base.flags.f_contiguous)
+        and a.nbytes == base.nbytes
+        and a.dtype == base.dtype
+        and (a.flags.c_contiguous or a.flags.f_contiguous)
+    ):
+        return id(base)
+    return id(a)
 
 
 def _value_finite(p: tuple, node: Any) -> bool:

@@ -18,7 +18,7 @@ import tpx_inspect
 from tests.helpers.scripts import train_mlp_steps
 from tests.inspect._reference_stats import reference_stats_row
 from tpx_inspect import _batch_stats, _lazy, _pending
-from tpx_inspect._verdict import finite_floats
+from tpx_inspect._verdict import _grads_finite, _memory, finite_floats
 from tpx_inspect.records import Trace
 from tpx_inspect.summary import stats_row
 
@@ -135,6 +135,34 @@ def test_finite_floats_on_transposed_and_strided_gradients() -> None:
                 b = a.copy(order="K") if a.flags.forc else a.copy()
                 b[pos] = bad
                 assert not finite_floats(b), (b.flags.f_contiguous, pos, bad)
+
+
+def test_gradients_sharing_memory_are_tested_once_and_nothing_else_is_skipped() -> None:
+    base = RNG.standard_normal((6, 4)).astype(np.float32)
+    same = {"base": base, "transposed": base.T, "reshaped": base.reshape(24)}
+    other = {
+        "rows": base[::2],
+        "first_rows": base[:3],
+        "reinterpreted": base.view(np.int32),
+        "as_float64": base.view(np.float64),
+        "copy": base.T.copy(),
+    }
+    assert {_memory(a) for a in same.values()} == {id(base)}
+    assert all(_memory(a) == id(a) for a in other.values())
+    # NOTE: a NaN only in memory seen through a skipped view is still found by the other
+    for pos in [(0, 0), (5, 3), (2, 1)]:
+        bad = base.copy()
+        bad[pos] = np.nan
+        for first in (bad, bad.T):
+            second = bad.T if first is bad else bad
+            assert not _grads_finite([first, second])
+        # NOTE: a view of part of the memory is tested on its own, and never stands in for
+        # the whole: the NaN outside it is still found when the whole comes after it
+        for part in (bad[::2], bad[:3], bad[3:], bad.view(np.int32)):
+            listed = [part, bad]
+            assert not _grads_finite(listed)
+            alone = part.dtype.kind != "f" or np.isfinite(part).all()
+            assert _grads_finite(listed[:1]) == alone
 
 
 def _old_way(monkeypatch: pytest.MonkeyPatch) -> None:
