@@ -51,7 +51,7 @@ def _grads_finite(grads: list) -> bool:
         # NOTE: each memory tested once: a gradient passed on unchanged (add's rule) reaches
         # several nodes, and a leaf's gradient may be a transposed view of the whole of its
         # producer's (all are held by the capture: their ids are distinct)
-        key = _memory(a)
+        key = id(a) if a.base is None else _memory(a)  # NOTE: most own their memory
         if key in seen:
             continue
         seen.add(key)

@@ -130,11 +130,12 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
     if kind != "f":
         zeros = float(flat.size - np.count_nonzero(flat))
         return _moments(flat.astype(np.float64), 0.0, 0.0, zeros), head
-    # NOTE: one float64 copy serves the zero count (faster on float64 than on float32), the
-    # sum and the sum of squares (a BLAS dot); a finite sum proves there is no NaN/Inf, so
-    # the NaN/Inf counts are only made when it is not finite
+    # NOTE: one float64 copy serves the sum and the squares; a finite sum proves there is no
+    # NaN/Inf, so the NaN/Inf counts are only made when it is not
     f64 = flat if flat.dtype == np.float64 else flat.astype(np.float64)
-    zeros = float(flat.size - np.count_nonzero(f64))
+    # NOTE: count_nonzero of a float array tests element by element; of a bool array (made
+    # by a vectorized compare) it counts in blocks: about twice as fast in all
+    zeros = float(np.count_nonzero(flat == 0))
     total = float(np.add.reduce(f64))
     if math.isfinite(total):
         lo, hi = float(np.minimum.reduce(flat)), float(np.maximum.reduce(flat))
@@ -154,7 +155,8 @@ def stats_row(a: np.ndarray, preview: int = PREVIEW) -> tuple[list[float], tuple
 def _head(a: np.ndarray, kind: str, preview: int) -> tuple[float, ...]:
     if not preview or kind == "c":
         return ()
-    first = a.flat[:preview].tolist()
+    # NOTE: a.flat reads a C-ordered array slowly (an iterator); ravel() is a view of it
+    first = (a.ravel() if a.flags.c_contiguous else a.flat)[:preview].tolist()
     return tuple(first) if kind == "f" else tuple([float(v) for v in first])
 
 
