@@ -14,7 +14,6 @@ import functools
 import os
 import threading
 import traceback
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -36,7 +35,6 @@ from tpx_inspect.summary import summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
-ref = weakref.ref
 p10_tensor = observe.p10_tensor
 _NUMBERS = (float, int, bool, complex)
 
@@ -240,16 +238,21 @@ class Capture:
             for x, e in zip(inputs, node.edges)
         ]
         seconds = seconds if self.timing else 0.0
+        pmap = self._pending
         if wanted:
             b = self._builder
             record = frozen_record(
-                seconds, output.p10, consts, node.saved, step, b.keep, b.stats, node.out_meta
-            )
+                seconds, output.p10, consts, node.saved, step, b.keep, b.stats, node.out_meta,
+                pmap.token,
+            )  # fmt: skip
         else:
-            record = pending_record(seconds, output.p10, consts, node.saved, step)
-        # NOTE: NodeMap.__setitem__ written out; one dict store: atomic, no lock needed
-        pmap = self._pending
-        pmap.data[ref(node, pmap.drop)] = record
+            record = pending_record(seconds, output.p10, consts, node.saved, step, pmap.token)
+        # NOTE: NodeMap.__setitem__ written out: the node's slot (it goes with the node: no
+        # weak reference, no callback), unless another observer holds it; atomic, no lock
+        if node.observed is None:
+            node.observed = record
+        else:
+            pmap[node] = record
         if self._live is not None:
             self._live.forward(node, output)
 
