@@ -225,3 +225,24 @@ def test_the_json_is_written_with_the_sidecar_it_names(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError):
         tpx_inspect.save(trace, str(tmp_path / "t.json"), sidecar="no/such/folder.npz")
     assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize("thread", [True, False])
+def test_a_save_that_fails_after_the_first_members_writes_nothing(tmp_path, monkeypatch, thread):
+    """The run tables go to the writer before the values' arrays are made; a failure then
+    leaves no sidecar (nor its temporary file) and no JSON, with or without a thread."""
+    trace = _steps("all")
+
+    def fail(values, arrays):
+        raise MemoryError("planted")
+
+    monkeypatch.setattr("tpx_inspect.format.values_arrays", fail)
+    if not thread:
+        monkeypatch.setattr(_sidecar_write.threading.Thread, "start", _refuse)
+    with pytest.raises(MemoryError, match="planted"):
+        tpx_inspect.save(trace, str(tmp_path / "t.json"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def _refuse(self):
+    raise RuntimeError("can't start new thread")
