@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import struct
 import zipfile
 
@@ -246,3 +247,25 @@ def test_a_save_that_fails_after_the_first_members_writes_nothing(tmp_path, monk
 
 def _refuse(self):
     raise RuntimeError("can't start new thread")
+
+
+def test_the_prefetched_sidecar_is_used_only_when_the_trace_names_it(tmp_path, monkeypatch):
+    """load() reads and hashes the usual sidecar (t.json -> t.npz) while it parses the JSON; a
+    trace naming another sidecar (a checkpoint's) reads that one, whatever t.npz holds."""
+    from tpx_inspect import _sidecar_read
+
+    trace, other = _steps("all"), _steps("small", "nonfinite")
+    path = str(tmp_path / "t.json")
+    tpx_inspect.save(other, path)  # NOTE: t.npz: another trace's sidecar
+    tpx_inspect.save(trace, path, sidecar="named.npz")
+    reads = []
+    real = _sidecar_read.read_regular
+    monkeypatch.setattr(_sidecar_read, "read_regular", lambda p, *a: reads.append(p) or real(p, *a))
+    _same(_content(trace), _content(tpx_inspect.load(path)))
+    assert sorted(map(os.path.basename, reads)) == ["named.npz", "t.npz"]  # NOTE: t.npz unused
+    reads.clear()
+    tpx_inspect.save(trace, path)
+    _same(_content(trace), _content(tpx_inspect.load(path)))
+    assert list(map(os.path.basename, reads)) == ["t.npz"]  # NOTE: read once, on the thread
+    monkeypatch.setattr(_sidecar_read.threading.Thread, "start", _refuse)
+    _same(_content(trace), _content(tpx_inspect.load(path)))
