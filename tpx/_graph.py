@@ -186,12 +186,30 @@ class Node:
 
     Nodes are plain classes: what most nodes never set (hooks, a retained tensor, ...) is a
     class-level default, so recording a node writes only the few fields it has.
+
+    ``observed`` is the observers' slot (see :func:`tpx.add_observer`): TPX never reads or
+    writes it; an observer may store there what it records of the node (typically in
+    ``on_node_forward``) and read it back in later events. It goes when the node goes, so an
+    observer needs no map of nodes to forget them. Unset it reads ``None`` (a class-level
+    default: a node that no observer touches pays nothing). One slot for all observers: an
+    observer that finds it set by another keeps its own record elsewhere, and marks what it
+    stores so that it recognises its own.
+
+    >>> import tpx as tp
+    >>> class Mark:
+    ...     def on_node_forward(self, node, inputs, output, seconds):
+    ...         node.observed = ("mark", node.op.value)
+    >>> with tp.add_observer(Mark()):
+    ...     y = tp.ones(2, requires_grad=True) * 3
+    >>> y.grad_fn.observed, (y * 2).grad_fn.observed
+    (('mark', 'mul'), None)
     """
 
     _hooks: list | None = None
     _pre_hooks: list | None = None
     tensor_hooks: list | None = None
     retain: Any = None
+    observed: Any = None
     seq: int
 
     def register_prehook(self, fn: Callable[[Any, Any], Any]) -> Handle:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import weakref
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -27,6 +26,7 @@ from tpx_inspect.records import (
 )
 
 _seq = attrgetter("seq")
+_observed = attrgetter("observed")
 _TEMPLATE_FIELDS = (("op", 1), ("name", 2), ("scope", 3), ("source", 4), ("shape", 6), ("dtype", 7))
 
 
@@ -243,20 +243,25 @@ def _shape_json(shapes: dict[tuple, list[int]], shape: tuple) -> list[int]:
 
 
 def _pending_of(raw: list, pending: Any) -> list:
-    """``pending.get(n)`` for each node, read once (a WeakKeyDictionary lookup is slow), each
-    record :func:`~tpx_inspect._pending.completed` and stored back (its saved metadata read
-    once, the node's saved values then let go)."""
-    if not isinstance(pending, (weakref.WeakKeyDictionary, NodeMap)):
+    """``pending.get(n)`` for each node, read once, each record
+    :func:`~tpx_inspect._pending.completed` and stored back (its saved metadata read once, the
+    node's saved values then let go)."""
+    if not isinstance(pending, NodeMap):
         return [completed(p) if p is not None else None for p in map(pending.get, raw)]
-    data, ref = pending.data, weakref.ref  # NOTE: both key a dict by weak references
-    out = []
-    for n in raw:
-        key = ref(n)
-        p = data.get(key)
-        if p is not None and p[3] is None:  # NOTE: completed() written out (p[3]: SAVED)
-            end = 6 + p[5]  # CONSTS + k: the saved values follow the constants
-            p = data[key] = (p[0], p[1], p[2], saved_meta(p[end:]), *p[4:end])
-        out.append(p)  # NOTE: the dict keeps its own key (with its callback)
+    token = pending.token
+    out = list(map(_observed, raw))  # NOTE: the records in the nodes' slots, read in C
+    for i, p in enumerate(out):
+        # NOTE: NodeMap.get written out for a record in the slot (p[5]: OWNER)
+        if p is None or p.__class__ is not tuple or len(p) < 7 or p[5] is not token:
+            p = out[i] = pending.get(raw[i])
+            if p is None:
+                continue
+            if p[3] is None:
+                p = out[i] = completed(p)
+                pending[raw[i]] = p
+        elif p[3] is None:  # NOTE: completed() written out (p[3]: SAVED)
+            end = 7 + p[6]  # CONSTS + k: the saved values follow the constants
+            p = out[i] = raw[i].observed = (p[0], p[1], p[2], saved_meta(p[end:]), *p[4:end])
     return out
 
 

@@ -66,7 +66,7 @@ def record_values(order: list, pending: Any, b: Any) -> list[Any]:
         if n.__class__ is AccumulateGrad:
             out.append(n.variable)
         elif p is not None:
-            out.extend([p[2] if p[1] is None else p[1], *p[6 : 6 + p[5]]])  # value_of, consts_of
+            out.extend([p[2] if p[1] is None else p[1], *p[7 : 7 + p[6]]])  # value_of, consts_of
     if b is not None:
         for _node, g, gins, _, _ in b.runs():
             out.extend([g, *gins])

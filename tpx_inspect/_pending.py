@@ -7,6 +7,7 @@ larger one. Everything else is read when the graph is built (``_build``).
 
 from __future__ import annotations
 
+import gc
 import math
 import weakref
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import p10
-from tpx import observe
+from tpx import Node, observe
 from tpx_inspect._batch_stats import BATCHED
 from tpx_inspect._lazy import is_lazy, snapshot
 from tpx_inspect.summary import dtype_name, stats_row, to_numpy
@@ -60,17 +61,21 @@ def saved_meta(saved: tuple | None) -> tuple:
 # NOTE: a pending record is a plain tuple, not a class instance, and one object per node (its
 # constants and saved values are its last items, not tuples of their own); of a kept step, it
 # holds only atoms and NumPy arrays, so the cyclic GC stops tracking it at its first collection
-SECONDS, OUT, RAW, SAVED, STEP, N_CONSTS, CONSTS = range(7)
-"""``(seconds, out, raw, saved, step, k, *consts, *saved values)``: the forward's seconds;
+SECONDS, OUT, RAW, SAVED, STEP, OWNER, N_CONSTS, CONSTS = range(8)
+"""``(seconds, out, raw, saved, step, owner, k, *consts, *saved values)``: the forward's seconds;
 ``out`` the output as frozen (see :func:`frozen_record`), None when not frozen; ``raw`` the live P10
 output when not frozen, else None; ``saved`` the :func:`saved_meta` of what the node saved, None
 until read (see :func:`completed`), and until then the saved values themselves follow the
-constants; ``step`` the capture's step at forward time; from ``CONSTS`` on, ``k`` items: per
+constants; ``step`` the capture's step at forward time; ``owner`` the :class:`NodeMap`'s token
+(a record in a node's ``observed`` slot is the map's own only if it holds its token); from
+``CONSTS`` on, ``k`` items: per
 input edge, the input when it is no node's output (a constant), else None (see
 :func:`consts_of`)."""
 
 
-def pending_record(seconds: float, raw: Any, consts: list, saved: Any, step: int) -> tuple:
+def pending_record(
+    seconds: float, raw: Any, consts: list, saved: Any, step: int, owner: Any = None
+) -> tuple:
     """The pending record of one node of a step not kept (see ``SECONDS``): ``raw`` its live
     P10 output, ``consts`` per input edge, ``saved`` the node's saved tuple (or None).
 
@@ -80,12 +85,12 @@ def pending_record(seconds: float, raw: Any, consts: list, saved: Any, step: int
     >>> [s[:4] for s in completed(p)[SAVED]], value_of(p) is observe.p10_tensor(y), consts_of(p)
     ([(1, (), 'float32', 4)], True, (None, 2))
     """
-    return (seconds, None, raw, None, step, len(consts), *consts, *(saved or ()))
+    return (seconds, None, raw, None, step, owner, len(consts), *consts, *(saved or ()))
 
 
 def frozen_record(
     seconds: float, raw: Any, consts: list, saved: Any, step: int, keep: Callable[[Any], bool],
-    stats: bool = True, meta: Any = None,
+    stats: bool = True, meta: Any = None, owner: Any = None,
 ) -> tuple:  # fmt: skip
     """The pending record of one node of a kept step: its output and constants summarized
     (and small values copied) now, before anything can write into them; without ``stats``,
@@ -103,7 +108,8 @@ def frozen_record(
     if a.__class__ is not np.ndarray:
         if is_lazy(raw):
             consts = [snapshot(c) for c in consts]
-            return (seconds, None, snapshot(raw), None, step, len(consts), *consts, *(saved or ()))
+            k = len(consts)
+            return (seconds, None, snapshot(raw), None, step, owner, k, *consts, *(saved or ()))
         out: Any = freeze_array(to_numpy(raw), keep, stats)
     else:
         dtype = None
@@ -119,18 +125,18 @@ def frozen_record(
             consts = _freeze_consts(consts, keep, stats)
             break
     if not saved:
-        return (seconds, out, None, None, step, len(consts), *consts)
+        return (seconds, out, None, None, step, owner, len(consts), *consts)
     # NOTE: a saved P10 value as its array (all that saved_meta reads of it; not tracked by the
     # cyclic GC); one backend per op: the output's (NumPy) is its inputs'
     held = [native(v) if v.__class__ is P10Tensor else v for v in saved]
-    return (seconds, out, None, None, step, len(consts), *consts, *held)
+    return (seconds, out, None, None, step, owner, len(consts), *consts, *held)
 
 
 def completed(p: tuple) -> tuple:
     """``p`` with its ``saved`` metadata (read from the saved values that follow the constants
     if not yet; the record then holds them no longer).
 
-    >>> completed((0.0, None, None, None, 0, 1, None))[SAVED]
+    >>> completed((0.0, None, None, None, 0, None, 1, None))[SAVED]
     ()
     """
     if p[SAVED] is not None:
@@ -203,43 +209,61 @@ class _Frozen:
 
 
 class NodeMap:
-    """``{node: pending record}`` holding the nodes weakly: an entry goes when its node is freed.
-
-    A dict keyed by weak references, as ``weakref.WeakKeyDictionary`` keeps, without its
-    Python-level ``__setitem__``, which cost more than the rest of a forward event.
+    """``{node: pending record}``: the record in the node's ``observed`` slot (see
+    ``tpx.Node``), so it goes with its node; where another observer holds the slot, in a dict
+    keyed by weak references (an entry goes when its node is freed). A record in a slot is
+    this map's own only if it holds the map's ``token`` (see ``OWNER``): a node recorded under
+    another capture reads as absent.
 
     >>> import tpx as tp
-    >>> from tpx import observe
+    >>> from tpx import Node, observe
     >>> m = NodeMap(); y = tp.ones(2, requires_grad=True) * 2; node = observe.grad_node(y)
-    >>> m[node] = "p"; (node in m, m.get(node), len(m))
-    (True, 'p', 1)
+    >>> m[node] = pending_record(0.0, None, [], None, 0, m.token)
+    >>> (node in m, m.get(node)[STEP], len(m), NodeMap().get(node))
+    (True, 0, 1, None)
     >>> del y, node; len(m)
     0
     """
 
-    __slots__ = ("data", "drop")
+    __slots__ = ("data", "drop", "token")
 
     def __init__(self) -> None:
         data: dict[weakref.ref, Any] = {}
         self.data = data
         self.drop = lambda r: data.pop(r, None)  # the callback of each key
+        # NOTE: a plain object(): not tracked by the cyclic GC, so neither is a record holding it
+        self.token = object()
 
     def __setitem__(self, node: Any, value: Any) -> None:
-        self.data[weakref.ref(node, self.drop)] = value
+        if node.observed is None or self._owns(node.observed):
+            node.observed = value
+        else:
+            self.data[weakref.ref(node, self.drop)] = value
 
     def get(self, node: Any, default: Any = None) -> Any:
+        p = getattr(node, "observed", None)  # NOTE: a leaf's node has the slot too
+        if p is not None and self._owns(p):
+            return p
+        if not self.data:
+            return default
         return self.data.get(weakref.ref(node), default)
 
+    def _owns(self, p: Any) -> bool:
+        return p.__class__ is tuple and len(p) > OWNER and p[OWNER] is self.token
+
     def __contains__(self, node: Any) -> bool:
-        return weakref.ref(node) in self.data
+        return self.get(node) is not None
 
     def __len__(self) -> int:
-        return len(self.data)
+        return len(self.items())
 
     def items(self) -> list[tuple[Any, Any]]:
-        """The entries whose node is alive (a list: a snapshot)."""
+        """The entries whose node is alive (a list: a snapshot). Slow: it looks for the
+        nodes among all objects the cyclic GC tracks (only an error's partial graph asks)."""
         pairs = [(r(), v) for r, v in self.data.copy().items()]
-        return [(n, v) for n, v in pairs if n is not None]
+        out = [(n, v) for n, v in pairs if n is not None]
+        nodes = [o for o in gc.get_objects() if isinstance(o, Node)]
+        return out + [(n, n.observed) for n in nodes if self._owns(n.observed)]
 
 
 def snapshot_dtype(meta: tuple) -> Any:

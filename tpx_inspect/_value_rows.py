@@ -286,8 +286,8 @@ def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) ->
         if full and not leaf:
             gins = e[1] if e is not None else ()
             k = len(gins)
-            for j in range(len(n.edges)):  # NOTE: p[6 + j]: a constant (see _pending.CONSTS)
-                seq += (gins[j] if j < k else None, p[6 + j] if p is not None else None)
+            for j in range(len(n.edges)):  # NOTE: p[7 + j]: a constant (see _pending.CONSTS)
+                seq += (gins[j] if j < k else None, p[7 + j] if p is not None else None)
                 owns += (False, own)  # NOTE: a constant frozen with the output is a copy too
     return starts, meta, times
 
