@@ -133,26 +133,28 @@ def derive(ids: np.ndarray, plen: np.ndarray, arrays: dict[str, np.ndarray]) -> 
     the values ``ids`` of the ``values.*`` arrays, each ``plen`` long; TraceFormatError if a
     length is more than its value's size or a value has no float preview (a string)."""
     index = arrays["values.index"]
-    codes, offsets, sizes = index[ids, 0], index[ids, 1], index[ids, 2]
+    if len(ids) != len(index) or not np.array_equal(ids, np.arange(len(ids))):
+        index = index[ids]  # NOTE: else every value in order (a whole capture): no gather
+    codes, offsets, sizes = index[:, 0], index[:, 1], index[:, 2]
     if len(ids) and (plen > sizes).any():
         raise TraceFormatError("a summary's preview length is more than its value's size")
-    want = np.arange(PREVIEW) < plen[:, None]
     dtypes = len(arrays["values.dtypes"])
-    out = None if dtypes == 1 else np.full((len(ids), PREVIEW), np.nan)
+    out = np.full((len(ids), PREVIEW), np.nan)
     for c in range(dtypes):
-        mine = slice(None) if out is None else codes == c
-        where = want[mine]
-        if not where.any():
+        mine = slice(None) if dtypes == 1 else np.flatnonzero(codes == c)
+        lengths = plen[mine]
+        if not len(lengths) or not lengths.any():
             continue
         buf = arrays[f"values.{c}"]
         if buf.dtype.kind not in "fiub":
             raise TraceFormatError(f"values of dtype {buf.dtype} have no float preview")
-        # NOTE: positions past a value's preview read its first element, or the buffer's last
-        # (an empty value at its end): any element would do, they are not kept
-        at = offsets[mine][:, None] + np.where(where, np.arange(PREVIEW), 0)
+        # NOTE: the PREVIEW elements from each value's start, gathered at once; those past its
+        # preview (another value's, or clipped at the buffer's end) are then set to NaN
+        at = offsets[mine][:, None] + np.arange(PREVIEW)
         np.minimum(at, len(buf) - 1, out=at)
-        made = np.where(where, buf[at], np.nan).astype(np.float64, copy=False)
-        if out is None:  # NOTE: one dtype: the table made at once, no copy into another
+        made = buf[at].astype(np.float64, copy=False)
+        np.putmask(made, np.arange(PREVIEW) >= lengths[:, None], np.nan)
+        if dtypes == 1:
             return made
         out[mine] = made
-    return out if out is not None else np.full((len(ids), PREVIEW), np.nan)
+    return out

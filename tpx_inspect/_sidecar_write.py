@@ -161,7 +161,11 @@ def values_arrays(values: list[np.ndarray], arrays: dict) -> None:
     # passes over the list (attrgetter, dicts of the distinct ones) and NumPy over columns
     n = len(values)
     shape_of, shape_list = _distinct(list(map(_SHAPE, values)), n)
-    dtype_of, dtype_list = _distinct(list(map(_DTYPE, values)), n)
+    kinds = set(map(_DTYPE, values))  # NOTE: one dtype (most traces): no list, no numbering
+    one = len(kinds) == 1
+    dtype_of, dtype_list = (
+        (np.zeros(n, np.int64), [*kinds]) if one else _distinct([*map(_DTYPE, values)], n)
+    )
     dtypes = sorted({d.str for d in dtype_list})
     codes = np.array([dtypes.index(d.str) for d in dtype_list], np.int64)[dtype_of]
     sizes = np.array(list(map(math.prod, shape_list)), np.int64)[shape_of]
