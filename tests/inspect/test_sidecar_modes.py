@@ -21,7 +21,7 @@ import pytest
 import tpx as tp
 import tpx_inspect
 from tpx_inspect import _json, _sidecar_write, _zip_write
-from tpx_inspect.format import TABLES
+from tpx_inspect.format import TABLES, to_json
 
 MODES = (None, True, False)
 
@@ -269,3 +269,21 @@ def test_the_prefetched_sidecar_is_used_only_when_the_trace_names_it(tmp_path, m
     assert list(map(os.path.basename, reads)) == ["t.npz"]  # NOTE: read once, on the thread
     monkeypatch.setattr(_sidecar_read.threading.Thread, "start", _refuse)
     _same(_content(trace), _content(tpx_inspect.load(path)))
+
+
+def test_twelve_runs_are_written_in_the_members_sorted_order(tmp_path):
+    """The writer gets the run tables before the values: with r10 sorting before r2, the
+    sidecar still holds every member in sorted order (what to_json gives) and loads the same."""
+    trace = _steps("all")
+    run = trace.runs[0]
+    runs = tuple(
+        dataclasses.replace(
+            run, id=k, graphs=tuple(dataclasses.replace(g, run=k) for g in run.graphs)
+        )
+        for k in range(12)
+    )
+    big = dataclasses.replace(trace, runs=runs)
+    path, side = tpx_inspect.save(big, str(tmp_path / "t.json"))
+    names = zipfile.ZipFile(side).namelist()
+    assert names == sorted(names) == [k + ".npy" for k in sorted(to_json(big)[1])]
+    _same(_content(big), _content(tpx_inspect.load(path)))
