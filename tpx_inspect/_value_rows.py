@@ -11,8 +11,8 @@ with NumPy. A value's row is the position of its first appearance among the dist
 from __future__ import annotations
 
 import math
-from itertools import count, repeat
-from operator import attrgetter
+from itertools import chain, count, repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -28,30 +28,47 @@ _NONE = id(None)
 
 class ValueList:
     """The values of one graph record, listed with their ``own`` flags (an ndarray that is
-    the capture's private copy, see ``_pending.freeze_value``, kept without another copy)."""
+    the capture's private copy, see ``_pending.freeze_value``, kept without another copy;
+    for an output kept as bytes, its ``(shape, dtype)``). ``pos``: where each listed value
+    stands in the record's reading order (node by node: output, gradient, then per edge its
+    gradient and constant; then the accumulations), when they are listed column by column;
+    values listed after ``pos`` ends follow in order."""
 
     def __init__(self) -> None:
         self.seq: list[Any] = []
-        self.owns: list[bool] = []
+        self.owns: list[Any] = []
+        self.pos = np.empty(0, np.int64)
 
     def rows(self) -> tuple[np.ndarray, list[Any], list[bool]]:
-        """The row of every listed value (-1 for None), and the distinct values with their
-        ``own`` flags, in row order."""
+        """The row of every value by its reading position (-1 for None), and the distinct
+        values with their ``own`` flags, in row order: a value's row is the rank of its first
+        reading position among the distinct values'."""
         seq = self.seq
-        ids = np.fromiter(map(id, seq), np.int64, len(seq))
-        uniq, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        none = np.searchsorted(uniq, _NONE)
-        has_none = none < len(uniq) and uniq[none] == _NONE
-        if has_none:
-            first[none] = len(seq)  # NOTE: sorts last, gets no row
-        order = np.argsort(first, kind="stable")
-        row_of = np.empty(len(uniq), np.int64)
-        row_of[order] = np.arange(len(uniq))
-        if has_none:
+        n = len(seq)
+        ids = np.fromiter(map(id, seq), np.int64, n)
+        pos = self.pos
+        if len(pos) < n:
+            pos = np.concatenate([pos, np.arange(len(pos), n)])
+        order = np.lexsort((pos, ids))  # NOTE: by value, each value's first reading first
+        sid = ids[order]
+        head = np.ones(n, bool)
+        head[1:] = sid[1:] != sid[:-1]
+        first = order[head]  # the list index of each distinct value's first reading
+        group = np.cumsum(head) - 1
+        fpos = pos[first]
+        none = np.flatnonzero(sid[head] == _NONE)
+        if len(none):
+            fpos[none] = n  # NOTE: sorts last, gets no row
+        rank = np.argsort(fpos, kind="stable")
+        row_of = np.empty(len(first), np.int64)
+        row_of[rank] = np.arange(len(first))
+        if len(none):
             row_of[none] = -1
-            order = order[:-1]
-        at = first[order].tolist()
-        return row_of[inverse], list(map(seq.__getitem__, at)), list(map(self.owns.__getitem__, at))
+            rank = rank[:-1]
+        rows = np.empty(n, np.int64)
+        rows[pos[order]] = row_of[group]
+        at = first[rank].tolist()
+        return rows, list(map(seq.__getitem__, at)), list(map(self.owns.__getitem__, at))
 
 
 class Summaries:
@@ -263,17 +280,17 @@ def value_tables(
     NaN or Inf (the caller then builds it in full)."""
     vals = ValueList()
     starts, meta, times = _list_nodes(vals, raw, pend, ex, full)
-    nodes_end = len(vals.seq)
+    nodes_end = len(vals.seq)  # NOTE: reading positions 0 .. nodes_end - 1 (see ValueList)
     accs = _list_accumulations(vals, b, index) if full else []
     rows, distinct, owns = vals.rows()
     t = Summaries(builder, full, distinct, owns)
     if not full and not t.finite():
         return None
     r = rows
-    s = np.array(starts, np.int64)
+    s = starts
     table = np.empty((len(starts), 4), np.int64)
     table[:, 0], table[:, 1] = r[s], r[s + 1]
-    table[:, 2:] = np.array(meta, np.int64).reshape(-1, 2)
+    table[:, 2:] = meta
     edge = np.ones(nodes_end, bool)
     edge[s], edge[s + 1] = False, False
     e = r[:nodes_end][edge]
@@ -282,51 +299,94 @@ def value_tables(
         acc[:, 2:] = r[nodes_end:].reshape(-1, 2)
     summaries, previews = t.summaries()
     return GraphTables(
-        summaries, previews, table, np.array(times, np.float64).reshape(-1, 2),
+        summaries, previews, table, times,
         np.ascontiguousarray(e[0::2]), np.ascontiguousarray(e[1::2]), acc,
     )  # fmt: skip
 
 
 def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) -> tuple:
-    """List each node's output and gradient, then (``full``) its input gradient and constant
-    per edge; returns where each node's values start, its (position, released) pair and its
-    (forward, backward) seconds, flat."""
-    seq, owns = vals.seq, vals.owns
-    starts: list[int] = []
-    meta: list[int] = []
-    times: list[float] = []
-    nan = math.nan
-    for i, n in enumerate(raw):
-        p = pend[i]
-        leaf = n.__class__ is AccumulateGrad
-        if leaf or p is None:
-            x, own = (n.variable if leaf else None), False
-        else:  # NOTE: _pending.value_of written out (a call per node); p: a pending record
-            x = p[1]  # OUT
-            own = x is not None
-            if not own:
-                x = p[2]  # RAW
-            elif x.__class__ is bytes:  # its (shape, dtype) in place of the flag (see _keep)
-                own = n.out_meta
-        starts.append(len(seq))
-        e = ex.get(i)
-        fwd = p[0] if p is not None else 0.0  # SECONDS
-        if e is None:
-            seq += (x, None)
-            meta += (-1, -1)
-            times += (fwd, nan)
-        else:
-            seq += (x, e[0])
-            meta += (e[4], e[4] if e[3] and p is not None and p[3] else -1)  # SAVED
-            times += (fwd, e[2])
-        owns += (own, False)
-        if full and not leaf:
-            gins = e[1] if e is not None else ()
-            k = len(gins)
-            for j in range(len(n.edges)):  # NOTE: p[7 + j]: a constant (see _pending.CONSTS)
-                seq += (gins[j] if j < k else None, p[7 + j] if p is not None else None)
-                owns += (False, own)  # NOTE: a constant frozen with the output is a copy too
+    """List the values of the nodes column by column (outputs, gradients, then with ``full``
+    each edge's input gradient and constant) with their reading positions (see
+    :class:`ValueList`); returns where each node's values start in reading order, its
+    (position, released) pair and its (forward, backward) seconds, as arrays."""
+    n = len(raw)
+    recs = [_NO_RECORD if p is None else p for p in pend]
+    runs = list(map(ex.get, range(n), repeat(_NO_RUN, n)))
+    outs, owns = _outputs(raw, pend, recs)
+    k = np.zeros(n, np.int64)
+    if full:
+        k = np.fromiter(map(len, map(_edges, raw)), np.int64, n)
+    starts = np.zeros(n, np.int64)
+    np.cumsum(2 + 2 * k[:-1], out=starts[1:])
+    vals.seq = outs + list(map(_first, runs))
+    vals.owns = owns + [False] * n
+    pos = [starts, starts + 1]
+    if full and k.any():
+        _list_edges(vals, raw, recs, runs, owns, k, starts, pos)
+    vals.pos = np.concatenate(pos)
+    at = np.fromiter(map(_at, runs), np.int64, n)
+    freed = np.fromiter(map(_freed, runs), bool, n)
+    saved = np.fromiter(map(bool, map(_saved, recs)), bool, n)  # NOTE: _pending.SAVED
+    meta = np.stack([at, np.where(freed & saved, at, -1)], axis=1)
+    times = np.stack(
+        [np.fromiter(map(_seconds, recs), np.float64, n), np.fromiter(map(_ran, runs), float, n)],
+        axis=1,
+    )
     return starts, meta, times
+
+
+def _outputs(raw: list, pend: list, recs: list) -> tuple[list, list]:
+    """Each node's output as the record holds it (``_pending.value_of``; a leaf's variable)
+    and its ``own`` flag: True for the capture's copy, the ``(shape, dtype)`` of one kept as
+    bytes (see ``Summaries``)."""
+    outs = list(map(_out, recs))
+    owns: list[Any] = list(map(_is_not_none, outs))
+    kinds = np.fromiter(map(_KINDS.get, map(type, outs), repeat(2, len(outs))), np.int8)
+    for i in np.flatnonzero(kinds == 0).tolist():
+        owns[i] = raw[i].out_meta
+    for i in np.flatnonzero(np.fromiter(map(id, outs), np.int64, len(outs)) == _NONE).tolist():
+        n, p = raw[i], pend[i]
+        if n.__class__ is AccumulateGrad:
+            outs[i] = n.variable
+        elif p is not None:
+            outs[i] = p[2]  # RAW: the live P10 output (a step not frozen)
+    return outs, owns
+
+
+def _list_edges(
+    vals: ValueList, raw: list, recs: list, runs: list, owns: list, k: np.ndarray,
+    starts: np.ndarray, pos: list,
+) -> None:  # fmt: skip
+    """Each edge's input gradient and constant (None where the node did not run or has no
+    record), with the output's ``own`` flag for the constant (frozen with it)."""
+    gins = list(map(_gins, runs))
+    consts = [p[7 : 7 + p[6]] for p in recs]  # NOTE: _pending.consts_of, per node
+    lens = np.fromiter(map(len, gins), np.int64, len(gins))
+    for i in np.flatnonzero(lens != k).tolist():
+        gins[i] = (*gins[i], *(None,) * int(k[i]))[: k[i]]
+    lens = np.fromiter(map(len, consts), np.int64, len(consts))
+    for i in np.flatnonzero(lens != k).tolist():
+        consts[i] = (*consts[i], *(None,) * int(k[i]))[: k[i]]
+    m = int(k.sum())
+    edge = np.repeat(starts + 2, k) + 2 * (np.arange(m) - np.repeat(np.cumsum(k) - k, k))
+    vals.seq += chain.from_iterable(gins)
+    vals.seq += chain.from_iterable(consts)
+    own = np.fromiter(map(bool, owns), bool, len(owns))
+    vals.owns += [False] * m
+    vals.owns += np.repeat(own, k).tolist()
+    pos += (edge, edge + 1)
+
+
+# NOTE: a leaf's record and a node that did not run, for the column reads above
+_NO_RECORD = (0.0, None, None, (), -1, None, 0)
+_NO_RUN = (None, (), math.nan, False, -1)
+_out, _seconds, _saved = itemgetter(1), itemgetter(0), itemgetter(3)
+_first, _gins, _ran, _freed, _at = (itemgetter(j) for j in range(5))
+_edges = attrgetter("edges")
+
+
+def _is_not_none(x: Any) -> bool:
+    return x is not None
 
 
 def _list_accumulations(vals: ValueList, b: Any, index: dict) -> list[int]:
