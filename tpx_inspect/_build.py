@@ -14,7 +14,7 @@ from typing import Any
 from tpx_inspect._batch_stats import BatchStore
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
 from tpx_inspect._node_columns import NodeColumns
-from tpx_inspect._pending import SAVED, NodeMap, _dtype_name, _Frozen, completed, completed_all
+from tpx_inspect._pending import SAVED, NodeMap, _dtype_name, _Frozen, completed, saved_meta
 from tpx_inspect._value_rows import value_tables
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -214,20 +214,18 @@ def _pending_of(raw: list, pending: Any) -> list:
         return [completed(p) if p is not None else None for p in map(pending.get, raw)]
     token = pending.token
     out = list(map(_observed, raw))  # NOTE: the records in the nodes' slots, read in C
-    todo, mapped = [], []
     for i, p in enumerate(out):
-        # NOTE: NodeMap.get written out for a record in the slot (p[5]: OWNER, p[3]: SAVED)
+        # NOTE: NodeMap.get written out for a record in the slot (p[5]: OWNER)
         if p is None or p.__class__ is not tuple or len(p) < 7 or p[5] is not token:
             p = out[i] = pending.get(raw[i])
-            if p is not None and p[3] is None:
-                mapped.append(i)
-        elif p[3] is None:
-            todo.append(i)
-    if todo:
-        for i, p in zip(todo, completed_all(list(map(out.__getitem__, todo)))):
-            out[i] = raw[i].observed = p
-    for i in mapped:  # NOTE: kept in the map: another observer holds the node's slot
-        out[i] = pending[raw[i]] = completed(out[i])
+            if p is None:
+                continue
+            if p[3] is None:
+                p = out[i] = completed(p)
+                pending[raw[i]] = p
+        elif p[3] is None:  # NOTE: completed() written out (p[3]: SAVED)
+            end = 7 + p[6]  # CONSTS + k: the saved values follow the constants
+            p = out[i] = raw[i].observed = (p[0], p[1], p[2], saved_meta(p[end:]), *p[4:end])
     return out
 
 

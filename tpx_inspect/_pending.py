@@ -11,8 +11,6 @@ import gc
 import math
 import weakref
 from collections.abc import Callable
-from itertools import chain, repeat
-from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -145,52 +143,6 @@ def completed(p: tuple) -> tuple:
         return p
     end = CONSTS + p[N_CONSTS]
     return (*p[:SAVED], saved_meta(p[end:]), *p[STEP:end])
-
-
-def completed_all(records: list[tuple]) -> list[tuple]:
-    """:func:`completed` of each record (none completed yet), the saved NumPy values of all
-    read as columns (one ``map`` per attribute); a record holding another value (a tensor of
-    another backend, a lazy one) through :func:`saved_meta`.
-
-    >>> a, b = np.ones(2), np.zeros((2, 3), np.float32)
-    >>> recs = [(0.0, None, None, None, 0, None, 1, None, None, a), (0.0, None, None, None, 0,
-    ...         None, 0, b, a)]
-    >>> [[m[:4] for m in p[SAVED]] for p in completed_all(recs)]
-    [[(-1, (2,), 'float64', 16)], [(0, (2, 3), 'float32', 24), (-1, (2,), 'float64', 16)]]
-    >>> completed_all(recs) == [completed(p) for p in recs]
-    True
-    """
-    tails = [p[CONSTS + p[N_CONSTS] :] for p in records]
-    lens = np.fromiter(map(len, tails), np.int64, len(tails))
-    flat = list(chain.from_iterable(tails))
-    kinds = np.fromiter(map(_SAVED_KINDS.get, map(type, flat), repeat(2)), np.int8, len(flat))
-    node = np.repeat(np.arange(len(tails)), lens)
-    other = np.zeros(len(tails), bool)
-    other[node[kinds == 2]] = True
-    take = np.flatnonzero((kinds == 1) & ~other[node])
-    arrays = list(map(flat.__getitem__, take.tolist()))
-    dtypes = list(map(_dtype_of, arrays))
-    names = list(map(_DTYPES.get, map(id, dtypes)))
-    for j in [j for j, hit in enumerate(names) if hit is None]:
-        _dtype_name(dtypes[j])
-        names[j] = _DTYPES[id(dtypes[j])]
-    j = np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)
-    slot = np.where(j == np.repeat(lens - 1, lens), -1, j)[take]
-    entries = list(
-        zip(slot.tolist(), map(_shape_of, arrays), map(_name_of, names),
-            map(_nbytes_of, arrays), map(id, arrays))
-    )  # fmt: skip
-    ends = np.cumsum(np.bincount(node[take], minlength=len(tails)))
-    starts = np.concatenate([[0], ends[:-1]]).tolist()
-    metas = list(map(tuple, map(entries.__getitem__, map(slice, starts, ends.tolist()))))
-    for i in np.flatnonzero(other).tolist():
-        metas[i] = saved_meta(tails[i])
-    return [(*p[:SAVED], m, *p[STEP : CONSTS + p[N_CONSTS]]) for p, m in zip(records, metas)]
-
-
-_SAVED_KINDS = {np.ndarray: 1, type(None): 0}
-_dtype_of, _shape_of, _nbytes_of = attrgetter("dtype"), attrgetter("shape"), attrgetter("nbytes")
-_name_of = itemgetter(1)
 
 
 def consts_of(p: tuple) -> tuple:
