@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import os
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
+from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
-from tpx_inspect._node_columns import NodeColumns
+from tpx_inspect._params_json import params_to_json
 from tpx_inspect._pending import SAVED, NodeMap, _dtype_name, _Frozen, completed, saved_meta
 from tpx_inspect._value_rows import value_tables
 from tpx_inspect.records import (
@@ -25,8 +27,7 @@ from tpx_inspect.records import (
 
 _seq = attrgetter("seq")
 _observed = attrgetter("observed")
-_op, _in_meta, _out_meta, _code = (attrgetter(a) for a in ("op", "in_meta", "out_meta", "code"))
-_lineno, _scope = attrgetter("lineno"), attrgetter("scope")
+_TEMPLATE_FIELDS = (("op", 1), ("name", 2), ("scope", 3), ("source", 4), ("shape", 6), ("dtype", 7))
 
 
 class GraphBuilder:
@@ -47,7 +48,6 @@ class GraphBuilder:
         self._shapes: dict[tuple, list[int]] = {}  # NOTE: shared JSON shapes (read, never written)
         self._names: dict[Any, tuple[str, str]] = {}
         self._templates: dict[tuple, tuple] = {}
-        self._alive: dict[tuple, tuple] = {}
         self._template_ids: dict[tuple, int] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
 
@@ -89,12 +89,13 @@ class GraphBuilder:
         index = {n: i for i, n in enumerate(raw)}
         pend = _pending_of(raw, pending)
         root_ids = tuple(sorted({index[r] for r in roots}))
-        cols = NodeColumns(raw, index, self._templates_of)
-        key = cols.key(root_ids, self._leaf_key)
+        temps = list(map(self._template, raw))
+        labels = self.labels
+        key = (root_ids, tuple(map(_node_key, raw, temps, repeat(index), repeat(labels))))
         known = self.structures.get(key)
         is_new = known is None
         if known is None:
-            nodes = self._nodes(cols, set(root_ids), pend)
+            nodes = self._nodes(raw, temps, index, set(root_ids), pend)
             known = self.structures[key] = (len(self.structures), nodes)
         sid, nodes = known
         ex = _executed(backward, index)
@@ -117,28 +118,23 @@ class GraphBuilder:
         return value_tables(self, raw, pend, ex, b, index, full)
 
     # -- static records -------------------------------------------------------------------------
-    def _templates_of(self, nodes: list) -> list[tuple]:
-        """What nodes of one op, metadata and code location share, per node (none a leaf):
+    def _template(self, n: Any) -> tuple | None:
+        """What nodes of one op, metadata and code location share (None for a leaf):
         ``(id, op name, node name, scope, source, inputs' JSON metadata, shape, dtype)``,
         made once and shared; ``id`` numbers the distinct ones (by value) for structure keys."""
-        # NOTE: keyed by identity (TPX shares the metadata tuples); _alive keeps the objects
-        # of a key alive, so that no id in it is reused while it is cached
-        keys = list(
-            zip(
-                map(id, map(_op, nodes)), map(id, map(_in_meta, nodes)),
-                map(id, map(_out_meta, nodes)), map(id, map(_code, nodes)),
-                map(_lineno, nodes), map(_scope, nodes),
-            )
-        )  # fmt: skip
-        got = list(map(self._templates.get, keys))
-        for j in [j for j, t in enumerate(got) if t is None]:
-            got[j] = self._templates.get(keys[j]) or self._new_template(nodes[j], keys[j])
-        return got
+        if n.__class__ is AccumulateGrad:
+            return None
+        code = n.code
+        k = (id(n.op), id(n.in_meta), id(n.out_meta), id(code), n.lineno, n.scope)
+        hit = self._templates.get(k)
+        # NOTE: keyed by identity (TPX shares the metadata tuples); the entry keeps them alive
+        if hit is not None and hit[0] is n.in_meta and hit[1] is n.out_meta and hit[2] is code:
+            return hit[3]
+        return self._new_template(n, k)
 
     def _new_template(self, n: Any, k: tuple) -> tuple:
         if len(self._templates) > 65536:
             self._templates.clear()
-            self._alive.clear()
         code = n.code
         if code is not None:
             _code_id(code, self._codes)
@@ -153,21 +149,54 @@ class GraphBuilder:
         shape, dtype = self._meta_json(n.out_meta, pair=True)
         made = (tid, names[0], names[1], n.scope, self._source(n), self._meta_json(n.in_meta),
                 shape, dtype)  # fmt: skip
-        self._templates[k] = made
-        self._alive[k] = (n.op, n.in_meta, n.out_meta, code)
+        self._templates[k] = (n.in_meta, n.out_meta, code, made)
         return made
 
-    def _nodes(self, cols: NodeColumns, roots: set, pend: list) -> NodeTable:
-        table = cols.columns(roots, pend, self._leaf, self._shapes)
-        table = {f: table[f] for f in NODE_FIELDS}
-        overrides = [getattr(n, "overrides", None) for n in cols.raw]
+    def _nodes(self, raw: list, temps: list, index: dict, roots: set, pend: list) -> NodeTable:
+        n_nodes = len(raw)
+        kinds: list = [None] * n_nodes
+        labels: list = [""] * n_nodes
+        params: list = [None] * n_nodes
+        inputs: list = [None] * n_nodes
+        saved: list = [None] * n_nodes
+        static: list = [None] * n_nodes  # a template (see _template), or a leaf's likeness
+        shapes = self._shapes
+        # NOTE: one object for the nodes without params, as a loaded trace's runs share one
+        # (saving finds runs of one object by identity: 100,000 distinct {} cost ~0.1 s)
+        no_params: dict = {}
+        for i, n in enumerate(raw):
+            t = temps[i]
+            if t is None:
+                row = self._leaf(n)
+                kinds[i], labels[i], params[i], inputs[i], saved[i] = (
+                    row[0], row[3], row[4], row[7], row[10]
+                )  # fmt: skip
+                static[i] = (None, row[1], row[2], row[5], row[6], None, row[8], row[9])
+                continue
+            kinds[i] = "loss" if i in roots else "op"
+            params[i] = params_to_json(n.params) if n.params else no_params
+            inputs[i] = [
+                [None if e is None else index[e], s, d] for e, (s, d) in zip(n.edges, t[5])
+            ]
+            p = pend[i]
+            saved[i] = (
+                [
+                    [s[0], shapes.get(s[1]) or _shape_json(shapes, s[1]), s[2], s[3]]
+                    for s in p[SAVED]
+                ]
+                if p is not None
+                else []
+            )
+            static[i] = t
+        # NOTE: itemgetter per field, not zip(*rows): a call with 100,000 arguments is slow
+        cols = {"kind": kinds, "label": labels, "params": params, "inputs": inputs, "saved": saved}
+        for f, j in _TEMPLATE_FIELDS:
+            cols[f] = list(map(itemgetter(j), static))
+        cols = {f: cols[f] for f in NODE_FIELDS}
+        overrides = [getattr(n, "overrides", None) for n in raw]
         if any(overrides):  # an optional column: only traces of override experiments have it
-            table["overrides"] = [None if o is None else dict(o) for o in overrides]
-        return NodeTable(table)
-
-    def _leaf_key(self, n: Any) -> tuple:
-        var = n.variable
-        return (None, _leaf_label(var, self.labels), var.shape, var.dtype)
+            cols["overrides"] = [None if o is None else dict(o) for o in overrides]
+        return NodeTable(cols)
 
     def _leaf(self, n: Any) -> tuple:
         var = n.variable
@@ -204,6 +233,13 @@ class GraphBuilder:
                 path = os.path.relpath(path, self.root)
             src = self._sources[key] = [path, n.lineno, code.co_name]
         return src
+
+
+def _shape_json(shapes: dict[tuple, list[int]], shape: tuple) -> list[int]:
+    if len(shapes) > 4096:
+        shapes.clear()
+    made = shapes[shape] = list(shape)
+    return made
 
 
 def _pending_of(raw: list, pending: Any) -> list:
@@ -267,3 +303,14 @@ def _code_id(code: Any, codes: dict[int, Any]) -> int:
     if codes.get(id(code)) is not code:
         codes[id(code)] = code
     return id(code)
+
+
+def _node_key(n: Any, t: tuple | None, index: dict, labels: dict) -> tuple:
+    if t is None:
+        var = n.variable
+        return (None, _leaf_label(var, labels), var.shape, var.dtype)
+    edges = tuple([None if e is None else index[e] for e in n.edges])
+    # NOTE: the template id stands for the op, metadata, scope and code location
+    key = (t[0], repr(n.params) if n.params else "", edges)
+    overrides = n.overrides
+    return key if overrides is None else (*key, tuple(sorted(overrides.items())))
