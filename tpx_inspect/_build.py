@@ -16,15 +16,7 @@ from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
 from tpx_inspect._params_json import params_to_json
-from tpx_inspect._pending import (
-    SAVED,
-    NodeMap,
-    _dtype_name,
-    _Frozen,
-    completed,
-    saved_keys,
-    saved_parts,
-)
+from tpx_inspect._pending import SAVED, NodeMap, _dtype_name, _Frozen, completed, saved_meta
 from tpx_inspect._value_rows import value_tables
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -269,8 +261,7 @@ def _pending_of(raw: list, pending: Any) -> list:
                 pending[raw[i]] = p
         elif p[3] is None:  # NOTE: completed() written out (p[3]: SAVED)
             end = 7 + p[6]  # CONSTS + k: the saved values follow the constants
-            meta, keys = saved_parts(p[end:])
-            p = out[i] = raw[i].observed = (p[0], p[1], p[2], meta, *p[4:end], *keys)
+            p = out[i] = raw[i].observed = (p[0], p[1], p[2], saved_meta(p[end:]), *p[4:end])
     return out
 
 
@@ -293,8 +284,8 @@ def _peak(pend: list) -> int:
     seen: dict[int, int] = {}
     for p in pend:
         if p is not None:
-            for s, key in zip(p[SAVED], saved_keys(p)):
-                seen[key] = s[3]
+            for s in p[SAVED]:
+                seen[s[4]] = s[3]
     return sum(seen.values())
 
 

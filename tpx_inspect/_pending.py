@@ -23,6 +23,7 @@ from tpx_inspect.summary import dtype_name, stats_row, to_numpy
 
 _NUMBERS = (float, int, bool, complex)
 p10_tensor, native = observe.p10_tensor, observe.native
+P10Tensor = p10.Tensor
 
 
 def saved_meta(saved: tuple | None) -> tuple:
@@ -57,44 +58,19 @@ def saved_meta(saved: tuple | None) -> tuple:
     return tuple(out)
 
 
-def saved_parts(saved: tuple | None) -> tuple[tuple, list]:
-    """``(meta, keys)`` of a node's saved values: ``meta`` their ``(slot, shape, dtype,
-    bytes)`` (see :func:`saved_meta`), one tuple shared by every node that saves alike (so a
-    record holding it is untracked by the cyclic GC at its first collection), ``keys`` the
-    memory key of each.
-
-    >>> a, b = np.ones(2), np.ones(2)
-    >>> m, keys = saved_parts((None, a)); m, keys == [id(a)], saved_parts((None, b))[0] is m
-    (((-1, (2,), 'float64', 16),), True, True)
-    """
-    if not saved:
-        return (), []
-    entries = saved_meta(saved)
-    meta = tuple([e[:4] for e in entries])
-    shared = _SHARED_SAVED.get(meta)
-    if shared is None:
-        if len(_SHARED_SAVED) > 4096:
-            _SHARED_SAVED.clear()
-        shared = _SHARED_SAVED[meta] = meta
-    return shared, [e[4] for e in entries]
-
-
-_SHARED_SAVED: dict[tuple, tuple] = {}
-
-
 # NOTE: a pending record is a plain tuple, not a class instance, and one object per node (its
 # constants and saved values are its last items, not tuples of their own); of a kept step, it
 # holds only atoms and NumPy arrays, so the cyclic GC stops tracking it at its first collection
 SECONDS, OUT, RAW, SAVED, STEP, OWNER, N_CONSTS, CONSTS = range(8)
-"""``(seconds, out, raw, saved, step, owner, k, *consts, *tail)``: the forward's seconds;
+"""``(seconds, out, raw, saved, step, owner, k, *consts, *saved values)``: the forward's seconds;
 ``out`` the output as frozen (see :func:`frozen_record`), None when not frozen; ``raw`` the live P10
-output when not frozen, else None; ``saved`` the shared ``(slot, shape, dtype, bytes)`` of
-what the node saved (see :func:`saved_parts`), None until read (see :func:`completed`);
-``step`` the capture's step at forward time; ``owner`` the :class:`NodeMap`'s token (a record
-in a node's ``observed`` slot is the map's own only if it holds its token); from ``CONSTS`` on,
-``k`` items: per input edge, the input when it is no node's output (a constant), else None
-(see :func:`consts_of`); then the tail: while ``saved`` is None the saved values themselves,
-after it the memory key of each (see :func:`saved_keys`)."""
+output when not frozen, else None; ``saved`` the :func:`saved_meta` of what the node saved, None
+until read (see :func:`completed`), and until then the saved values themselves follow the
+constants; ``step`` the capture's step at forward time; ``owner`` the :class:`NodeMap`'s token
+(a record in a node's ``observed`` slot is the map's own only if it holds its token); from
+``CONSTS`` on, ``k`` items: per
+input edge, the input when it is no node's output (a constant), else None (see
+:func:`consts_of`)."""
 
 
 def pending_record(
@@ -149,12 +125,11 @@ def frozen_record(
             consts = _freeze_consts(consts, keep, stats)
             break
     if not saved:
-        return (seconds, out, None, (), step, owner, len(consts), *consts)
-    # NOTE: the saved values' metadata read now, as the build would (a value's shape, dtype and
-    # memory do not change while its node holds it): the record holds no saved value (they
-    # go when the backward frees them) and only atoms and a shared tuple besides the arrays
-    meta, keys = saved_parts(saved)
-    return (seconds, out, None, meta, step, owner, len(consts), *consts, *keys)
+        return (seconds, out, None, None, step, owner, len(consts), *consts)
+    # NOTE: a saved P10 value as its array (all that saved_meta reads of it; not tracked by the
+    # cyclic GC); one backend per op: the output's (NumPy) is its inputs'
+    held = [native(v) if v.__class__ is P10Tensor else v for v in saved]
+    return (seconds, out, None, None, step, owner, len(consts), *consts, *held)
 
 
 def completed(p: tuple) -> tuple:
@@ -167,14 +142,7 @@ def completed(p: tuple) -> tuple:
     if p[SAVED] is not None:
         return p
     end = CONSTS + p[N_CONSTS]
-    meta, keys = saved_parts(p[end:])
-    return (*p[:SAVED], meta, *p[STEP:end], *keys)
-
-
-def saved_keys(p: tuple) -> tuple:
-    """The memory key of each saved value of a completed record (see ``SECONDS``), in the
-    order of its ``saved`` metadata."""
-    return p[CONSTS + p[N_CONSTS] :]
+    return (*p[:SAVED], saved_meta(p[end:]), *p[STEP:end])
 
 
 def consts_of(p: tuple) -> tuple:
