@@ -30,6 +30,7 @@ from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext, hooked
 from tpx._leaf import accumulate_leaf, pre_hooks
 from tpx._mode import NAN_CHECKS, state
 from tpx._saved_checks import verify_checksums
+from tpx._saved_graph import graph_inputs
 from tpx._tensor import Tensor, wrap
 from tpx._tensor_autograd import use_engine
 
@@ -127,7 +128,11 @@ def backward(
     finally:
         state.grad_enabled = previous
         if run.observed:
-            _observers.emit("on_backward_end", roots)
+            try:
+                if run.runs is not None:
+                    _hand_over(run)
+            finally:
+                _observers.emit("on_backward_end", roots)
     return run.results
 
 
@@ -151,7 +156,7 @@ class _Pass:
 
     __slots__ = (
         "create_graph", "flags", "inspected", "nan_checks", "observed", "results",
-        "retain_graph", "targets",
+        "retain_graph", "runs", "sums", "targets",
     )  # fmt: skip
 
     def __init__(self, retain: bool | None, create_graph: bool, inputs: Any) -> None:
@@ -163,6 +168,11 @@ class _Pass:
         self.targets = _targets(inputs)
         self.results = None if inputs is None else [None] * len(inputs)
         self.flags: dict[Node, int] = {}
+        # the batches of on_nodes_executed (see _hand_over); None when nobody reads them
+        self.runs: list | None = None
+        self.sums: list | None = None
+        if self.observed and _observers.on_nodes_executed:
+            self.runs, self.sums = [], []
 
     def plan(self, order: list[Node]) -> None:
         """Flag the nodes that need more than their rule; most need nothing."""
@@ -214,7 +224,7 @@ def _run(order: list[Node], grads: dict, run: _Pass) -> None:
         if node.__class__ is AccumulateGrad:
             accumulate_leaf(node, g, run.create_graph)
             if observed:
-                _executed(node, g, (), start)
+                _executed(node, g, (), start, run)
         else:
             # NOTE: no local keeps a gradient alive past its node: a leaf takes over a
             # gradient that nothing else holds (see _unshared)
@@ -253,7 +263,7 @@ def _context(node: GradFn, g: Any, run: _Pass) -> RuleContext:
         if node.checksums is not None:  # recorded under tp.set_saved_tensor_checks
             verify_checksums(node)
         if run.create_graph:
-            ctx.inputs, ctx.output = _graph_inputs(node, saved)
+            ctx.inputs, ctx.output = graph_inputs(node, saved)
         else:
             ctx.inputs, ctx.output = saved[:-1], saved[-1]
         if not run.retain_graph:
@@ -273,6 +283,7 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         grad_inputs = _after(node, g, grad_inputs, run, start)
     create_graph = run.create_graph
     source = node if run.observed else None  # observers see each sum
+    sums = run.sums  # NOTE: read after _after: a batch handed over there starts a new list
     for nxt, gi, (shape, dtype) in zip(edges, grad_inputs, node.in_meta):
         if nxt is None or gi is None:
             continue
@@ -286,6 +297,8 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         if create_graph:  # TPX tensors, so that the sums are recorded
             raw = gi if gi.__class__ is Tensor else wrap(gi)
         _accumulate(grads, nxt, raw, source)
+        if sums is not None:  # NOTE: the total as the sum left it (what _accumulate stored)
+            sums += (nxt, raw, grads[nxt], node)
 
 
 def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -> tuple:
@@ -310,15 +323,34 @@ def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -
         if out is not None:
             grad_inputs = tuple(out)
     if run.observed:
-        _executed(node, g, grad_inputs, start)
+        _executed(node, g, grad_inputs, start, run)
     return grad_inputs
 
 
-def _executed(node: Node, g: Any, grad_inputs: tuple, start: float) -> None:
-    """Tell observers that ``node`` ran (straight to the handlers: no ``emit`` per node)."""
+def _executed(node: Node, g: Any, grad_inputs: tuple, start: float, run: _Pass) -> None:
+    """Tell observers that ``node`` ran (straight to the handlers: no ``emit`` per node), or
+    add the run to the batch of ``on_nodes_executed``."""
     seconds = time.perf_counter() - start
     for fn in _observers.on_node_executed:
         fn(node, g, grad_inputs, seconds)
+    runs = run.runs
+    if runs is not None:
+        if len(runs) >= _BATCH_ITEMS:  # NOTE: before this run: its sums go with it
+            runs = _hand_over(run)
+        runs += (node, g, grad_inputs, seconds)
+
+
+_BATCH_ITEMS = 4 * _observers.BATCH
+
+
+def _hand_over(run: _Pass) -> list:
+    """Send the batch of node runs and sums to ``on_nodes_executed``; new lists follow."""
+    runs, sums = run.runs, run.sums
+    run.runs, run.sums = [], []
+    if runs or sums:
+        for fn in _observers.on_nodes_executed:
+            fn(runs, sums)
+    return run.runs
 
 
 def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
@@ -329,33 +361,6 @@ def _accumulate(grads: dict, node: Node, g: Any, source: Node | None) -> None:
     if source is not None:
         for fn in _observers.on_grad_accumulated:
             fn(node, g, total, source)
-
-
-def _graph_inputs(node: GradFn, saved: tuple) -> tuple[tuple, Any]:
-    """The saved inputs and output as TPX tensors connected to the graph (``create_graph``),
-    as PyTorch's SavedVariable unpacks them: a rule's computation is then recorded too."""
-    inputs = tuple([_unpack(v, node, i) for i, v in enumerate(saved[:-1])])
-    out = saved[-1]
-    return inputs, None if out is None else _rewrap_output(out, node)
-
-
-def _unpack(value: Any, node: GradFn, i: int) -> Any:
-    if value is None or value.__class__ is Tensor:  # tp.Function saves TPX tensors
-        return value
-    edge = node.edges[i] if i < len(node.edges) else None
-    if edge is None:
-        return wrap(value)
-    if edge.__class__ is AccumulateGrad:
-        return edge.variable
-    return _rewrap_output(value, edge)
-
-
-def _rewrap_output(out: p10.Tensor, node: GradFn) -> Tensor:
-    t = wrap(out)
-    t._requires_grad = True
-    t.grad_fn = node
-    t._recorded_version = out.version
-    return t
 
 
 def grad(

@@ -22,6 +22,7 @@ EVENTS = (
     "on_backward_start",
     "on_node_executed",
     "on_grad_accumulated",
+    "on_nodes_executed",
     "on_backward_end",
 )
 
@@ -39,6 +40,13 @@ def add_observer(observer: Any) -> Handle:
     - ``on_node_executed(node, grad_output, grad_inputs, seconds)``: a node's rule ran;
     - ``on_grad_accumulated(target, contribution, total, source)``: ``contribution`` from
       ``source`` was summed into the gradient of ``target`` (a node), giving ``total``;
+    - ``on_nodes_executed(runs, sums)``: the same node runs and sums in batches, as flat lists
+      (no object per event): ``runs`` holds four items per node run, ``node, grad_output,
+      grad_inputs, seconds``, ``sums`` four per sum, ``target, contribution, total, source``,
+      each in the order they happened; sent every :data:`BATCH` node runs and once at the end
+      of the pass, before ``on_backward_end`` (also after an error). The lists are the
+      observer's to keep: the engine starts new ones. An observer that reads a whole pass
+      defines this instead of the two per-node events (a Python call per node less);
     - ``on_backward_end(roots)``: the backward finished (also after an error).
 
     >>> import tpx as tp
@@ -76,10 +84,17 @@ on_node_recorded: tuple[Any, ...] = ()
 on_node_forward: tuple[Any, ...] = ()
 on_node_executed: tuple[Any, ...] = ()
 on_grad_accumulated: tuple[Any, ...] = ()
+on_nodes_executed: tuple[Any, ...] = ()
+
+BATCH = 128
+"""Node runs per ``on_nodes_executed`` call at most: what the engine holds for it is bounded
+(the gradients and grad_inputs tuples of a batch; a whole long pass held until its end would
+make the cyclic GC scan them again and again)."""
 
 
 def _index_handlers() -> None:
     global _handlers, on_node_recorded, on_node_forward, on_node_executed, on_grad_accumulated
+    global on_nodes_executed
     _handlers = {
         event: tuple(
             _adapt(event, fn)
@@ -92,6 +107,7 @@ def _index_handlers() -> None:
     on_node_forward = _handlers["on_node_forward"]
     on_node_executed = _handlers["on_node_executed"]
     on_grad_accumulated = _handlers["on_grad_accumulated"]
+    on_nodes_executed = _handlers["on_nodes_executed"]
 
 
 def _adapt(event: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -16,6 +16,7 @@ when the engine changes, they change with it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import p10
@@ -34,6 +35,7 @@ __all__ = [
     "grad_node",
     "has_pre_hooks",
     "native",
+    "natives",
     "p10_tensor",
 ]
 
@@ -151,3 +153,17 @@ def native(x: Any) -> Any:
     """
     raw = x._value if isinstance(x, Tensor) else x
     return raw._data if isinstance(raw, p10.Tensor) else raw
+
+
+_P10 = p10.Tensor
+
+
+def natives(values: Iterable[Any]) -> list[Any]:
+    """``[native(x) for x in values]``, without a call per ``p10.Tensor`` or ``None`` (what
+    an ``on_nodes_executed`` batch mostly holds).
+
+    >>> import tpx as tp
+    >>> [type(a).__name__ for a in natives([p10.ones(2), None, tp.ones(1), 3.0])]
+    ['ndarray', 'NoneType', 'ndarray', 'float']
+    """
+    return [x._data if x.__class__ is _P10 else (x if x is None else native(x)) for x in values]

@@ -84,7 +84,7 @@ def npz_bytes(arrays: dict[str, np.ndarray], compress: bool | None = None) -> by
     return b"".join(npz_parts(arrays, compress))
 
 
-_BY_COLUMN = (".summaries", ".previews")
+_BY_COLUMN = (".summaries", ".previews", ".unkept_previews")
 """Tables stored column-major (``fortran_order`` in the ``.npy`` header, which ``np.load`` and
 the loader honour): a column often holds few distinct values (the 24 + 14 MB of the
 100,000-node benchmark chain deflate to 0.2 MB instead of 2 MB and inflate 30% faster), and

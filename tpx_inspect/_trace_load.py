@@ -15,6 +15,7 @@ from tpx_inspect import _json
 from tpx_inspect._node_runs import RUN_FIELDS, from_runs
 from tpx_inspect._safe_read import LoadLimits, read_regular
 from tpx_inspect._schema import Rule, compile_schema, quote
+from tpx_inspect._sidecar_previews import DERIVED, expand
 from tpx_inspect._sidecar_read import SidecarRead, read_inline, read_sidecar
 from tpx_inspect._util import paused_gc
 from tpx_inspect._value_index import load_values as _load_values
@@ -210,13 +211,18 @@ def _load_run(r: dict, arrays: dict, store: ValueStore, ignored: set[str], major
         nodes = _load_nodes(s["nodes"], s["sources"], ignored, major)
         structures[s["id"]] = (nodes, tuple(s["roots"]))
     tables = {}
+    derived = r.get(DERIVED, False)  # NOTE: format 2.1: previews made from the kept values
     for k in TABLES:
         key = f"r{rid}.{k}"
+        if derived and k == "previews":
+            continue
         if key not in arrays:
             raise TraceFormatError(f"the sidecar lacks array {key!r}")
         _arrays.check_table(key, arrays[key])
         tables[k] = arrays[key]
     _arrays.check_summaries(f"r{rid}.summaries", tables["summaries"], len(store))
+    if derived:
+        tables["previews"] = expand(r, arrays)  # NOTE: the values were checked (_load_values)
     checked: dict = {}  # NOTE: 100,000 graphs of one structure share their checks
     graphs = tuple(_load_graph(rid, g, structures, tables, store, checked) for g in r["graphs"])
     e = r.get("error")

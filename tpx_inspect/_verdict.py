@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tpx import observe
-from tpx_inspect._lazy import lazy_record
+from tpx_inspect._lazy import is_lazy, lazy_record
 from tpx_inspect._pending import OUT, RAW, snapshot_array
 from tpx_inspect.summary import is_finite
 
@@ -23,10 +23,12 @@ def step_finite(b: Any, pending: Any, builder: Any) -> bool:
     """Whether backward ``b`` (a ``_backward_records.BackwardRecords``) saw no NaN/Inf in a
     gradient or a root's value; ``pending`` maps nodes to their pending records (see
     ``_pending``)."""
-    if lazy_record(list(b.roots), pending, b):
+    grads = b.grad_outputs()  # NOTE: the waiting batch's as P10 tensors (not taken in)
+    if is_lazy(grads[0]) if grads else lazy_record(list(b.roots), pending, None):
+        b.settle()  # NOTE: the prefetch reads the records as the build will
         return _lazy_finite(b, pending, builder)
     with np.errstate(over="ignore", invalid="ignore"):  # see finite_floats
-        if not _grads_finite(b.grad_outputs()):
+        if not _grads_finite(grads):
             return False
         for node in b.roots:
             p = pending.get(node)
@@ -38,9 +40,8 @@ def step_finite(b: Any, pending: Any, builder: Any) -> bool:
 def _grads_finite(grads: list) -> bool:
     """Whether every incoming gradient of the nodes that ran (``grads``) is free of NaN/Inf."""
     seen: set[int] = set()
-    native, ndarray, isfinite = observe.native, np.ndarray, math.isfinite
-    for g in grads:
-        a = native(g)
+    ndarray, isfinite = np.ndarray, math.isfinite
+    for g, a in zip(grads, observe.natives(grads)):
         if a.__class__ is not ndarray:
             if id(g) not in seen:
                 seen.add(id(g))

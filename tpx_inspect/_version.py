@@ -8,7 +8,7 @@ of :data:`READS` (version 1 traces keep loading) and refuses any other with a
 :class:`~tpx_inspect.errors.TraceFormatError`, as a version 1 reader refuses version 2.
 
 >>> version_fields()
-{'version': 2}
+{'version': 2, 'minor': 1}
 >>> check_version({"version": 2, "minor": 3}, "t.json")
 3
 """
@@ -22,8 +22,11 @@ from typing import Any
 from tpx_inspect._schema_values import quote
 from tpx_inspect.errors import TraceFormatError
 
-FORMAT_VERSION = (2, 0)
-"""(major, minor) of the traces this tpx_inspect writes, and the newest it reads fully."""
+FORMAT_VERSION = (2, 1)
+"""(major, minor) of the traces this tpx_inspect writes, and the newest it reads fully. Minor 1:
+a run may derive the previews of its kept values (``"derived_previews"``, see
+``_sidecar_previews``); a 2.0 reader refuses such a run (TraceFormatError: its sidecar lacks
+``r<run>.previews``). A trace that uses nothing of minor 1 is written as 2.0."""
 
 READS = {1: 0, 2: FORMAT_VERSION[1]}
 """The major versions this tpx_inspect reads, each with the newest minor it reads fully."""
@@ -33,10 +36,16 @@ class TraceVersionWarning(UserWarning):
     """A trace of a newer minor version was loaded; its unknown fields were ignored."""
 
 
-def version_fields() -> dict[str, int]:
-    """The version keys :func:`tpx_inspect.save` writes (``minor`` only from minor 1 on)."""
-    major, minor = FORMAT_VERSION
-    return {"version": major, "minor": minor} if minor else {"version": major}
+def version_fields(minor: int = FORMAT_VERSION[1]) -> dict[str, int]:
+    """The version keys :func:`tpx_inspect.save` writes for a trace that needs ``minor`` (at
+    most FORMAT_VERSION's; the key only from minor 1 on).
+
+    >>> version_fields(0)
+    {'version': 2}
+    """
+    return (
+        {"version": FORMAT_VERSION[0], "minor": minor} if minor else {"version": FORMAT_VERSION[0]}
+    )
 
 
 def check_version(doc: dict[str, Any], path: str) -> int:
@@ -68,7 +77,7 @@ def warn_ignored(path: str, major: int, minor: int, ignored: Iterable[str]) -> N
     ...     warnings.simplefilter("always")
     ...     warn_ignored("t.json", 2, 2, ["node column 'color'"])
     >>> print(w[0].message)
-    t.json: trace format 2.2 is newer than this tpx_inspect reads fully (2.0); ignored: node ...
+    t.json: trace format 2.2 is newer than this tpx_inspect reads fully (2.1); ignored: node ...
     """
     names = sorted(set(ignored))
     ours = READS[major]

@@ -17,14 +17,11 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-import numpy as np
-
-import p10
 import tpx
 from tpx import observe
 from tpx_inspect import _version
 from tpx_inspect import format as trace_format
-from tpx_inspect._backward_records import BackwardRecords, held
+from tpx_inspect._backward_records import BackwardRecords
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
 from tpx_inspect._live import LiveState
@@ -38,8 +35,7 @@ from tpx_inspect.summary import summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
-p10_tensor, native = observe.p10_tensor, observe.native
-P10Tensor, ndarray = p10.Tensor, np.ndarray
+p10_tensor = observe.p10_tensor
 _NUMBERS = (float, int, bool, complex)
 
 FORMAT_VERSION = _version.FORMAT_VERSION[0]
@@ -271,51 +267,18 @@ class Capture:
             self._stack().append(None)
             return
         is_grad = info is not None and info.is_grad
-        self._stack().append(BackwardRecords(step, roots, grads, order, wanted, is_grad))
+        b = BackwardRecords(step, roots, grads, order, wanted, is_grad, self.timing)
+        self._stack().append(b)
 
-    def on_node_executed(
-        self, node: Any, grad_output: Any, grad_inputs: tuple, seconds: float
-    ) -> None:
+    def on_nodes_executed(self, runs: list, sums: list) -> None:
         stack = self._stacks.get(get_ident())
         b = stack[-1] if stack else None  # None too for a thread that the capture ignores
         if b is not None:
-            freed = getattr(node, "saved", 0) is None
-            seconds = seconds if self.timing else 0.0
-            # NOTE: held() written out (a call per gradient), and the gradient held last
-            # reused: a rule's output is reported again as a contribution and a grad_output
-            last = b.last
-            g = grad_output
-            if g is last[0]:
-                g = last[1]
-            elif g.__class__ is P10Tensor:
-                a = native(g)
-                if a.__class__ is ndarray:
-                    g = a
-            gins = b.gins
-            lo = len(gins)
-            for x in grad_inputs:
-                if x.__class__ is P10Tensor:
-                    a = native(x)
-                    if a.__class__ is ndarray:
-                        last[0], last[1] = x, a
-                        x = a
-                gins.append(x)
-            b.executed += (node, g, lo, len(gins), seconds, freed)
-        if self._live is not None:
-            self._live.executed(node)
-
-    def on_grad_accumulated(self, target: Any, contribution: Any, total: Any, source: Any) -> None:
-        stack = self._stacks.get(get_ident())
-        b = stack[-1] if stack else None
-        if b is not None:
-            last = b.last  # NOTE: see on_node_executed
-            c = last[1] if contribution is last[0] else held(contribution)
-            t = c
-            if total is not contribution:
-                t = held(total)
-                if t is not total:  # a sum, reported next as its target's grad_output
-                    last[0], last[1] = total, t
-            b.accs += (target, c, t, source)
+            b.add(runs, sums)
+        live = self._live
+        if live is not None:
+            for node in runs[0::4]:
+                live.executed(node)
 
     def on_backward_end(self, roots: Any) -> None:
         if self._thread is not None and get_ident() != self._thread:
@@ -328,6 +291,7 @@ class Capture:
             return
         if not b.wanted and step_finite(b, self._pending, self._builder):
             return
+        b.settle()
         with self._lock:  # graph ids are positions: build and store as one step
             self._store(self._build("backward", b.step, list(b.roots), b.order, b))
             if self.checkpoint is not None and self.checkpoint_error is None:

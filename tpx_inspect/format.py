@@ -18,6 +18,7 @@ import numpy as np
 
 from tpx_inspect import _json
 from tpx_inspect._node_runs import RUN_FIELDS, to_runs
+from tpx_inspect._sidecar_previews import DERIVED, drop_derivable
 from tpx_inspect._sidecar_write import SidecarWrite, packed_arrays, values_arrays
 from tpx_inspect._trace_header import GraphHeader, RunHeader, TraceHeader, read_header
 from tpx_inspect._trace_load import (
@@ -76,7 +77,11 @@ def to_json(
     packed = kept.packed()
     if packed is None or not packed_arrays(packed, arrays):
         values_arrays(kept.values, arrays)
-    head = version_fields() if version == VERSION else {"version": version}
+    head = {"version": version}
+    if version == VERSION:  # NOTE: format 2.1: the previews of kept values made at load
+        for r in runs:
+            drop_derivable(r, arrays)
+        head = version_fields(1 if any(DERIVED in r for r in runs) else 0)
     doc: dict[str, Any] = {"format": FORMAT, **head, "meta": trace.meta, "runs": runs}
     if trace.plans:
         doc["plans"] = [dict(p) for p in trace.plans]

@@ -303,6 +303,8 @@ def _many_graphs(n: int) -> Callable[[Doc], None]:
 ALL = slice(None)
 INDEX = "values.index"
 GRAPH0 = ("runs", 0, "graphs", 0)
+PREVIEWS = {1: "r0.previews", 2: "r0.unkept_previews"}
+"""The stored previews of the base run (format 2.1 derives those of kept values)."""
 
 
 def _swap(old: str, new: str) -> Callable[[Path], None]:
@@ -387,7 +389,7 @@ def targeted(version: int = VERSION) -> list[Mutation]:
         m("value id past the values", _set_array("r0.summaries", lambda a: _with(a, (0, 8), 1e6))),
         m("preview length 1e300", _set_array("r0.summaries", lambda a: _with(a, (0, 9), 1e300))),
         m("infinite NaN count", _set_array("r0.summaries", lambda a: _with(a, (0, 5), np.inf))),
-        m("previews 3 wide", _set_array("r0.previews", lambda a: a[:, :3].copy())),
+        m("previews 3 wide", _set_array(PREVIEWS[version], lambda a: a[:, :3].copy())),
         m("node rows -5", _set_array("r0.nodes", lambda a: _with(a, (0, 0), -5))),
         m("node rows 10^9", _set_array("r0.nodes", lambda a: _with(a, (1, 1), 10**9))),
         m("backward position -7", _set_array("r0.nodes", lambda a: _with(a, (1, 2), -7))),
@@ -403,7 +405,7 @@ def targeted(version: int = VERSION) -> list[Mutation]:
         m("value dtypes as ints", _set_array("values.dtypes", lambda a: np.arange(len(a)))),
         m("values buffer 2-D", _set_array("values.0", lambda a: a.reshape(1, -1))),
     ]  # fmt: skip
-    return out + (run_mutations() if version >= 2 else [])
+    return out + (run_mutations() + derived_mutations() if version >= 2 else [])
 
 
 def _runs(column: str, values: list | None, counts: list) -> Callable[[Path], None]:
@@ -437,6 +439,40 @@ def run_mutations() -> list[Mutation]:
         m("runs with an extra key", _edit(_put((*NODE, "name", "first"), 0))),
         m("a version 1 column in version 2", _edit(_put((*NODE, "dtype"), ["float32"] * 6))),
         m("version 2 runs in version 1", _edit(_put(("version",), 1))),
+    ]  # fmt: skip
+
+
+def _graph_rows(graph: int, table: str, rows: Callable[[list], list]) -> Callable[[Path], None]:
+    def fn(doc: Doc) -> None:
+        graphs = doc["runs"][0]["graphs"]
+        graphs[graph]["rows"][table] = rows(graphs)
+
+    return _edit(fn)
+
+
+def derived_mutations() -> list[Mutation]:
+    """Format 2.1: a run whose previews of kept values are derived (every value of the base is
+    kept: its unkept previews have no rows) must say so, and its preview rows must fit."""
+    m = Mutation
+
+    def first(gs: list) -> list:
+        return gs[0]["rows"]["previews"]
+
+    return [
+        m("derived previews false", _edit(_put(("runs", 0, "derived_previews"), False))),
+        m("derived previews 1", _edit(_put(("runs", 0, "derived_previews"), 1))),
+        m("derived previews unsaid", _edit(_drop(("runs", 0, "derived_previews")))),
+        m("drop r0.unkept_previews", _array_edit(lambda a: a.pop("r0.unkept_previews"))),
+        m("unkept previews a row too many",
+          _set_array("r0.unkept_previews", lambda a: np.zeros((len(a) + 1, a.shape[1])))),
+        m("unkept previews as int", _set_array("r0.unkept_previews", lambda a: a.astype(int))),
+        m("preview length past its value",
+          _set_array("r0.summaries", lambda a: _with(a, (ALL, 9), 6.0))),
+        m("preview rows of two graphs overlap", _graph_rows(1, "previews", first)),
+        m("preview rows past their summaries",
+          _graph_rows(0, "previews", lambda gs: [first(gs)[0], first(gs)[1] + 1])),
+        m("preview rows leave a gap",
+          _graph_rows(1, "previews", lambda gs: [x + 1 for x in gs[1]["rows"]["previews"]])),
     ]  # fmt: skip
 
 

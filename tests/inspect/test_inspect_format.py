@@ -99,7 +99,14 @@ def test_saving_is_deterministic(tmp_path):
             assert f.read() == g.read()
 
 
-GOLDEN_TRACES = {1: "small_trace.json", 2: "small_trace_v2.json"}
+GOLDEN_WRITTEN = {1: "small_trace.json", 2: "small_trace_v2_1.json"}
+"""What ``to_json(version=...)`` writes now, by major version."""
+GOLDEN_TRACES = {
+    "1": "small_trace.json",
+    "2.0": "small_trace_v2.json",
+    "2.1": "small_trace_v2_1.json",
+}
+"""Stored files of every format version (2.0: written before format 2.1 existed)."""
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -109,21 +116,31 @@ def test_golden_trace_json_validates_against_the_schema(version):
     assert doc["version"] == version
     validate(doc)
     text = json.dumps(rounded(doc), indent=1, sort_keys=True) + "\n"
-    golden(GOLDEN_TRACES[version], text)
+    golden(GOLDEN_WRITTEN[version], text)
 
 
-def test_the_golden_traces_of_both_versions_load_the_same():
-    """The stored version 1 file (written before format 2 existed) and the version 2 one."""
+def test_the_golden_traces_of_every_version_load_the_same():
+    """The stored version 1, 2.0 and 2.1 files (2.1: the previews of kept values derived)."""
     loaded = {}
     for version, name in GOLDEN_TRACES.items():
         with open(os.path.join(GOLDEN, name), encoding="utf-8") as f:
-            loaded[version] = from_json(json.load(f))
-    one, two = loaded[1], loaded[2]
-    assert (one.version, two.version) == (1, 2)
-    assert (one.meta, one.plans) == (two.meta, two.plans)
-    for a, b in zip(one.graphs, two.graphs, strict=True):
-        assert a.nodes.columns == b.nodes.columns and tuple(a.nodes) == tuple(b.nodes)
-        assert list(a.stats) == list(b.stats) and a.order == b.order and a.roots == b.roots
+            doc = json.load(f)
+        assert (
+            "derived_previews" in doc["runs"][0] if version == "2.1" else doc.get("minor") is None
+        )
+        loaded[version] = from_json(doc)
+    one = loaded["1"]
+    for two in (loaded["2.0"], loaded["2.1"]):
+        assert (one.version, two.version) == (1, 2)
+        assert (one.meta, one.plans) == (two.meta, two.plans)
+        for a, b in zip(one.graphs, two.graphs, strict=True):
+            assert a.nodes.columns == b.nodes.columns and tuple(a.nodes) == tuple(b.nodes)
+            assert a.order == b.order and a.roots == b.roots
+            assert a.tables.summaries.tobytes() == b.tables.summaries.tobytes()
+            # NOTE: golden files round floats to 6 digits: a float32 value rounded so is not
+            # the float64 preview rounded so; a saved trace derives them bit for bit
+            np.testing.assert_allclose(a.tables.previews, b.tables.previews, rtol=1e-6)
+            assert two is loaded["2.1"] or list(a.stats) == list(b.stats)
 
 
 def test_inline_json_round_trip():

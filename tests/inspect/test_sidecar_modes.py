@@ -182,7 +182,7 @@ def test_sidecars_of_earlier_writers_still_load(tmp_path, method):
     path = tmp_path / "trace.json"
     tpx_inspect.save(trace, str(path), compress=True)
     arrays = _members(path.with_suffix(".npz"))
-    for name in ("r0.summaries", "r0.previews"):
+    for name in {"r0.summaries", "r0.previews", "r0.unkept_previews"} & set(arrays):
         arrays[name] = np.ascontiguousarray(arrays[name])  # NOTE: row-major, as np.save writes
     blob = _zipfile_blob(arrays, method)
     _rewrite_sidecar(path, blob)

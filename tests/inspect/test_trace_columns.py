@@ -89,8 +89,9 @@ def _newer(tmp_path, minor: int, extra_column: bool):
 
 
 def test_a_newer_minor_version_loads_and_names_what_it_ignored(tmp_path):
-    path = _newer(tmp_path, _version.FORMAT_VERSION[1] + 1, extra_column=True)
-    with pytest.warns(_version.TraceVersionWarning, match=r"2\.1 is newer.*node column 'color'"):
+    newer = _version.FORMAT_VERSION[1] + 1
+    path = _newer(tmp_path, newer, extra_column=True)
+    with pytest.warns(_version.TraceVersionWarning, match=rf"2\.{newer} is newer.*column 'color'"):
         trace = tpx_inspect.load(path)
     assert trace.graphs[0].nodes == small_capture().trace.graphs[0].nodes
 
