@@ -157,9 +157,19 @@ def value_of(p: tuple) -> Any:
 
 
 def _freeze_consts(consts: list, keep: Callable[[Any], bool], stats: bool) -> list:
-    return [
-        c if c is None or c.__class__ in _NUMBERS else freeze_value(c, keep, stats) for c in consts
-    ]
+    out = []
+    for c in consts:  # NOTE: freeze_value and freeze_array written out (two calls per constant)
+        if c is None or c.__class__ in _NUMBERS:
+            out.append(c)
+            continue
+        a = native(c)
+        if a.__class__ is not np.ndarray:
+            a = to_numpy(c)
+        if not stats or (a.dtype.kind == "f" and a.size <= BATCHED):
+            out.append(a.copy("K"))  # NOTE: np.array(a, copy=True) without its keyword parsing
+        else:
+            out.append(_Frozen(a, keep))
+    return out
 
 
 def freeze_value(x: Any, keep: Callable[[Any], bool], stats: bool = True) -> np.ndarray | _Frozen:
