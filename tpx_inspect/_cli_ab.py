@@ -17,6 +17,7 @@ from rich.console import Console
 
 from tpx_inspect._ab_compare import Tolerance
 from tpx_inspect._ab_tables import print_report
+from tpx_inspect._cli_run import COMPRESS
 from tpx_inspect.ab import ABError, ABReport, parse_override, run_ab
 from tpx_inspect.format import save
 
@@ -70,11 +71,12 @@ def _report(target: str, args: tuple[str, ...], overrides: list, opts: dict) -> 
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-o", "--out", type=click.Path(file_okay=False),
               help="Also save the traces of A and B there (a.json, b.json).")  # fmt: skip
+@COMPRESS
 @click.pass_context
 def ab(ctx: click.Context, target: str, args: tuple[str, ...], rules: tuple[str, ...],
        kernels: tuple[str, ...], backend: str | None, seed: int, steps: str, rtol: float,
        atol: float, values: str, value_limit: int, limit: int, show_all: bool,
-       propagate: bool, as_json: bool, out: str | None) -> None:  # fmt: skip
+       propagate: bool, as_json: bool, out: str | None, compress: bool) -> None:  # fmt: skip
     """Run SCRIPT [ARGS...] twice with the same seed, A as it is and B with the overridden
     rules/kernels, and compare them node by node: forward values, gradients, saved memory,
     backward time, the loss of every step and the first node where B diverges. Given a saved
@@ -94,7 +96,7 @@ def ab(ctx: click.Context, target: str, args: tuple[str, ...], rules: tuple[str,
     with contextlib.redirect_stdout(sys.stderr):
         report = _report(target, args, overrides, opts)
     if out is not None:
-        _save(report, Path(out))
+        _save(report, Path(out), compress)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=1))
     else:
@@ -103,14 +105,15 @@ def ab(ctx: click.Context, target: str, args: tuple[str, ...], rules: tuple[str,
     ctx.exit(report.exit_code)
 
 
-def _save(report: ABReport, folder: Path) -> None:
-    """Run folders ``a`` and ``b`` (one trace each) and the report ``ab.json``; tell on stderr
-    how to open the pair in the viewer's compare mode."""
+def _save(report: ABReport, folder: Path, compress: bool = False) -> None:
+    """Run folders ``a`` and ``b`` (one trace each, every sidecar member deflated with
+    ``compress``) and the report ``ab.json``; tell on stderr how to open the pair in the
+    viewer's compare mode."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, trace in (("a", report.trace_a), ("b", report.trace_b)):
         if trace is not None:
             (folder / name).mkdir(exist_ok=True)
-            save(trace, str(folder / name / "trace.json"))
+            save(trace, str(folder / name / "trace.json"), compress=True if compress else None)
     (folder / "ab.json").write_text(json.dumps(report.to_json(), indent=1), encoding="utf-8")
     if report.trace_b is not None and report.steps:
         click.echo(f"saved A and B to {folder}; view: tpx-inspect serve {folder}, then open "

@@ -40,29 +40,35 @@ UNKEPT = "unkept_previews"
 _VALUE, _PREVIEW_LEN = 8, 9  # NOTE: the summary columns value id and preview length
 
 
-def drop_derivable(run: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-    """Writer: when the previews of ``run``'s kept values equal what :func:`derive` makes of
-    them (bit for bit), store only the others (``r<run>.unkept_previews``, replacing
-    ``r<run>.previews``) and mark the run; else leave both as they are."""
-    rid = run["id"]
+def drop_derivable(rid: int, graphs: list[dict[str, Any]], arrays: dict[str, np.ndarray]) -> bool:
+    """Writer: when the previews of run ``rid`` (its ``graphs``' JSON) of kept values equal
+    what :func:`derive` makes of them (bit for bit), store only the others
+    (``r<rid>.unkept_previews``, replacing ``r<rid>.previews``) and say True (the run is
+    then marked ``"derived_previews": true``); else leave the arrays as they are."""
     previews, summaries = arrays[f"r{rid}.previews"], arrays[f"r{rid}.summaries"]
     if not len(previews):
-        return
-    src = preview_rows(run["graphs"], len(summaries))
-    ids = summaries[src, _VALUE]
+        return False
+    src = preview_rows(graphs, len(summaries))
+    if len(src) != len(previews):
+        return False
+    whole = len(src) == len(summaries)  # NOTE: then src is 0..n-1: views, no gathers
+    rows = summaries if whole else summaries[src]
+    ids = rows[:, _VALUE].astype(np.int64)
     kept = ids >= 0
-    if len(src) != len(previews) or not kept.any():
-        return
-    plen = summaries[src[kept], _PREVIEW_LEN]
+    every = bool(kept.all())
+    if not every and not kept.any():
+        return False
+    plen = rows[:, _PREVIEW_LEN].astype(np.int64)
     try:
-        made = derive(ids[kept].astype(np.int64), plen.astype(np.int64), arrays)
+        made = derive(ids if every else ids[kept], plen if every else plen[kept], arrays)
     except TraceFormatError:  # NOTE: a value of a dtype without a float preview
-        return
-    if not np.array_equal(made.view(np.uint64), previews[kept].view(np.uint64)):
-        return
+        return False
+    stored = previews if every else previews[kept]
+    if not np.array_equal(made.view(np.uint64), np.asarray(stored).view(np.uint64)):
+        return False
     del arrays[f"r{rid}.previews"]
-    arrays[f"r{rid}.{UNKEPT}"] = previews[~kept]
-    run[DERIVED] = True
+    arrays[f"r{rid}.{UNKEPT}"] = np.zeros((0, PREVIEW)) if every else previews[~kept]
+    return True
 
 
 def expand(run: dict[str, Any], arrays: dict[str, np.ndarray]) -> np.ndarray:
@@ -79,17 +85,21 @@ def expand(run: dict[str, Any], arrays: dict[str, np.ndarray]) -> np.ndarray:
         )
     summaries = arrays[f"r{rid}.summaries"]
     src = preview_rows(run["graphs"], len(summaries))
-    ids = summaries[src, _VALUE]
+    rows = summaries if len(src) == len(summaries) else summaries[src]  # NOTE: 0..n-1: a view
+    ids = rows[:, _VALUE].astype(np.int64)
     kept = ids >= 0
-    if len(src) - int(kept.sum()) != len(unkept):
+    n_kept = int(np.count_nonzero(kept))
+    if len(src) - n_kept != len(unkept):
         raise TraceFormatError(
-            f"array {key!r}: {len(unkept)} rows for {len(src) - int(kept.sum())} summary rows "
+            f"array {key!r}: {len(unkept)} rows for {len(src) - n_kept} summary rows "
             "without a kept value"
         )
-    out = np.empty((len(src), PREVIEW), np.float64, order="F")
+    plen = rows[:, _PREVIEW_LEN].astype(np.int64)
+    if n_kept == len(src):  # NOTE: every value kept (values="small" or "all"): no masks
+        return derive(ids, plen, arrays)
+    out = np.empty((len(src), PREVIEW), np.float64)
     out[~kept] = unkept
-    plen = summaries[src[kept], _PREVIEW_LEN].astype(np.int64)
-    out[kept] = derive(ids[kept].astype(np.int64), plen, arrays)
+    out[kept] = derive(ids[kept], plen[kept], arrays)
     return out
 
 
@@ -123,17 +133,28 @@ def derive(ids: np.ndarray, plen: np.ndarray, arrays: dict[str, np.ndarray]) -> 
     the values ``ids`` of the ``values.*`` arrays, each ``plen`` long; TraceFormatError if a
     length is more than its value's size or a value has no float preview (a string)."""
     index = arrays["values.index"]
-    codes, offsets, sizes = index[ids, 0], index[ids, 1], index[ids, 2]
+    if len(ids) != len(index) or not np.array_equal(ids, np.arange(len(ids))):
+        index = index[ids]  # NOTE: else every value in order (a whole capture): no gather
+    codes, offsets, sizes = index[:, 0], index[:, 1], index[:, 2]
     if len(ids) and (plen > sizes).any():
         raise TraceFormatError("a summary's preview length is more than its value's size")
+    dtypes = len(arrays["values.dtypes"])
     out = np.full((len(ids), PREVIEW), np.nan)
-    want = np.arange(PREVIEW) < plen[:, None]
-    for c in range(len(arrays["values.dtypes"])):
-        rows, cols = np.nonzero(want & (codes == c)[:, None])
-        if not len(rows):
+    for c in range(dtypes):
+        mine = slice(None) if dtypes == 1 else np.flatnonzero(codes == c)
+        lengths = plen[mine]
+        if not len(lengths) or not lengths.any():
             continue
         buf = arrays[f"values.{c}"]
         if buf.dtype.kind not in "fiub":
             raise TraceFormatError(f"values of dtype {buf.dtype} have no float preview")
-        out[rows, cols] = buf[offsets[rows] + cols]
+        # NOTE: the PREVIEW elements from each value's start, gathered at once; those past its
+        # preview (another value's, or clipped at the buffer's end) are then set to NaN
+        at = offsets[mine][:, None] + np.arange(PREVIEW)
+        np.minimum(at, len(buf) - 1, out=at)
+        made = buf[at].astype(np.float64, copy=False)
+        np.putmask(made, np.arange(PREVIEW) >= lengths[:, None], np.nan)
+        if dtypes == 1:
+            return made
+        out[mine] = made
     return out

@@ -20,17 +20,57 @@ from tpx_inspect._safe_read import LoadLimits, read_npz, read_regular, sidecar_f
 from tpx_inspect._schema import quote
 from tpx_inspect.errors import TraceFormatError
 
-__all__ = ["SidecarRead", "read_inline", "read_sidecar", "sidecar_bytes"]
+__all__ = ["Prefetch", "SidecarRead", "read_inline", "read_sidecar", "sidecar_bytes"]
 
 
-def read_sidecar(path: str, doc: dict, limits: LoadLimits) -> dict[str, np.ndarray]:
-    return read_npz(*sidecar_bytes(path, doc, limits), limits)
+class Prefetch:
+    """The bytes and SHA-256 of the file ``side`` (a trace's usual sidecar), read on a thread
+    while the trace's JSON is read and parsed; only a cache: :func:`sidecar_bytes` takes them
+    when the document names that very file, with every check made as on a plain read (size,
+    hash), and reads the file itself otherwise. Nothing it meets is raised (a missing file, a
+    FIFO, a link out of the folder): the plain read then says it, in its order."""
+
+    def __init__(self, path: str, side: str, limits: LoadLimits) -> None:
+        self._args = (path, side, limits)
+        self._out: tuple[str, bytes, str] | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="tpx_inspect sidecar prefetch", daemon=True
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # NOTE: no thread to be had: nothing prefetched
+            self._thread = None
+
+    def _run(self) -> None:
+        path, side, limits = self._args
+        try:
+            side = sidecar_file(path, os.path.basename(side))
+            blob = read_regular(side, limits.max_sidecar_bytes, "sidecar")
+            self._out = (side, blob, hashlib.sha256(blob).hexdigest())
+        except BaseException:  # NOTE: see the class docstring
+            self._out = None
+
+    def take(self, side: str) -> tuple[bytes, str] | None:
+        """The bytes and SHA-256 of ``side`` if they were prefetched (once)."""
+        if self._thread is not None:
+            self._thread.join()
+        out, self._out = self._out, None
+        return (out[1], out[2]) if out is not None and out[0] == side else None
 
 
-def sidecar_bytes(path: str, doc: dict, limits: LoadLimits) -> tuple[bytes, str]:
+def read_sidecar(
+    path: str, doc: dict, limits: LoadLimits, prefetch: Prefetch | None = None
+) -> dict[str, np.ndarray]:
+    return read_npz(*sidecar_bytes(path, doc, limits, prefetch), limits)
+
+
+def sidecar_bytes(
+    path: str, doc: dict, limits: LoadLimits, prefetch: Prefetch | None = None
+) -> tuple[bytes, str]:
     """The bytes of the sidecar of the trace ``path`` (document ``doc``) and its path, checked
     against the size and SHA-256 the document records; :class:`TraceFormatError` if missing,
-    too big or not the one the trace was saved with."""
+    too big or not the one the trace was saved with. ``prefetch``: the bytes read already,
+    if they are that file's."""
     info = doc.get("sidecar")
     if not isinstance(info, dict):
         raise TraceFormatError(f"{path}: sidecar: null, but the trace has no inline 'arrays'")
@@ -42,8 +82,12 @@ def sidecar_bytes(path: str, doc: dict, limits: LoadLimits) -> tuple[bytes, str]
     if info["bytes"] > limits.max_sidecar_bytes:
         raise TraceFormatError(f"{path}: sidecar.bytes: {info['bytes']} is more than the limit "
                                f"{limits.max_sidecar_bytes}")  # fmt: skip
-    blob = read_regular(side, limits.max_sidecar_bytes, "sidecar")
-    if len(blob) != info["bytes"] or hashlib.sha256(blob).hexdigest() != info["sha256"]:
+    got = prefetch.take(side) if prefetch is not None else None
+    if got is None:
+        blob = read_regular(side, limits.max_sidecar_bytes, "sidecar")
+        got = blob, hashlib.sha256(blob).hexdigest()
+    blob, digest = got
+    if len(blob) != info["bytes"] or digest != info["sha256"]:
         raise TraceFormatError(
             f"{side}: the sidecar does not match its trace ({len(blob)} bytes, expected "
             f"{info['bytes']}; truncated, corrupt or from another capture)"
@@ -61,8 +105,11 @@ class SidecarRead:
     else it raised (a field of the wrong type, which the schema refuses first) is forgotten,
     and the sidecar read again on the caller's thread."""
 
-    def __init__(self, path: str, doc: dict, limits: LoadLimits) -> None:
+    def __init__(
+        self, path: str, doc: dict, limits: LoadLimits, prefetch: Prefetch | None = None
+    ) -> None:
         self._args = (path, doc, limits)
+        self._prefetch = prefetch
         self._stop = threading.Event()
         self._out: tuple[bool, Any] | None = None
         self._thread: threading.Thread | None = threading.Thread(
@@ -75,7 +122,7 @@ class SidecarRead:
 
     def _run(self) -> None:
         try:
-            blob, side = sidecar_bytes(*self._args)
+            blob, side = sidecar_bytes(*self._args, self._prefetch)
             if not self._stop.is_set():  # NOTE: the document was refused: nothing to unpack
                 self._out = (True, read_npz(blob, side, self._args[2]))
         except TraceFormatError as e:

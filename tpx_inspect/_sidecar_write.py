@@ -16,7 +16,10 @@ from __future__ import annotations
 import hashlib
 import io
 import math
+import queue
 import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from typing import Any
 
@@ -31,13 +34,20 @@ __all__ = ["SidecarWrite", "npy_bytes", "npy_parts", "npz_bytes", "npz_parts", "
 
 
 class SidecarWrite:
-    """The sidecar of ``arrays`` packed (:func:`npz_parts`), hashed and written to ``side``
-    on a thread (on the caller's when no thread is to be had): copies, CRC-32, SHA-256 and
-    the file write release the GIL. :meth:`result` waits and gives the document's
-    ``"sidecar"`` fields, or raises what the thread raised."""
+    """The sidecar packed (:func:`npz_parts`), hashed and written to ``side`` on a thread (on
+    the caller's when no thread is to be had) while the caller makes the rest of the trace:
+    copies, deflate, CRC-32, SHA-256 and the file write release the GIL.
 
-    def __init__(self, side: str, arrays: dict[str, np.ndarray], compress: bool | None) -> None:
-        self._args = (side, arrays, compress)
+    The members are given in their order (sorted names) in one or more :meth:`add` calls, the
+    last one with ``last=True``: the thread packs the first ones while the caller makes the
+    others (a save gives the run tables first, then the kept values). :meth:`result` waits and
+    gives the document's ``"sidecar"`` fields, or raises what the thread raised; a writer
+    abandoned before its last members (:meth:`abandon`) writes nothing."""
+
+    def __init__(self, side: str, compress: bool | None) -> None:
+        self._side, self._compress = side, compress
+        self._given: queue.SimpleQueue = queue.SimpleQueue()
+        self._last = ""
         self._out: dict[str, Any] | BaseException | None = None
         self._thread: threading.Thread | None = threading.Thread(
             target=self._run, name="tpx_inspect sidecar write"
@@ -46,17 +56,36 @@ class SidecarWrite:
             self._thread.start()
         except RuntimeError:  # NOTE: interpreter shutdown or the system's thread limit
             self._thread = None
-            self._run()
+
+    def add(self, arrays: dict[str, np.ndarray], last: bool = False) -> None:
+        """Members to write after those given before (their names sort after them)."""
+        names = sorted(arrays)
+        assert not names or names[0] > self._last, (names[0], self._last)  # NOTE: the order
+        for k in names:
+            self._given.put((k, arrays[k]))
+        self._last = names[-1] if names else self._last
+        if last:
+            self._given.put(_END)
+            if self._thread is None:
+                self._run()
+
+    def abandon(self) -> None:
+        """Stop: the caller failed before its last members; nothing is written."""
+        self._given.put(_ABANDON)
+        if self._thread is not None:
+            self._thread.join()
+
+    def _members(self) -> Iterator[tuple[str, np.ndarray]]:
+        while (item := self._given.get()) is not _END:
+            if item is _ABANDON:
+                raise _Abandoned
+            yield item
 
     def _run(self) -> None:
         try:
-            side, arrays, compress = self._args
-            parts = npz_parts(arrays, compress)
-            digest = hashlib.sha256()
-            for part in parts:  # NOTE: never joined into one bytes (~70 MB at 100k nodes)
-                digest.update(part)
-            replace_file(side, parts)
-            self._out = {"bytes": sum(map(len, parts)), "sha256": digest.hexdigest()}
+            parts = _npz_parts(self._members(), self._compress)
+            digest = _hash_while_writing(self._side, parts)
+            self._out = {"bytes": sum(map(len, parts)), "sha256": digest}
         except BaseException as e:  # NOTE: raised again by result(), on the caller's thread
             self._out = e
 
@@ -70,13 +99,41 @@ class SidecarWrite:
         return self._out
 
 
+def _hash_while_writing(side: str, parts: list[Buffer]) -> str:
+    """The SHA-256 of ``parts`` (never joined into one bytes: ~55 MB at 100k nodes), computed
+    while another thread writes them to ``side`` (both release the GIL); here when no thread
+    is to be had."""
+    digest = hashlib.sha256()
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            written = pool.submit(replace_file, side, parts)
+        except RuntimeError:
+            written = None
+        for part in parts:
+            digest.update(part)
+        if written is None:
+            replace_file(side, parts)
+        else:
+            written.result()
+    return digest.hexdigest()
+
+
+_END, _ABANDON = object(), object()
+
+
+class _Abandoned(Exception):
+    """The caller stopped before giving every member."""
+
+
 def npz_parts(arrays: dict[str, np.ndarray], compress: bool | None) -> list[Buffer]:
     """The ``.npz`` of ``arrays`` as buffers to write in order (members in sorted order;
     ``compress`` as :func:`save` takes it; see ``_zip_write.zip_parts``)."""
-    members = (
-        (k + ".npy", npy_parts(arrays[k], fortran=k.endswith(_BY_COLUMN))) for k in sorted(arrays)
-    )
-    return zip_parts(members, compress)
+    return _npz_parts(((k, arrays[k]) for k in sorted(arrays)), compress)
+
+
+def _npz_parts(members: Iterable[tuple[str, np.ndarray]], compress: bool | None) -> list[Buffer]:
+    npy = ((k + ".npy", npy_parts(a, fortran=k.endswith(_BY_COLUMN))) for k, a in members)
+    return zip_parts(npy, compress)
 
 
 def npz_bytes(arrays: dict[str, np.ndarray], compress: bool | None = None) -> bytes:
@@ -121,7 +178,11 @@ def values_arrays(values: list[np.ndarray], arrays: dict) -> None:
     # passes over the list (attrgetter, dicts of the distinct ones) and NumPy over columns
     n = len(values)
     shape_of, shape_list = _distinct(list(map(_SHAPE, values)), n)
-    dtype_of, dtype_list = _distinct(list(map(_DTYPE, values)), n)
+    kinds = set(map(_DTYPE, values))  # NOTE: one dtype (most traces): no list, no numbering
+    one = len(kinds) == 1
+    dtype_of, dtype_list = (
+        (np.zeros(n, np.int64), [*kinds]) if one else _distinct([*map(_DTYPE, values)], n)
+    )
     dtypes = sorted({d.str for d in dtype_list})
     codes = np.array([dtypes.index(d.str) for d in dtype_list], np.int64)[dtype_of]
     sizes = np.array(list(map(math.prod, shape_list)), np.int64)[shape_of]

@@ -16,7 +16,7 @@ from tpx_inspect._node_runs import RUN_FIELDS, from_runs
 from tpx_inspect._safe_read import LoadLimits, read_regular
 from tpx_inspect._schema import Rule, compile_schema, quote
 from tpx_inspect._sidecar_previews import DERIVED, expand
-from tpx_inspect._sidecar_read import SidecarRead, read_inline, read_sidecar
+from tpx_inspect._sidecar_read import Prefetch, SidecarRead, read_inline, read_sidecar
 from tpx_inspect._util import paused_gc
 from tpx_inspect._value_index import load_values as _load_values
 from tpx_inspect._version import FORMAT_VERSION, READS, check_version, warn_ignored
@@ -75,8 +75,10 @@ def load(path: str, *, limits: LoadLimits | None = None) -> Trace:
     tpx_inspect.errors.TraceFormatError: no/such/trace.json: no such trace file
     """
     limits = limits if limits is not None else LoadLimits.from_env()
+    # NOTE: the usual sidecar is read and hashed on a thread while the JSON is parsed
+    prefetch = Prefetch(path, sidecar_path(path), limits)
     with paused_gc(promote=True):
-        return _from_json(_read_json(path, limits), path, limits, early=True)
+        return _from_json(_read_json(path, limits), path, limits, early=prefetch)
 
 
 def from_json(
@@ -84,12 +86,13 @@ def from_json(
 ) -> Trace:
     """The trace of a JSON document (its sidecar read next to ``path``, or inline arrays)."""
     limits = limits if limits is not None else LoadLimits.from_env()
-    return _from_json(doc, path, limits, early=False)
+    return _from_json(doc, path, limits, early=None)
 
 
-def _from_json(doc: Any, path: str, limits: LoadLimits, early: bool) -> Trace:
-    """``early``: the sidecar is read on a thread while the schema check runs."""
-    side = SidecarRead(path, doc, limits) if early and _has_sidecar(doc) else None
+def _from_json(doc: Any, path: str, limits: LoadLimits, early: Prefetch | None) -> Trace:
+    """``early``: the sidecar is read on a thread while the schema check runs, with the bytes
+    prefetched while the JSON was parsed."""
+    side = SidecarRead(path, doc, limits, early) if early and _has_sidecar(doc) else None
     try:
         minor = check_document(doc, path)
         if isinstance(doc.get("arrays"), dict):

@@ -203,11 +203,13 @@ class Capture:
         meta = {"producer": "tpx_inspect", "tpx_version": tpx.__version__, "values": self.values}
         return Trace(FORMAT_VERSION, (run,), meta)
 
-    def save(self, path: str, trace: Trace | None = None) -> tuple[str, str]:
+    def save(
+        self, path: str, trace: Trace | None = None, *, compress: bool | None = None
+    ) -> tuple[str, str]:
         """Save the trace so far (or ``trace``, e.g. annotated from it) to ``path`` (JSON) and
-        its ``.npz`` sidecar. Saved to the ``checkpoint`` path, it replaces the last
-        checkpoint, whose sidecars it removes."""
-        paths = trace_format.save(self.trace if trace is None else trace, path)
+        its ``.npz`` sidecar (``compress`` as :func:`tpx_inspect.save` takes it). Saved to the
+        ``checkpoint`` path, it replaces the last checkpoint, whose sidecars it removes."""
+        paths = trace_format.save(self.trace if trace is None else trace, path, compress=compress)
         if self.checkpoint is not None and os.path.abspath(path) == os.path.abspath(
             self.checkpoint
         ):

@@ -12,7 +12,7 @@ same trace gives the same bytes (the sidecar's zip entries carry a fixed timesta
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -68,28 +68,62 @@ def to_json(
     >>> doc["runs"][0]["graphs"][0]["rows"]["nodes"], sorted(arrays)[:2]
     ([0, 3], ['r0.accumulations', 'r0.consts'])
     """
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(f"cannot write trace format version {version!r}: it is one of "
-                         f"{', '.join(map(str, SUPPORTED_VERSIONS))}")  # fmt: skip
-    arrays: dict[str, np.ndarray] = {}
-    kept = _KeptValues(trace)
-    runs = [_run_json(r, arrays, kept, version) for r in trace.runs]
-    packed = kept.packed()
-    if packed is None or not packed_arrays(packed, arrays):
-        values_arrays(kept.values, arrays)
-    head = {"version": version}
-    if version == VERSION:  # NOTE: format 2.1: the previews of kept values made at load
-        for r in runs:
-            drop_derivable(r, arrays)
-        head = version_fields(1 if any(DERIVED in r for r in runs) else 0)
-    doc: dict[str, Any] = {"format": FORMAT, **head, "meta": trace.meta, "runs": runs}
-    if trace.plans:
-        doc["plans"] = [dict(p) for p in trace.plans]
+    arrays, tables = _sidecar_arrays(trace, version)
+    doc = _document(trace, version, tables)
     if inline:
         doc["sidecar"] = None
         doc["arrays"] = {k: _inline(a) for k, a in sorted(arrays.items())}
         return doc, {}
     return doc, arrays
+
+
+class _RunTables(NamedTuple):
+    """What a run's sidecar arrays gave its JSON: its graphs (row ranges) and whether its
+    previews of kept values are derived (format 2.1)."""
+
+    graphs: list[dict[str, Any]]
+    derived: bool
+
+
+def _sidecar_arrays(
+    trace: Trace, version: int, writer: SidecarWrite | None = None
+) -> tuple[dict[str, np.ndarray], list[_RunTables]]:
+    """The sidecar's arrays of ``trace`` and what each run's JSON takes from them; the node
+    columns' JSON (:func:`_document`) can be made after, while the sidecar is written. Given
+    a ``writer``, the arrays go to it as they are made: first the run tables that sort before
+    any run's previews (whether those are stored is known once the values are)."""
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(f"cannot write trace format version {version!r}: it is one of "
+                         f"{', '.join(map(str, SUPPORTED_VERSIONS))}")  # fmt: skip
+    arrays: dict[str, np.ndarray] = {}
+    kept = _KeptValues(trace)
+    graphs = [_run_tables(r, arrays, kept) for r in trace.runs]
+    given: set[str] = set()
+    if writer is not None:  # NOTE: packed on its thread while the values' arrays are made
+        before = min((f"r{r.id}.previews" for r in trace.runs), default="")
+        given = {k for k in arrays if k < before}
+        writer.add({k: arrays[k] for k in given})
+    packed = kept.packed()
+    if packed is None or not packed_arrays(packed, arrays):
+        values_arrays(kept.values, arrays)
+    # NOTE: format 2.1: the previews of kept values made at load (not in version 1)
+    derive = [
+        version == VERSION and drop_derivable(r.id, g, arrays) for r, g in zip(trace.runs, graphs)
+    ]
+    if writer is not None:
+        writer.add({k: a for k, a in arrays.items() if k not in given}, last=True)
+    return arrays, [_RunTables(g, d) for g, d in zip(graphs, derive)]
+
+
+def _document(trace: Trace, version: int, tables: list[_RunTables]) -> dict[str, Any]:
+    runs = [_run_json(r, t, version) for r, t in zip(trace.runs, tables)]
+    head = {"version": version}
+    if version == VERSION:  # NOTE: 2.1 only when a run derives its previews, else 2.0
+        head = version_fields(1 if any(t.derived for t in tables) else 0)
+    doc: dict[str, Any] = {"format": FORMAT, **head, "meta": trace.meta, "runs": runs}
+    if trace.plans:
+        doc["plans"] = [dict(p) for p in trace.plans]
+    return doc
 
 
 def save(
@@ -131,11 +165,16 @@ def save(
 def _save(
     trace: Trace, path: str, sidecar: str | None, compress: bool | None, version: int = VERSION
 ) -> tuple[str, str]:
-    doc, arrays = to_json(trace, version=version)
     side = sidecar_path(path) if sidecar is None else os.path.join(os.path.dirname(path), sidecar)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    writer = SidecarWrite(side, arrays, compress)
+    writer = SidecarWrite(side, compress)
+    try:
+        _, tables = _sidecar_arrays(trace, version, writer)
+    except BaseException:
+        writer.abandon()
+        raise
     try:  # NOTE: the JSON is made while the sidecar is packed, hashed and written
+        doc = _document(trace, version, tables)
         doc["sidecar"] = {"file": os.path.basename(side), "bytes": 0, "sha256": _UNKNOWN}
         text = _json.dumps(doc)
     finally:
@@ -168,19 +207,22 @@ def _inline(a: np.ndarray) -> dict[str, Any]:
     return {"dtype": a.dtype.str, "shape": list(a.shape), "data": data}
 
 
-def _run_json(run: Run, arrays: dict, kept: _KeptValues, version: int) -> dict[str, Any]:
+def _run_tables(run: Run, arrays: dict, kept: _KeptValues) -> list[dict[str, Any]]:
+    """The run's tables into ``arrays``; the JSON of its graphs."""
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in TABLES}
+    sizes = dict.fromkeys(TABLES, 0)
+    graphs = [_graph_json(g, parts, sizes, kept.remap(g.values)) for g in run.graphs]
+    for k in TABLES:
+        arrays[f"r{run.id}.{k}"] = _concat(parts[k], k)
+    return graphs
+
+
+def _run_json(run: Run, tables: _RunTables, version: int) -> dict[str, Any]:
     structures: dict[int, Graph] = {}
     for g in run.graphs:
         structures.setdefault(g.structure, g)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in TABLES}
-    sizes = dict.fromkeys(TABLES, 0)
-    graphs = []
-    for g in run.graphs:
-        graphs.append(_graph_json(g, parts, sizes, kept.remap(g.values)))
-    for k in TABLES:
-        arrays[f"r{run.id}.{k}"] = _concat(parts[k], k)
     err = run.error
-    return {
+    out = {
         "id": run.id,
         "name": run.name,
         "status": run.status,
@@ -191,8 +233,11 @@ def _run_json(run: Run, arrays: dict, kept: _KeptValues, version: int) -> dict[s
         "structures": [
             _structure_json(sid, g, version) for sid, g in sorted(structures.items())
         ],
-        "graphs": graphs,
+        "graphs": tables.graphs,
     }  # fmt: skip
+    if tables.derived:
+        out[DERIVED] = True
+    return out
 
 
 _EMPTY = {

@@ -185,7 +185,7 @@ def test_a_failing_save_keeps_the_script_exit_code_and_says_why(tmp_path, monkey
     script = tmp_path / "chdir.py"
     script.write_text(CHDIR)
 
-    def disk_full(self, path, trace=None):
+    def disk_full(self, path, trace=None, compress=None):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(tpx_inspect.Capture, "save", disk_full)

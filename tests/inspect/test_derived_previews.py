@@ -66,8 +66,7 @@ def test_a_preview_that_derivation_does_not_give_is_stored(tmp_path):
 def test_the_2_0_and_2_1_writings_of_one_trace_load_the_same(tmp_path, monkeypatch):
     trace = TRACES["mixed-small"]()
     new, _ = tpx_inspect.save(trace, str(tmp_path / "new" / "t.json"))
-    monkeypatch.setattr(_sidecar_previews, "drop_derivable", lambda run, arrays: None)
-    monkeypatch.setattr("tpx_inspect.format.drop_derivable", lambda run, arrays: None)
+    monkeypatch.setattr("tpx_inspect.format.drop_derivable", lambda rid, graphs, arrays: False)
     old, _ = tpx_inspect.save(trace, str(tmp_path / "old" / "t.json"))
     assert "minor" not in _doc(tmp_path / "old" / "t.json")
     _same(_content(tpx_inspect.load(old)), _content(tpx_inspect.load(new)))
@@ -106,3 +105,25 @@ def test_hostile_preview_rows_are_refused_before_anything_is_made():
     shared[-1]["rows"]["summaries"] = [3, 6]  # NOTE: graph 0's preview rows, other summaries
     with pytest.raises(TraceFormatError, match="do not follow"):
         _sidecar_previews.preview_rows(shared, 6)
+
+
+def test_derive_reads_only_the_preview_elements_of_each_dtype():
+    arrays = {
+        "values.dtypes": np.array(["<f4", "<i8", "|b1"]),
+        "values.0": np.array([1.5, np.nan, -0.0], np.float32),
+        "values.1": np.array([2**60 + 1, 7]),
+        "values.2": np.array([True, False]),
+        # NOTE: rows: (dtype code, offset, size, ndim); the last value is empty, at the end
+        "values.index": np.array([[0, 0, 3, 1], [1, 0, 2, 1], [2, 0, 2, 1], [0, 3, 0, 2]]),
+    }
+    out = _sidecar_previews.derive(np.array([0, 1, 2, 3, 0]), np.array([3, 2, 1, 0, 0]), arrays)
+    want = [[1.5, np.nan, -0.0], [float(2**60 + 1), 7.0], [1.0], [], []]
+    for row, w in zip(out, want, strict=True):
+        assert _bits(row[: len(w)]) == _bits(np.array(w, np.float64))
+        assert np.isnan(row[len(w) :]).all()
+    with pytest.raises(TraceFormatError, match="more than its value's size"):
+        _sidecar_previews.derive(np.array([3]), np.array([1]), arrays)
+    with pytest.raises(TraceFormatError, match="no float preview"):
+        _sidecar_previews.derive(
+            np.array([0]), np.array([1]), {**arrays, "values.0": np.array(["a"] * 3)}
+        )

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import struct
 import zipfile
 
@@ -20,7 +21,7 @@ import pytest
 import tpx as tp
 import tpx_inspect
 from tpx_inspect import _json, _sidecar_write, _zip_write
-from tpx_inspect.format import TABLES
+from tpx_inspect.format import TABLES, to_json
 
 MODES = (None, True, False)
 
@@ -225,3 +226,64 @@ def test_the_json_is_written_with_the_sidecar_it_names(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError):
         tpx_inspect.save(trace, str(tmp_path / "t.json"), sidecar="no/such/folder.npz")
     assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize("thread", [True, False])
+def test_a_save_that_fails_after_the_first_members_writes_nothing(tmp_path, monkeypatch, thread):
+    """The run tables go to the writer before the values' arrays are made; a failure then
+    leaves no sidecar (nor its temporary file) and no JSON, with or without a thread."""
+    trace = _steps("all")
+
+    def fail(values, arrays):
+        raise MemoryError("planted")
+
+    monkeypatch.setattr("tpx_inspect.format.values_arrays", fail)
+    if not thread:
+        monkeypatch.setattr(_sidecar_write.threading.Thread, "start", _refuse)
+    with pytest.raises(MemoryError, match="planted"):
+        tpx_inspect.save(trace, str(tmp_path / "t.json"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def _refuse(self):
+    raise RuntimeError("can't start new thread")
+
+
+def test_the_prefetched_sidecar_is_used_only_when_the_trace_names_it(tmp_path, monkeypatch):
+    """load() reads and hashes the usual sidecar (t.json -> t.npz) while it parses the JSON; a
+    trace naming another sidecar (a checkpoint's) reads that one, whatever t.npz holds."""
+    from tpx_inspect import _sidecar_read
+
+    trace, other = _steps("all"), _steps("small", "nonfinite")
+    path = str(tmp_path / "t.json")
+    tpx_inspect.save(other, path)  # NOTE: t.npz: another trace's sidecar
+    tpx_inspect.save(trace, path, sidecar="named.npz")
+    reads = []
+    real = _sidecar_read.read_regular
+    monkeypatch.setattr(_sidecar_read, "read_regular", lambda p, *a: reads.append(p) or real(p, *a))
+    _same(_content(trace), _content(tpx_inspect.load(path)))
+    assert sorted(map(os.path.basename, reads)) == ["named.npz", "t.npz"]  # NOTE: t.npz unused
+    reads.clear()
+    tpx_inspect.save(trace, path)
+    _same(_content(trace), _content(tpx_inspect.load(path)))
+    assert list(map(os.path.basename, reads)) == ["t.npz"]  # NOTE: read once, on the thread
+    monkeypatch.setattr(_sidecar_read.threading.Thread, "start", _refuse)
+    _same(_content(trace), _content(tpx_inspect.load(path)))
+
+
+def test_twelve_runs_are_written_in_the_members_sorted_order(tmp_path):
+    """The writer gets the run tables before the values: with r10 sorting before r2, the
+    sidecar still holds every member in sorted order (what to_json gives) and loads the same."""
+    trace = _steps("all")
+    run = trace.runs[0]
+    runs = tuple(
+        dataclasses.replace(
+            run, id=k, graphs=tuple(dataclasses.replace(g, run=k) for g in run.graphs)
+        )
+        for k in range(12)
+    )
+    big = dataclasses.replace(trace, runs=runs)
+    path, side = tpx_inspect.save(big, str(tmp_path / "t.json"))
+    names = zipfile.ZipFile(side).namelist()
+    assert names == sorted(names) == [k + ".npy" for k in sorted(to_json(big)[1])]
+    _same(_content(big), _content(tpx_inspect.load(path)))
