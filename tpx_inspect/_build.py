@@ -181,7 +181,13 @@ class GraphBuilder:
             p = pend[i]
             saved[i] = (
                 [
-                    [s[0], shapes.get(s[1]) or _shape_json(shapes, s[1]), s[2], s[3]]
+                    # NOTE: not `shapes.get(...) or`: the JSON of shape () is [] (falsy)
+                    [
+                        s[0],
+                        shapes[s[1]] if s[1] in shapes else _shape_json(shapes, s[1]),
+                        s[2],
+                        s[3],
+                    ]
                     for s in p[SAVED]
                 ]
                 if p is not None

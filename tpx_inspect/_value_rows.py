@@ -2,221 +2,72 @@
 
 A backward reports about three values per node (an output, a gradient, a constant) and most
 of them several times (a gradient is a rule's output, a contribution, a total and the next
-node's input gradient). The values are first listed, in the order in which their rows are
-numbered, by one cheap pass over the nodes; the repeats are then found with dicts keyed by
-``id`` (built in C), each distinct value is handled once, and the row columns are gathered
-with NumPy. A value's row is the position of its first appearance among the distinct values.
+node's input gradient). The values are first listed column by column (outputs, gradients,
+each edge's input gradient and constant) with their positions in reading order (node by node);
+the repeats are then found by ``id`` with NumPy, each distinct value is summarized once (see
+``_value_summaries``), and the row columns are gathered with NumPy. A value's row is the rank
+of its first reading position among the distinct values'.
 """
 
 from __future__ import annotations
 
 import math
+from itertools import chain, repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
 
 from tpx import AccumulateGrad
-from tpx_inspect._batch_stats import BATCHED, _group, _one, fill_rows
-from tpx_inspect._pending import _Frozen, native
-from tpx_inspect.records import SUMMARY_COLUMNS, GraphTables
-from tpx_inspect.summary import PREVIEW, to_numpy
+from tpx_inspect._value_summaries import _KINDS, Summaries
+from tpx_inspect.records import GraphTables
 
 _NONE = id(None)
 
 
 class ValueList:
     """The values of one graph record, listed with their ``own`` flags (an ndarray that is
-    the capture's private copy, see ``_pending.freeze_value``, kept without another copy)."""
+    the capture's private copy, see ``_pending.freeze_value``, kept without another copy;
+    for an output kept as bytes, its ``(shape, dtype)``). ``pos``: where each listed value
+    stands in the record's reading order (node by node: output, gradient, then per edge its
+    gradient and constant; then the accumulations), when they are listed column by column;
+    values listed after ``pos`` ends follow in order."""
 
     def __init__(self) -> None:
         self.seq: list[Any] = []
-        self.owns: list[bool] = []
+        self.owns: list[Any] = []
+        self.pos = np.empty(0, np.int64)
 
     def rows(self) -> tuple[np.ndarray, list[Any], list[bool]]:
-        """The row of every listed value (-1 for None), and the distinct values with their
-        ``own`` flags, in row order."""
+        """The row of every value by its reading position (-1 for None), and the distinct
+        values with their ``own`` flags, in row order: a value's row is the rank of its first
+        reading position among the distinct values'."""
         seq = self.seq
-        ids = np.fromiter(map(id, seq), np.int64, len(seq))
-        uniq, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        none = np.searchsorted(uniq, _NONE)
-        has_none = none < len(uniq) and uniq[none] == _NONE
-        if has_none:
-            first[none] = len(seq)  # NOTE: sorts last, gets no row
-        order = np.argsort(first, kind="stable")
-        row_of = np.empty(len(uniq), np.int64)
-        row_of[order] = np.arange(len(uniq))
-        if has_none:
+        n = len(seq)
+        ids = np.fromiter(map(id, seq), np.int64, n)
+        pos = self.pos
+        if len(pos) < n:
+            pos = np.concatenate([pos, np.arange(len(pos), n)])
+        order = np.lexsort((pos, ids))  # NOTE: by value, each value's first reading first
+        sid = ids[order]
+        head = np.ones(n, bool)
+        head[1:] = sid[1:] != sid[:-1]
+        first = order[head]  # the list index of each distinct value's first reading
+        group = np.cumsum(head) - 1
+        fpos = pos[first]
+        none = np.flatnonzero(sid[head] == _NONE)
+        if len(none):
+            fpos[none] = n  # NOTE: sorts last, gets no row
+        rank = np.argsort(fpos, kind="stable")
+        row_of = np.empty(len(first), np.int64)
+        row_of[rank] = np.arange(len(first))
+        if len(none):
             row_of[none] = -1
-            order = order[:-1]
-        at = first[order].tolist()
-        return row_of[inverse], list(map(seq.__getitem__, at)), list(map(self.owns.__getitem__, at))
-
-
-class _Groups:
-    """Small float values gathered by (shape, dtype) to be stacked once (one copy): per
-    group ``(meta, rows, values, kept positions, kept)``, the values arrays, or the bytes of
-    outputs (see ``_pending.frozen_record``) with their ``(shape, dtype)`` as ``meta``; filled by
-    ``Summaries._keep``. One shape: all of a group are kept or none."""
-
-    def __init__(self) -> None:
-        self.by: dict[Any, tuple[tuple | None, list[int], list[Any], list[int], bool]] = {}
-
-    def stack(self, kept: list, blocks: list) -> None:
-        """One read-only block per group into ``blocks`` (with its rows); each kept value
-        becomes a view of its block (as ``BatchStore.flush`` makes them)."""
-        for meta, rows, xs, at, _kept in self.by.values():
-            if meta is None:
-                block = np.array(xs)  # NOTE: one shape and dtype: a stack, made in C
-                block.flags.writeable = False
-            else:
-                block = np.frombuffer(b"".join(xs), meta[1]).reshape((len(rows), *meta[0]))
-            blocks.append((rows, block))
-            if at:
-                for k, v in zip(at, list(block)):
-                    kept[k] = v
-
-
-class Summaries:
-    """The summary table and previews of the distinct values of one graph record; the full
-    values kept by the policy go to the builder's value store."""
-
-    def __init__(self, builder: Any, full: bool, values: list[Any], owns: list[bool]) -> None:
-        self.builder = builder
-        self.full = full
-        self.arrays: list[np.ndarray | None] = []  # None: the row is known (``done``)
-        self.vids: list[int] = []
-        self.done: dict[int, tuple[list, tuple]] = {}
-        self.blocks: list[tuple[list[int], np.ndarray]] = []  # (rows, stacked values)
-        self._made: tuple[np.ndarray, np.ndarray] | None = None
-        self._keep(values, owns)
-
-    def _keep(self, values: list[Any], owns: list[bool]) -> None:
-        store, limit, full = self.builder.store, self.builder.limit, self.full
-        if limit < 0:
-            limit = math.inf
-        prefetched = self.builder.prefetched
-        if prefetched:
-            values = [prefetched.get(id(x), x) for x in values]
-        arrays, vids, done = self.arrays, self.vids, self.done
-        ndarray = np.ndarray
-        base = len(store)
-        kept: list[np.ndarray | None] = []  # NOTE: store ids are base + position, row order
-        adopted: list[np.ndarray] = []
-        later: list[int] = []
-        groups = _Groups()
-        by = groups.by
-        row = -1
-        for x in values:
-            row += 1
-            if x.__class__ is bytes:  # a small float output (see _pending.frozen_record)
-                meta = owns[row]
-                arrays.append(None)  # NOTE: its row is made from its group's block
-                # NOTE: _Groups.add written out (a call per value); kept or not: per group
-                g = by.get(id(meta))
-                if g is None:
-                    kept_all = full and math.prod(meta[0]) <= limit
-                    g = by[id(meta)] = (meta, [], [], [], kept_all)
-                g[1].append(row)
-                g[2].append(x)
-                if g[4]:
-                    g[3].append(len(kept))
-                    vids.append(base + len(kept))
-                    kept.append(None)  # NOTE: a view of its group's block
-                else:
-                    vids.append(-1)
-            elif owns[row] and x.__class__ is ndarray:
-                arrays.append(x)
-                if full and x.size <= limit:
-                    vids.append(base + len(kept))
-                    kept.append(x)
-                    adopted.append(x)
-                else:
-                    vids.append(-1)
-            elif x.__class__ is _Frozen:
-                arrays.append(None)
-                done[row] = (x._row, x.head)
-                if full and x.kept:
-                    vids.append(base + len(kept))
-                    kept.append(x.value)
-                    adopted.append(x.value)
-                else:
-                    vids.append(-1)
-            else:
-                # NOTE: to_numpy written out for a NumPy-backed tensor; a gradient is held
-                # as its array already (see capture.held)
-                a = x if x.__class__ is ndarray else native(x)
-                if a.__class__ is not ndarray:
-                    a = to_numpy(x)
-                t = a.dtype
-                size = a.size
-                if t.kind == "f" and 0 < size <= BATCHED:
-                    # NOTE: copied with its group (BatchStore.flush's copy, made once)
-                    arrays.append(None)
-                    key = (a.shape, t.char)
-                    g = by.get(key)
-                    if g is None:
-                        g = by[key] = (None, [], [], [], full and size <= limit)
-                    g[1].append(row)
-                    g[2].append(a)
-                    if g[4]:
-                        g[3].append(len(kept))
-                        vids.append(base + len(kept))
-                        kept.append(None)
-                    else:
-                        vids.append(-1)
-                    continue
-                arrays.append(a)
-                if full and size <= limit:
-                    later.append(base + len(kept))
-                    vids.append(base + len(kept))
-                    kept.append(a)
-                else:
-                    vids.append(-1)
-        groups.stack(kept, self.blocks)
-        store.extend(kept, later, adopted)  # type: ignore[arg-type]
-
-    def finite(self) -> bool:
-        """No NaN or Inf among the values."""
-        table = self.summaries()[0]
-        return not table[:, 5:7].any()
-
-    def summaries(self) -> tuple[np.ndarray, np.ndarray]:
-        """The summary table and the previews (empty without ``full``)."""
-        if self._made is None:
-            self._made = self._make()
-        return self._made
-
-    def _make(self) -> tuple[np.ndarray, np.ndarray]:
-        # NOTE: column-major, as the sidecar stores them and a load gives them: a save writes
-        # them without a transposing copy (24 MB at 100k nodes), and the batched rows'
-        # column writes are no slower
-        table = np.zeros((len(self.vids), len(SUMMARY_COLUMNS)), np.float64, order="F")
-        table[:, 8] = self.vids
-        self.builder.store.flush()
-        if not self.builder.stats:  # NOTE: the values only (see Capture's values="raw")
-            table[:, :8] = math.nan
-            return table, np.zeros((0, PREVIEW))
-        previews = np.full((len(self.vids), PREVIEW), math.nan, order="F") if self.full else None
-        fill_rows(self.arrays, table, previews)
-        for rows, block in self.blocks:
-            fill_block(rows, block, table, previews)
-        for i, (row, head) in self.done.items():
-            table[i, :8] = row
-            if previews is not None:
-                previews[i, : len(head)] = head
-                table[i, 9] = len(head)
-        return table, previews if previews is not None else np.zeros((0, PREVIEW))
-
-
-def fill_block(
-    rows: list[int], block: np.ndarray, table: np.ndarray, previews: np.ndarray | None
-) -> None:
-    """:func:`~tpx_inspect._batch_stats.fill_rows` for values stacked already (``block[k]``
-    is the value of row ``rows[k]``): the same reductions, so the same numbers."""
-    if len(rows) == 1:
-        _one(rows[0], block[0], table, previews)
-    else:
-        _group(rows, block, table, previews)  # type: ignore[arg-type]
+            rank = rank[:-1]
+        rows = np.empty(n, np.int64)
+        rows[pos[order]] = row_of[group]
+        at = first[rank].tolist()
+        return rows, list(map(seq.__getitem__, at)), list(map(self.owns.__getitem__, at))
 
 
 def value_tables(
@@ -226,17 +77,17 @@ def value_tables(
     NaN or Inf (the caller then builds it in full)."""
     vals = ValueList()
     starts, meta, times = _list_nodes(vals, raw, pend, ex, full)
-    nodes_end = len(vals.seq)
+    nodes_end = len(vals.seq)  # NOTE: reading positions 0 .. nodes_end - 1 (see ValueList)
     accs = _list_accumulations(vals, b, index) if full else []
     rows, distinct, owns = vals.rows()
     t = Summaries(builder, full, distinct, owns)
     if not full and not t.finite():
         return None
     r = rows
-    s = np.array(starts, np.int64)
+    s = starts
     table = np.empty((len(starts), 4), np.int64)
     table[:, 0], table[:, 1] = r[s], r[s + 1]
-    table[:, 2:] = np.array(meta, np.int64).reshape(-1, 2)
+    table[:, 2:] = meta
     edge = np.ones(nodes_end, bool)
     edge[s], edge[s + 1] = False, False
     e = r[:nodes_end][edge]
@@ -245,51 +96,94 @@ def value_tables(
         acc[:, 2:] = r[nodes_end:].reshape(-1, 2)
     summaries, previews = t.summaries()
     return GraphTables(
-        summaries, previews, table, np.array(times, np.float64).reshape(-1, 2),
+        summaries, previews, table, times,
         np.ascontiguousarray(e[0::2]), np.ascontiguousarray(e[1::2]), acc,
     )  # fmt: skip
 
 
 def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) -> tuple:
-    """List each node's output and gradient, then (``full``) its input gradient and constant
-    per edge; returns where each node's values start, its (position, released) pair and its
-    (forward, backward) seconds, flat."""
-    seq, owns = vals.seq, vals.owns
-    starts: list[int] = []
-    meta: list[int] = []
-    times: list[float] = []
-    nan = math.nan
-    for i, n in enumerate(raw):
-        p = pend[i]
-        leaf = n.__class__ is AccumulateGrad
-        if leaf or p is None:
-            x, own = (n.variable if leaf else None), False
-        else:  # NOTE: _pending.value_of written out (a call per node); p: a pending record
-            x = p[1]  # OUT
-            own = x is not None
-            if not own:
-                x = p[2]  # RAW
-            elif x.__class__ is bytes:  # its (shape, dtype) in place of the flag (see _keep)
-                own = n.out_meta
-        starts.append(len(seq))
-        e = ex.get(i)
-        fwd = p[0] if p is not None else 0.0  # SECONDS
-        if e is None:
-            seq += (x, None)
-            meta += (-1, -1)
-            times += (fwd, nan)
-        else:
-            seq += (x, e[0])
-            meta += (e[4], e[4] if e[3] and p is not None and p[3] else -1)  # SAVED
-            times += (fwd, e[2])
-        owns += (own, False)
-        if full and not leaf:
-            gins = e[1] if e is not None else ()
-            k = len(gins)
-            for j in range(len(n.edges)):  # NOTE: p[7 + j]: a constant (see _pending.CONSTS)
-                seq += (gins[j] if j < k else None, p[7 + j] if p is not None else None)
-                owns += (False, own)  # NOTE: a constant frozen with the output is a copy too
+    """List the values of the nodes column by column (outputs, gradients, then with ``full``
+    each edge's input gradient and constant) with their reading positions (see
+    :class:`ValueList`); returns where each node's values start in reading order, its
+    (position, released) pair and its (forward, backward) seconds, as arrays."""
+    n = len(raw)
+    recs = [_NO_RECORD if p is None else p for p in pend]
+    runs = list(map(ex.get, range(n), repeat(_NO_RUN, n)))
+    outs, owns = _outputs(raw, pend, recs)
+    k = np.zeros(n, np.int64)
+    if full:
+        k = np.fromiter(map(len, map(_edges, raw)), np.int64, n)
+    starts = np.zeros(n, np.int64)
+    np.cumsum(2 + 2 * k[:-1], out=starts[1:])
+    vals.seq = outs + list(map(_first, runs))
+    vals.owns = owns + [False] * n
+    pos = [starts, starts + 1]
+    if full and k.any():
+        _list_edges(vals, raw, recs, runs, owns, k, starts, pos)
+    vals.pos = np.concatenate(pos)
+    at = np.fromiter(map(_at, runs), np.int64, n)
+    freed = np.fromiter(map(_freed, runs), bool, n)
+    saved = np.fromiter(map(bool, map(_saved, recs)), bool, n)  # NOTE: _pending.SAVED
+    meta = np.stack([at, np.where(freed & saved, at, -1)], axis=1)
+    times = np.stack(
+        [np.fromiter(map(_seconds, recs), np.float64, n), np.fromiter(map(_ran, runs), float, n)],
+        axis=1,
+    )
     return starts, meta, times
+
+
+def _outputs(raw: list, pend: list, recs: list) -> tuple[list, list]:
+    """Each node's output as the record holds it (``_pending.value_of``; a leaf's variable)
+    and its ``own`` flag: True for the capture's copy, the ``(shape, dtype)`` of one kept as
+    bytes (see ``Summaries``)."""
+    outs = list(map(_out, recs))
+    owns: list[Any] = list(map(_is_not_none, outs))
+    kinds = np.fromiter(map(_KINDS.get, map(type, outs), repeat(2, len(outs))), np.int8)
+    for i in np.flatnonzero(kinds == 0).tolist():
+        owns[i] = raw[i].out_meta
+    for i in np.flatnonzero(np.fromiter(map(id, outs), np.int64, len(outs)) == _NONE).tolist():
+        n, p = raw[i], pend[i]
+        if n.__class__ is AccumulateGrad:
+            outs[i] = n.variable
+        elif p is not None:
+            outs[i] = p[2]  # RAW: the live P10 output (a step not frozen)
+    return outs, owns
+
+
+def _list_edges(
+    vals: ValueList, raw: list, recs: list, runs: list, owns: list, k: np.ndarray,
+    starts: np.ndarray, pos: list,
+) -> None:  # fmt: skip
+    """Each edge's input gradient and constant (None where the node did not run or has no
+    record), with the output's ``own`` flag for the constant (frozen with it)."""
+    gins = list(map(_gins, runs))
+    consts = [p[7 : 7 + p[6]] for p in recs]  # NOTE: _pending.consts_of, per node
+    lens = np.fromiter(map(len, gins), np.int64, len(gins))
+    for i in np.flatnonzero(lens != k).tolist():
+        gins[i] = (*gins[i], *(None,) * int(k[i]))[: k[i]]
+    lens = np.fromiter(map(len, consts), np.int64, len(consts))
+    for i in np.flatnonzero(lens != k).tolist():
+        consts[i] = (*consts[i], *(None,) * int(k[i]))[: k[i]]
+    m = int(k.sum())
+    edge = np.repeat(starts + 2, k) + 2 * (np.arange(m) - np.repeat(np.cumsum(k) - k, k))
+    vals.seq += chain.from_iterable(gins)
+    vals.seq += chain.from_iterable(consts)
+    own = np.fromiter(map(bool, owns), bool, len(owns))
+    vals.owns += [False] * m
+    vals.owns += np.repeat(own, k).tolist()
+    pos += (edge, edge + 1)
+
+
+# NOTE: a leaf's record and a node that did not run, for the column reads above
+_NO_RECORD = (0.0, None, None, (), -1, None, 0)
+_NO_RUN = (None, (), math.nan, False, -1)
+_out, _seconds, _saved = itemgetter(1), itemgetter(0), itemgetter(3)
+_first, _gins, _ran, _freed, _at = (itemgetter(j) for j in range(5))
+_edges = attrgetter("edges")
+
+
+def _is_not_none(x: Any) -> bool:
+    return x is not None
 
 
 def _list_accumulations(vals: ValueList, b: Any, index: dict) -> list[int]:

@@ -121,3 +121,16 @@ def test_tables_equal_the_reference_on_a_lazy_backend(compared: list[int]) -> No
     with p10.use_backend("dask"), tpx_inspect.capture(timing=False) as cap:
         _mixed(2)
     assert len(cap.trace.graphs) == 1 and compared
+
+
+@pytest.mark.parametrize("values", ["small", "all", "raw"])
+def test_kept_values_are_arrays_of_their_recorded_shape(values: str) -> None:
+    # NOTE: values stacked into one block are kept as views of it: a 0-d one must stay a 0-d
+    # array (iterating a 1-d block gives NumPy scalars, which the live checks misread)
+    with tpx_inspect.capture("all", values=values) as cap:
+        x = tp.asarray(np.arange(3.0), requires_grad=True)
+        ((x * 0.5) * 2.0 + tp.asarray(np.float64(-np.inf))).sum().backward()
+    g = cap.trace.graphs[0]
+    kept = [g.values.get(i) for i in range(len(g.values))]
+    assert kept and all(type(v) is np.ndarray for v in kept)
+    assert sorted({v.shape for v in kept}) == [(), (3,)]
