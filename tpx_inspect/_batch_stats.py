@@ -176,8 +176,20 @@ class BatchStore(ValueStore):
         for ids in groups.values():
             stack = np.array([self._arrays[i] for i in ids])
             stack.flags.writeable = False
-            for i, view in zip(ids, stack):
+            for i, view in zip(ids, views(stack)):
                 self._arrays[i] = view
+
+
+def views(block: np.ndarray) -> list[np.ndarray]:
+    """Each value of ``block`` (stacked on axis 0) as an array view of it; a 0-d value too
+    (iterating a 1-d block would give NumPy scalars, not arrays).
+
+    >>> [type(v).__name__ for v in views(np.zeros(2))], views(np.zeros((2, 3)))[1].shape
+    (['ndarray', 'ndarray'], (3,))
+    """
+    if block.ndim > 1:
+        return list(block)
+    return [block[k, ...] for k in range(len(block))]
 
 
 def _frozen_copy(a: np.ndarray) -> np.ndarray:

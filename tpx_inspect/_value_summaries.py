@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tpx_inspect._batch_stats import BATCHED, _group, _one, fill_rows
+from tpx_inspect._batch_stats import BATCHED, _group, _one, fill_rows, views
 from tpx_inspect._pending import _Frozen, native
 from tpx_inspect.records import SUMMARY_COLUMNS
 from tpx_inspect.summary import PREVIEW, to_numpy
@@ -71,7 +71,7 @@ class Summaries:
             block = np.frombuffer(b"".join(xs), meta[1]).reshape((len(r), *meta[0]))
             self.blocks.append((r, block))
             if self.full and math.prod(meta[0]) <= limit:
-                kept.add(r, _views(block))
+                kept.add(r, views(block))
 
     def _array_blocks(
         self, rows: np.ndarray, values: list, own: np.ndarray, limit: float, kept: _Kept
@@ -93,7 +93,7 @@ class Summaries:
                 block.flags.writeable = False
                 self.blocks.append((r, block))
                 if self.full and a.size <= limit:
-                    kept.add(r, _views(block))
+                    kept.add(r, views(block))
                 continue
             for row, k in zip(r.tolist(), at.tolist()):
                 self._single(row, arrs[k], limit, kept, adopt=bool(own[row]))
@@ -199,18 +199,6 @@ class _Kept:
     def later(self, base: int) -> list[int]:
         """The store ids of the values to copy at the store's next flush."""
         return (base + self._pos[self.later_rows]).tolist() if self.later_rows else []
-
-
-def _views(block: np.ndarray) -> list[np.ndarray]:
-    """Each value of ``block`` (stacked on axis 0) as an array view of it; a 0-d value too
-    (iterating a 1-d block would give NumPy scalars, not arrays).
-
-    >>> [type(v).__name__ for v in _views(np.zeros(2))], _views(np.zeros((2, 3)))[1].shape
-    (['ndarray', 'ndarray'], (3,))
-    """
-    if block.ndim > 1:
-        return list(block)
-    return [block[k, ...] for k in range(len(block))]
 
 
 def _split(keys: np.ndarray) -> list[np.ndarray]:

@@ -134,3 +134,17 @@ def test_kept_values_are_arrays_of_their_recorded_shape(values: str) -> None:
     kept = [g.values.get(i) for i in range(len(g.values))]
     assert kept and all(type(v) is np.ndarray for v in kept)
     assert sorted({v.shape for v in kept}) == [(), (3,)]
+
+
+@pytest.mark.parametrize("values", ["small", "all"])
+def test_kept_0d_leaves_and_int_bool_values_are_arrays(values: str) -> None:
+    # NOTE: a leaf's value and the int/bool values are copied at the build (BatchStore.flush),
+    # stacked per (shape, dtype): a 0-d one must come back a 0-d array, not a NumPy scalar
+    with tpx_inspect.capture("all", values=values) as cap:
+        x = tp.tensor(2.0, requires_grad=True)
+        y = tp.where(tp.tensor(True), x * tp.tensor(3), x)
+        (y * tp.tensor(1.5, requires_grad=True)).backward()
+    g = cap.trace.graphs[0]
+    kept = [g.values.get(i) for i in range(len(g.values))]
+    assert len(kept) >= 4 and all(type(v) is np.ndarray and v.shape == () for v in kept)
+    assert {v.dtype.kind for v in kept} >= {"f", "b"}
