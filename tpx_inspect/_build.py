@@ -16,7 +16,7 @@ from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
 from tpx_inspect._params_json import params_to_json
-from tpx_inspect._pending import SAVED, NodeMap, _dtype_name, _Frozen, completed, saved_meta
+from tpx_inspect._pending import CONSTS, OWNER, SAVED, NodeMap, _dtype_name, _Frozen, completed
 from tpx_inspect._value_rows import value_tables
 from tpx_inspect.records import (
     NODE_FIELDS,
@@ -257,17 +257,16 @@ def _pending_of(raw: list, pending: Any) -> list:
     token = pending.token
     out = list(map(_observed, raw))  # NOTE: the records in the nodes' slots, read in C
     for i, p in enumerate(out):
-        # NOTE: NodeMap.get written out for a record in the slot (p[5]: OWNER)
-        if p is None or p.__class__ is not tuple or len(p) < 7 or p[5] is not token:
+        # NOTE: NodeMap.get written out for a record in the slot
+        if p is None or p.__class__ is not tuple or len(p) < CONSTS or p[OWNER] is not token:
             p = out[i] = pending.get(raw[i])
             if p is None:
                 continue
-            if p[3] is None:
+            if p[SAVED] is None:
                 p = out[i] = completed(p)
                 pending[raw[i]] = p
-        elif p[3] is None:  # NOTE: completed() written out (p[3]: SAVED)
-            end = 7 + p[6]  # CONSTS + k: the saved values follow the constants
-            p = out[i] = raw[i].observed = (p[0], p[1], p[2], saved_meta(p[end:]), *p[4:end])
+        elif p[SAVED] is None:
+            p = out[i] = raw[i].observed = completed(p)
     return out
 
 

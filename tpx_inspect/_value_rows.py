@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tpx import AccumulateGrad
+from tpx_inspect._pending import CONSTS, N_CONSTS, OUT, RAW, SAVED, SECONDS, pending_record
 from tpx_inspect._value_summaries import _KINDS, Summaries
 from tpx_inspect.records import GraphTables
 
@@ -146,7 +147,7 @@ def _outputs(raw: list, pend: list, recs: list) -> tuple[list, list]:
         if n.__class__ is AccumulateGrad:
             outs[i] = n.variable
         elif p is not None:
-            outs[i] = p[2]  # RAW: the live P10 output (a step not frozen)
+            outs[i] = p[RAW]  # NOTE: the live P10 output (a step not frozen)
     return outs, owns
 
 
@@ -156,14 +157,8 @@ def _list_edges(
 ) -> None:  # fmt: skip
     """Each edge's input gradient and constant (None where the node did not run or has no
     record), with the output's ``own`` flag for the constant (frozen with it)."""
-    gins = list(map(_gins, runs))
-    consts = [p[7 : 7 + p[6]] for p in recs]  # NOTE: _pending.consts_of, per node
-    lens = np.fromiter(map(len, gins), np.int64, len(gins))
-    for i in np.flatnonzero(lens != k).tolist():
-        gins[i] = (*gins[i], *(None,) * int(k[i]))[: k[i]]
-    lens = np.fromiter(map(len, consts), np.int64, len(consts))
-    for i in np.flatnonzero(lens != k).tolist():
-        consts[i] = (*consts[i], *(None,) * int(k[i]))[: k[i]]
+    gins = _padded(list(map(_gins, runs)), k)
+    consts = _padded([p[CONSTS : CONSTS + p[N_CONSTS]] for p in recs], k)  # consts_of, inlined
     m = int(k.sum())
     edge = np.repeat(starts + 2, k) + 2 * (np.arange(m) - np.repeat(np.cumsum(k) - k, k))
     vals.seq += chain.from_iterable(gins)
@@ -174,10 +169,18 @@ def _list_edges(
     pos += (edge, edge + 1)
 
 
+def _padded(seqs: list, k: np.ndarray) -> list:
+    """``seqs`` with each ``seqs[i]`` cut or padded with None to ``k[i]`` items."""
+    lens = np.fromiter(map(len, seqs), np.int64, len(seqs))
+    for i in np.flatnonzero(lens != k).tolist():
+        seqs[i] = (*seqs[i], *(None,) * int(k[i]))[: k[i]]
+    return seqs
+
+
 # NOTE: a leaf's record and a node that did not run, for the column reads above
-_NO_RECORD = (0.0, None, None, (), -1, None, 0)
+_NO_RECORD = pending_record(0.0, None, [], None, -1)
 _NO_RUN = (None, (), math.nan, False, -1)
-_out, _seconds, _saved = itemgetter(1), itemgetter(0), itemgetter(3)
+_out, _seconds, _saved = itemgetter(OUT), itemgetter(SECONDS), itemgetter(SAVED)
 _first, _gins, _ran, _freed, _at = (itemgetter(j) for j in range(5))
 _edges = attrgetter("edges")
 
