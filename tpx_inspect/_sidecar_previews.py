@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect.errors import TraceFormatError
+from tpx_inspect.records import SUMMARY_COLUMNS
 from tpx_inspect.summary import PREVIEW
 
 __all__ = ["DERIVED", "UNKEPT", "derive", "drop_derivable", "expand", "preview_rows"]
@@ -37,7 +38,7 @@ DERIVED = "derived_previews"
 UNKEPT = "unkept_previews"
 """The run table (``r<run>.unkept_previews``) holding the other previews of a derived run."""
 
-_VALUE, _PREVIEW_LEN = 8, 9  # NOTE: the summary columns value id and preview length
+_VALUE, _PREVIEW_LEN = SUMMARY_COLUMNS.index("value"), SUMMARY_COLUMNS.index("preview_len")
 
 
 def drop_derivable(rid: int, graphs: list[dict[str, Any]], arrays: dict[str, np.ndarray]) -> bool:
