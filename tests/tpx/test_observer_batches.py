@@ -105,9 +105,12 @@ def test_totals_are_what_the_engine_stored(monkeypatch):
     assert all(total is contribution for contribution, total in zip(sums[1::4], sums[2::4]))
 
 
-def test_no_batches_without_a_batched_observer():
+def test_no_batches_without_a_batched_observer(monkeypatch):
+    handed = []
+    monkeypatch.setattr(_engine, "_hand_over", lambda run: handed.append(run) or [])
     per = PerNode()
     x = tp.ones(2, requires_grad=True)
     with tp.add_observer(per):
         (x * x).sum().backward()
     assert len(per.runs) == len(per.sums) == 4 * 3  # x * x: two sums into x
+    assert handed == []  # NOTE: the engine gathered no batch for nobody
