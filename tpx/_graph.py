@@ -328,6 +328,28 @@ class AccumulateGrad(Node):
         return f"<AccumulateGrad #{self.seq} shape={self.variable.shape}>"
 
 
+def _reserve_observed(cls: type) -> None:
+    """Make ``observed`` one of the attribute names that instances of ``cls`` share.
+
+    CPython (3.11+) keeps a plain object's attributes in a table of names shared by its class
+    and a compact array of values; an attribute name added to an instance after the others
+    (here: an observer's ``observed``, set once the engine has set ``freed`` on earlier
+    nodes) may not fit in that table, and then the instance gets a dict of its own (about
+    700 bytes more per node, and one more object for the cyclic GC). Setting it once on a
+    throwaway instance, before any node is made, puts the name first in the table: a node
+    still writes nothing for it (the class default reads None), an observer's store then
+    costs no dict. Nothing changes for other Python implementations.
+
+    >>> n = GradFn.__new__(GradFn); n.observed = ("mine",); n.observed
+    ('mine',)
+    """
+    cls.__new__(cls).observed = None  # type: ignore[attr-defined]
+
+
+_reserve_observed(GradFn)
+_reserve_observed(AccumulateGrad)
+
+
 class RuleContext:
     """What a rule sees, and all it sees: the op's ``params``, the saved ``inputs`` (None where
     not saved) and ``output``, each input's ``(shape, dtype)`` at record time (``input_meta``),
