@@ -194,28 +194,59 @@ def freeze_array(a: np.ndarray, keep: Callable[[Any], bool], stats: bool) -> np.
 
 
 class _Frozen:
-    """The summary row of a value, computed at forward time (a value not summarized in
-    batches: larger than ``BATCHED`` elements, or not float), with a copy of the value when
-    the policy keeps it."""
+    """The summary row of a value (a value not summarized in batches: larger than
+    ``BATCHED`` elements, or not float), with a copy of the value when the policy keeps it.
+    A value of up to ``LAZY`` elements is copied at forward and summarized when the row is
+    first read (at the build, out of the training loop); a larger one is summarized at
+    forward (its copy would hold more memory than its statistics cost).
 
-    __slots__ = ("_row", "head", "kept", "value")
+    >>> a = np.arange(40.0); f = _Frozen(a, lambda v: False); a[:] = 0
+    >>> f.row[:3], f.head[:2], f.value  # min, max, mean: of the values at forward
+    ([0.0, 39.0, 19.5], (0.0, 1.0), None)
+    """
+
+    __slots__ = ("_copy", "_made", "kept", "value")
 
     def __init__(self, a: np.ndarray, keep: Callable[[Any], bool]) -> None:
         self.kept = keep(a)
-        self._row, self.head = stats_row(a)
-        self.value = np.array(a, copy=True) if self.kept else None
+        if a.size <= LAZY or self.kept:
+            # NOTE: order "K", as freeze_array's copy: the statistics then add the elements
+            # in the same order as they would on ``a`` (the same numbers)
+            self._copy, self._made = np.array(a, copy=True), None
+        else:
+            self._copy, self._made = None, stats_row(a)
+        self.value = self._copy if self.kept else None
+
+    def _stats(self) -> tuple[list, tuple]:
+        made = self._made
+        if made is None:
+            made = self._made = stats_row(self._copy)
+            self._copy = None  # NOTE: ``value`` still holds it when kept
+        return made
 
     @property
     def row(self) -> list:
         """The summary row."""
-        return self._row
+        return self._stats()[0]
+
+    _row = row  # NOTE: the build reads this name
+
+    @property
+    def head(self) -> tuple:
+        """The first elements (the preview)."""
+        return self._stats()[1]
 
     @classmethod
     def of(cls, row: list, head: tuple, value: np.ndarray | None) -> _Frozen:
         """A summary computed elsewhere (a lazy tensor's, see ``_lazy``)."""
         f = object.__new__(cls)
-        f._row, f.head, f.value, f.kept = row, head, value, value is not None
+        f._made, f._copy, f.value, f.kept = (row, head), None, value, value is not None
         return f
+
+
+LAZY = 16384
+"""Values up to this many elements (64 KiB of float32) are summarized when first read, from a
+copy made at forward (see :class:`_Frozen`)."""
 
 
 class NodeMap:

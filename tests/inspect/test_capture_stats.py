@@ -230,3 +230,29 @@ def test_planted_nonfinite_trace_equals_the_old_way(monkeypatch: pytest.MonkeyPa
     assert [g.step for g in new.graphs] == [0, 2, 3]  # the overflow and the NaN kept
     assert _assert_same_traces(new, old) > 0
     assert new.graphs[1].tables.summaries[:, 5:7].sum() != 0  # an Inf counted
+
+
+@pytest.mark.parametrize("values", ["small", "all", "none"])
+@pytest.mark.parametrize("size", [40, _pending.LAZY + 1])
+def test_kept_summaries_are_of_the_value_at_forward(values: str, size: int) -> None:
+    """A value summarized when first read (up to LAZY elements) or at forward (larger) has
+    the statistics and preview of the value at forward, though written in place before the
+    backward; the kept value too."""
+    x = tp.asarray(RNG.standard_normal(size).astype(np.float32), requires_grad=True)
+    with tpx_inspect.capture("all", values=values, value_limit=10**6) as cap:
+        y = x * 2.0  # no rule saves y: writing into it leaves the backward intact
+        at_forward = y.numpy().copy()
+        z = y + 1.0
+        with tp.no_grad():
+            y.mul_(-3.0)
+        z.sum().backward()
+    g = cap.trace.graphs[0]
+    [mul] = g.find(op="mul")
+    out = g.output(mul.id)
+    assert out.mean == pytest.approx(float(at_forward.astype(np.float64).mean()), rel=1e-5)
+    assert (out.min, out.max) == (float(at_forward.min()), float(at_forward.max()))
+    assert out.preview == tuple(at_forward[: len(out.preview)].tolist()) and out.preview
+    kept = g.value(out)
+    assert (kept is None) == (values == "none")
+    if kept is not None:
+        np.testing.assert_array_equal(kept, at_forward)
