@@ -88,6 +88,41 @@ def pending_record(
     return (seconds, None, raw, None, step, owner, len(consts), *consts, *(saved or ()))
 
 
+def pending_of(seconds: float, raw: Any, node: Any, inputs: tuple, step: int, owner: Any) -> tuple:
+    """:func:`pending_record` of ``node``, recorded on ``inputs`` (the constants read from
+    them by :func:`input_consts`); one and two inputs written out, with no list per node (the
+    capture's forward handler makes one per recorded op of a step not kept).
+
+    >>> import tpx as tp
+    >>> y = tp.ones(2, requires_grad=True) * 2; node = observe.grad_node(y)
+    >>> p = pending_of(0.0, y.p10, node, (y, 2), 0, None)
+    >>> p == pending_record(0.0, y.p10, input_consts(node, (y, 2)), node.saved, 0)
+    True
+    """
+    edges, saved = node.edges, node.saved or ()
+    n = len(inputs)
+    if n == 2 and len(edges) == 2:
+        x, y = inputs
+        e0, e1 = edges
+        c0 = None if e0 is not None else x if x.__class__ in _NUMBERS else p10_tensor(x)
+        c1 = None if e1 is not None else y if y.__class__ in _NUMBERS else p10_tensor(y)
+        return (seconds, None, raw, None, step, owner, 2, c0, c1, *saved)
+    if n == 1 and len(edges) == 1:
+        x = inputs[0]
+        c0 = None if edges[0] is not None else x if x.__class__ in _NUMBERS else p10_tensor(x)
+        return (seconds, None, raw, None, step, owner, 1, c0, *saved)
+    return pending_record(seconds, raw, input_consts(node, inputs), saved, step, owner)
+
+
+def input_consts(node: Any, inputs: tuple) -> list:
+    """Per input edge of ``node``: the input when it is no node's output (a constant: a
+    Python number as it is, else its P10 value), else None."""
+    return [
+        None if e is not None else (x if x.__class__ in _NUMBERS else p10_tensor(x))
+        for x, e in zip(inputs, node.edges)
+    ]
+
+
 def frozen_record(
     seconds: float, raw: Any, consts: list, saved: Any, step: int, keep: Callable[[Any], bool],
     stats: bool = True, meta: Any = None, owner: Any = None,
