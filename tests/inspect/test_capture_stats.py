@@ -302,3 +302,39 @@ def test_a_nonfinite_root_value_with_finite_gradients_keeps_its_step(bad: float)
         (x * 0.0).sum().backward()
     assert [g.step for g in cap.trace.graphs] == [0]
     assert np.isfinite(x.grad.numpy()).all()
+
+
+def test_pending_records_of_one_two_and_more_inputs_are_the_general_ones() -> None:
+    """``pending_of`` (one and two inputs written out) makes the record that
+    ``pending_record`` makes from ``input_consts``, for constants of every kind."""
+    x = tp.asarray(np.ones((2, 3), np.float32), requires_grad=True)
+    data = tp.asarray(np.full((2, 3), 2.0, np.float32))
+    seen: list[tuple] = []
+
+    class Grab:
+        def on_node_forward(self, node, inputs, output, seconds):
+            seen.append((node, inputs, output))
+
+    with tp.add_observer(Grab()):
+        outs = [x * 2.0, 3 * x, x * data, data - x, x.exp(), x + x, tp.where(data > 1, x, data)]
+        outs.append(tp.stack([x, data, x]))
+        outs += [_Scale.apply(x, 2.0), _Scale.apply(x, 3)]  # a Python number as an input
+    assert len(seen) >= len(outs) and {1, 2, 3} <= {len(i) for _, i, _ in seen}
+    for node, inputs, output in seen:
+        got = _pending.pending_of(0.5, output.p10, node, inputs, 4, None)
+        consts = _pending.input_consts(node, inputs)
+        want = _pending.pending_record(0.5, output.p10, consts, node.saved, 4, None)
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want)), node.op
+    consts = [c for n, i, _ in seen for c in _pending.input_consts(n, i) if c is not None]
+    assert {type(c) for c in consts} == {p10.Tensor, float, int}
+
+
+class _Scale(tp.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.k = k
+        return x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.k, None
