@@ -253,9 +253,11 @@ class _Frozen:
         self.value = self._copy if self.kept else None
 
     def _stats(self) -> tuple[list, tuple]:
-        made = self._made
+        # NOTE: the copy read first: a thread that finds it gone finds the row made (the row is
+        # set before the copy is let go), so two readers at once never summarize None
+        copy, made = self._copy, self._made
         if made is None:
-            made = self._made = stats_row(self._copy)
+            made = self._made = stats_row(copy)
             self._copy = None  # NOTE: ``value`` still holds it when kept
         return made
 
