@@ -5,21 +5,24 @@ A kept step's outputs and constants are frozen at forward time already (``_pendi
 build reads three more things a program can change after its backward: a leaf's value (an
 optimizer's in-place step), its label (``Tensor.name``) and the gradients a user can reach and
 write in place (the ``gradient=`` given to ``backward``, a leaf's ``.grad``, a retained
-``.grad``). :func:`snapshot_leaves` and :func:`detach_user_memory` fix them; everything else
-the build reads (the nodes' static fields, the frozen records, the engine's own gradients) does
-not change once the backward has ended.
+``.grad``). :func:`detach_nodes` fixes them, and takes out of the nodes what the build reads of
+them (static fields and records, which do not change once the backward has ended), so that a
+waiting step holds no TPX node.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from tpx import AccumulateGrad, observe
 from tpx_inspect._lazy import lazy_record
+from tpx_inspect._pending import OWNER
+from tpx_inspect._util import paused_gc
 from tpx_inspect.errors import InspectError
 
 native = observe.native
@@ -74,15 +77,16 @@ class LeafSnapshot:
 
 
 class Deferred:
-    """One kept step waiting for its build: ``Capture._build``'s arguments, its leaves'
-    snapshots, and what it holds (nodes, bytes of leaf copies)."""
+    """One kept step waiting for its build: what the build reads of its nodes, taken out of
+    them at the backward's end (see :func:`detach_nodes`), its backward's records (nodes
+    named by position), its leaves' snapshots (by position), and what it holds (nodes, bytes
+    of leaf copies)."""
 
-    __slots__ = ("backward", "leaves", "nbytes", "nodes", "order", "roots", "step")
+    __slots__ = ("backward", "leaves", "nbytes", "nodes", "rows", "step")
 
-    def __init__(self, b: Any, leaves: dict) -> None:
-        self.step, self.roots, self.order, self.backward = b.step, list(b.roots), b.order, b
-        self.leaves = leaves
-        self.nodes = len(b.order)
+    def __init__(self, b: Any, rows: list, leaves: dict) -> None:
+        self.step, self.backward, self.rows, self.leaves = b.step, b, rows, leaves
+        self.nodes = len(rows)
         self.nbytes = sum(s.value.nbytes for s in leaves.values())
 
 
@@ -101,26 +105,6 @@ def leaf_label(var: Any, labels: dict) -> str:
     if found is not None:
         return found[0]
     return getattr(var, "name", None) or ""
-
-
-def snapshot_leaves(order: list, labels: dict) -> tuple[dict, list] | None:
-    """The :class:`LeafSnapshot` of every leaf among ``order`` (by node), and the user's
-    gradient tensors among the nodes (leaves' and retained ``.grad``); None when a leaf's
-    value is not a NumPy array (the step is then built at once)."""
-    leaves: dict[Any, LeafSnapshot] = {}
-    grads: list[Any] = []
-    for n in order:
-        if n.__class__ is AccumulateGrad:
-            var = n.variable
-            s = LeafSnapshot.of(var, labels)
-            if s is None:
-                return None
-            leaves[n] = s
-            grads.append(var.grad)
-        elif n.retain is not None:  # NOTE: retain_grad(): the tensor's .grad is the user's
-            t = n.retain()
-            grads.append(None if t is None else t.grad)
-    return leaves, grads
 
 
 def detach_user_memory(b: Any, user: Iterable[Any]) -> None:
@@ -165,19 +149,96 @@ def _base(a: np.ndarray) -> Any:
 
 
 def deferral(b: Any, pending: Any, labels: dict) -> Deferred | None:
-    """The deferred build of the backward ``b``, with its leaves and the gradients the
-    program can write into copied now; None for a step to build at once (not kept, a
-    ``tpx.grad`` pass, a lazy backend's, ``create_graph``'s or another backend's values)."""
+    """The deferred build of the backward ``b`` (see :func:`detach_nodes`); None for a step
+    to build at once (not kept, a ``tpx.grad`` pass, a lazy backend's, ``create_graph``'s or
+    another backend's values)."""
     if not b.wanted or b.is_grad or lazy_record(list(b.roots), pending, b):
         return None
     if any(g.__class__ is not ndarray for g in b.root_grads.values()):
         return None
-    found = snapshot_leaves(b.order, labels)
-    if found is None:
-        return None
-    leaves, grads = found
+    with paused_gc(promote=True):  # NOTE: the rows are kept: no young scan of them
+        return detach_nodes(b, pending, labels)
+
+
+# NOTE: what the build reads of an op's node (see _build), read in C in one call
+_FIELDS = attrgetter(
+    "seq", "op", "params", "in_meta", "out_meta", "code", "lineno", "scope", "overrides"
+)
+
+
+def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
+    """Take out of ``b``'s nodes what the build reads, one row per node (its pending record,
+    its edges as positions in ``b.order``; a leaf's :class:`LeafSnapshot`), copy the
+    gradients the program can write into (see :func:`detach_user_memory`), and name the
+    nodes in ``b`` by position: the deferred step then holds no TPX node. (Holding them
+    would change the program's next graphs: a leaf's node lives as long as a graph that uses
+    it, and TPX reuses a live one, with its older ``seq``, instead of making a new one.)
+    None when a leaf's value is not a NumPy array."""
+    order = b.order
+    pos = dict(zip(order, range(len(order))))
+    get = pos.get
+    token = pending.token
+    rows: list[tuple] = []
+    add = rows.append
+    leaves: dict[int, LeafSnapshot] = {}
+    grads: list[Any] = []  # NOTE: the user's gradient tensors (leaves' and retained .grad)
+    for n in order:
+        p = n.observed
+        # NOTE: NodeMap.get written out for a record in the slot
+        if p.__class__ is not tuple or len(p) <= OWNER or p[OWNER] is not token:
+            p = pending.get(n)
+        if n.__class__ is AccumulateGrad:
+            var = n.variable
+            snap = LeafSnapshot.of(var, labels)
+            if snap is None:
+                return None
+            leaves[len(rows)] = snap
+            grads.append(var.grad)
+            add((None, n.seq, None, p))
+            continue
+        if n.retain is not None:
+            t = n.retain()
+            grads.append(None if t is None else t.grad)
+        add((n.__class__, _FIELDS(n), tuple(map(get, n.edges)), p))
     detach_user_memory(b, grads)
-    return Deferred(b, leaves)
+    ex, accs = b.executed, b.accs
+    ex[0::6] = list(map(get, ex[0::6]))
+    accs[0::4], accs[3::4] = list(map(get, accs[0::4])), list(map(get, accs[3::4]))
+    b.root_grads = {get(n): g for n, g in b.root_grads.items()}
+    b.roots, b.order = tuple(map(get, b.roots)), None
+    return Deferred(b, rows, leaves)
+
+
+def attach_nodes(entry: Deferred) -> tuple[list, list, dict]:
+    """Stand-ins of the nodes of ``entry`` (TPX node objects that TPX never sees, holding what
+    :func:`detach_nodes` took), put back into its backward's records; returns its roots, its
+    nodes and its leaves' snapshots by node, as the build takes them."""
+    nodes: list[Any] = []
+    for cls, fields, _, p in entry.rows:
+        if cls is None:
+            s = AccumulateGrad.__new__(AccumulateGrad)
+            s.seq, s.variable = fields, None
+        else:
+            s = cls.__new__(cls)
+            (s.seq, s.op, s.params, s.in_meta, s.out_meta, s.code, s.lineno, s.scope,
+             s.overrides) = fields  # fmt: skip
+        if p is not None:
+            s.observed = p
+        nodes.append(s)
+    for s, (cls, _, edges, _) in zip(nodes, entry.rows):
+        if cls is not None:
+            s.edges = tuple([None if i is None else nodes[i] for i in edges])
+
+    def node(i: int | None) -> Any:
+        return None if i is None else nodes[i]
+
+    b = entry.backward
+    ex, accs = b.executed, b.accs
+    ex[0::6] = list(map(node, ex[0::6]))
+    accs[0::4], accs[3::4] = list(map(node, accs[0::4])), list(map(node, accs[3::4]))
+    b.root_grads = {node(i): g for i, g in b.root_grads.items()}
+    b.roots, b.order = tuple(map(node, b.roots)), nodes
+    return list(b.roots), nodes, {nodes[i]: s for i, s in entry.leaves.items()}
 
 
 class BuildQueue:

@@ -18,12 +18,12 @@ from typing import Any, TypeVar
 
 import tpx
 from tpx import observe
-from tpx_inspect import _version
+from tpx_inspect import _deferred, _version
 from tpx_inspect import format as trace_format
 from tpx_inspect._backward_records import BackwardRecords
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, drop_checkpoint_sidecars, write_checkpoint
-from tpx_inspect._deferred import BUILD_MODES, BuildQueue, Deferred, deferral, labels_of
+from tpx_inspect._deferred import BUILD_MODES, BuildQueue, Deferred, attach_nodes, deferral
 from tpx_inspect._live import LiveState
 from tpx_inspect._pending import STEP, NodeMap, frozen_record, pending_record
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
@@ -109,10 +109,9 @@ class Capture:
         self.checkpoint = checkpoint
         self.checkpoint_error: str | None = None
         self._checkpoints = CheckpointClock()
-        root = os.getcwd() if source_root is None else source_root
-        self._builder = GraphBuilder(
-            os.path.abspath(root), self.value_limit, labels_of(params), stats=values != "raw"
-        )
+        root = os.path.abspath(os.getcwd() if source_root is None else source_root)
+        labels = _deferred.labels_of(params)
+        self._builder = GraphBuilder(root, self.value_limit, labels, stats=values != "raw")
         self._pending = NodeMap()
         # NOTE: one stack of running backward passes per thread, and one lock for what all
         # threads share (the pending nodes, the step counter, the stored graphs)
@@ -341,7 +340,7 @@ class Capture:
             raise failed[0]
 
     def _build_entry(self, e: Deferred) -> Graph:
-        return self._store(self._build("backward", e.step, e.roots, e.order, e.backward, e.leaves))
+        return self._store(self._build("backward", e.step, [], [], e.backward, e))
 
     # -- internals ----------------------------------------------------------------------------
     def _build(
@@ -351,12 +350,15 @@ class Capture:
         roots: list,
         order: list,
         b: BackwardRecords | None,
-        leaves: dict | None = None,
+        entry: Deferred | None = None,
     ) -> Graph:
         live = self._live
         if live is not None:  # NOTE: the checks read every step's values: none as stats only
             self._builder.structures.clear()
+        leaves = None
         with paused_gc(promote=True):  # NOTE: the records are kept: no young scan of them
+            if entry is not None:  # NOTE: a deferred step's nodes, put back (see _deferred)
+                roots, order, leaves = attach_nodes(entry)
             graph = self._builder.build(
                 run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,
                 pending=self._pending, backward=b, timing=self.timing, leaves=leaves,
