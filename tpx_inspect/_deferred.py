@@ -151,7 +151,16 @@ def _base(a: np.ndarray) -> Any:
 def deferral(b: Any, pending: Any, labels: dict) -> Deferred | None:
     """The deferred build of the backward ``b`` (see :func:`detach_nodes`); None for a step
     to build at once (not kept, a ``tpx.grad`` pass, a lazy backend's, ``create_graph``'s or
-    another backend's values)."""
+    another backend's values).
+
+    >>> import tpx as tp, tpx_inspect
+    >>> for mode in BUILD_MODES:
+    ...     with tpx_inspect.capture(build=mode) as cap:
+    ...         (tp.ones(2, requires_grad=True) * 2).sum().backward()
+    ...         print(mode, "waiting:", len(cap._queue.entries), "built:", len(cap._graphs))
+    lazy waiting: 1 built: 0
+    eager waiting: 0 built: 1
+    """
     if not b.wanted or b.is_grad or lazy_record(list(b.roots), pending, b):
         return None
     if any(g.__class__ is not ndarray for g in b.root_grads.values()):
