@@ -5,9 +5,9 @@ A kept step's outputs and constants are frozen at forward time already (``_pendi
 build reads three more things a program can change after its backward: a leaf's value (an
 optimizer's in-place step), its label (``Tensor.name``) and the gradients a user can reach and
 write in place (the ``gradient=`` given to ``backward``, a leaf's ``.grad``, a retained
-``.grad``). :func:`detach_nodes` fixes them, and takes out of the nodes what the build reads of
-them (static fields and records, which do not change once the backward has ended), so that a
-waiting step holds no TPX node.
+``.grad``). :func:`detach_nodes` fixes them (the gradients: see :func:`watch_user_memory`),
+and takes out of the nodes what the build reads of them (static fields and records, which do
+not change once the backward has ended), so that a waiting step holds no TPX node.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from tpx import AccumulateGrad, observe
 from tpx_inspect._lazy import lazy_record
-from tpx_inspect._pending import OWNER
+from tpx_inspect._pending import CONSTS, N_CONSTS, OUT, OWNER
 from tpx_inspect._util import paused_gc
 from tpx_inspect.errors import InspectError
 
@@ -37,7 +37,8 @@ MAX_DEFERRED_NODES = 250_000
 (each waiting node keeps its TPX node, record and gradients alive: a few KB)."""
 
 MAX_DEFERRED_BYTES = 256 * 2**20
-"""At most this many bytes of leaf copies wait in a capture's deferred builds (as above)."""
+"""At most this many bytes of arrays wait in a capture's deferred builds (leaf copies,
+gradients, the records' frozen values but small outputs): past it, the oldest are built."""
 
 
 class DeferredBuildError(InspectError, RuntimeError):
@@ -82,12 +83,17 @@ class Deferred:
     named by position), its leaves' snapshots (by position), and what it holds (nodes, bytes
     of leaf copies)."""
 
-    __slots__ = ("backward", "leaves", "nbytes", "nodes", "rows", "step")
+    __slots__ = ("backward", "leaves", "nbytes", "nodes", "rows", "step", "watched")
 
-    def __init__(self, b: Any, rows: list, leaves: dict) -> None:
+    def __init__(
+        self, b: Any, rows: list, leaves: dict, held: int = 0, watched: list | None = None
+    ) -> None:
         self.step, self.backward, self.rows, self.leaves = b.step, b, rows, leaves
+        self.watched = watched or []  # NOTE: see watch_user_memory
         self.nodes = len(rows)
-        self.nbytes = sum(s.value.nbytes for s in leaves.values())
+        # NOTE: the leaf copies, the gradients and ``held`` (the records' larger values)
+        grads = [g.nbytes for g in b.executed[1::6] if g.__class__ is ndarray]
+        self.nbytes = sum(s.value.nbytes for s in leaves.values()) + sum(grads) + held
 
 
 def labels_of(params: Any) -> dict[int, tuple[str, Any]]:
@@ -107,38 +113,58 @@ def leaf_label(var: Any, labels: dict) -> str:
     return getattr(var, "name", None) or ""
 
 
-def detach_user_memory(b: Any, user: Iterable[Any]) -> None:
-    """Replace every gradient ``b`` holds whose memory is one of ``user``'s (the root
-    gradients given to backward and the tensors in ``user``; a view of one too) by a private
-    copy, one copy per held object (the build tells values apart by identity)."""
-    bases = {id(_base(a)) for a in b.root_grads.values() if a.__class__ is ndarray}
-    for t in user:
-        a = None if t is None else native(t)
-        if a.__class__ is ndarray:
-            bases.add(id(_base(a)))
-    if not bases:
+def watch_user_memory(b: Any, user: Iterable[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A copy of each memory block the program can write into and ``b``'s gradients may
+    share: the root gradients given to backward and the tensors in ``user`` (leaves' and
+    retained ``.grad``), by the array that owns the memory. See :func:`repair_user_memory`."""
+    pairs: list[tuple[np.ndarray, np.ndarray]] = []
+    seen: set[int] = set()
+    arrays = [native(t) for t in user if t is not None]
+    for a in (*b.root_grads.values(), *arrays):
+        base = _base(a) if a.__class__ is ndarray else None
+        if base.__class__ is ndarray and id(base) not in seen:
+            seen.add(id(base))
+            pairs.append((base, base.copy(order="K")))
+    return pairs
+
+
+def repair_user_memory(b: Any, pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Put back, in ``b``'s gradients, what the program wrote since :func:`watch_user_memory`
+    into memory they share: every held array whose memory changed is replaced by the same view
+    of the copy (one per object: the build tells values apart by identity)."""
+    changed = {id(m): c for m, c in pairs if m.tobytes(order="A") != c.tobytes(order="A")}
+    if not changed:
         return
     copies: dict[int, Any] = {}
+    b.root_grads = {n: _fixed([g], changed, copies)[0] for n, g in b.root_grads.items()}
+    ex, accs = b.executed, b.accs
+    ex[1::6] = _fixed(ex[1::6], changed, copies)
+    b.gins[:] = _fixed(b.gins, changed, copies)
+    accs[1::4], accs[2::4] = (
+        _fixed(accs[1::4], changed, copies),
+        _fixed(accs[2::4], changed, copies),
+    )
 
-    def fix(x: Any) -> Any:
+
+def _fixed(xs: list, changed: dict[int, np.ndarray], copies: dict[int, Any]) -> list:
+    """``xs`` with each array whose memory is in ``changed`` (by its owner's id) as the same
+    view of the owner's copy."""
+    out = list(xs)
+    for i, x in enumerate(out):
+        if x.__class__ is not ndarray:
+            continue
+        base = _base(x)
+        copy = changed.get(id(base))
+        if copy is None:
+            continue
         c = copies.get(id(x))
         if c is None:
-            c = copies[id(x)] = x.copy(order="K") if id(_base(x)) in bases else x
-        return c
-
-    # NOTE: most held gradients are fresh arrays of the engine (no base, not the user's):
-    # kept as they are without a call
-    def fixed(xs: list) -> list:
-        return [
-            x if x.__class__ is not ndarray or (x.base is None and id(x) not in bases) else fix(x)
-            for x in xs
-        ]
-
-    b.root_grads = {node: fixed([g])[0] for node, g in b.root_grads.items()}
-    b.executed[1::6] = fixed(b.executed[1::6])
-    b.gins[:] = fixed(b.gins)
-    b.accs[1::4] = fixed(b.accs[1::4])
-    b.accs[2::4] = fixed(b.accs[2::4])
+            offset = x.ctypes.data - base.ctypes.data
+            c = np.ndarray(x.shape, x.dtype, buffer=copy, offset=offset, strides=x.strides)
+            c.flags.writeable = False
+            copies[id(x)] = c
+        out[i] = c
+    return out
 
 
 def _base(a: np.ndarray) -> Any:
@@ -178,7 +204,7 @@ _FIELDS = attrgetter(
 def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
     """Take out of ``b``'s nodes what the build reads, one row per node (its pending record,
     its edges as positions in ``b.order``; a leaf's :class:`LeafSnapshot`), copy the
-    gradients the program can write into (see :func:`detach_user_memory`), and name the
+    memory the program can write into (see :func:`watch_user_memory`), and name the
     nodes in ``b`` by position: the deferred step then holds no TPX node. (Holding them
     would change the program's next graphs: a leaf's node lives as long as a graph that uses
     it, and TPX reuses a live one, with its older ``seq``, instead of making a new one.)
@@ -191,11 +217,14 @@ def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
     add = rows.append
     leaves: dict[int, LeafSnapshot] = {}
     grads: list[Any] = []  # NOTE: the user's gradient tensors (leaves' and retained .grad)
+    held = 0
     for n in order:
         p = n.observed
         # NOTE: NodeMap.get written out for a record in the slot
         if p.__class__ is not tuple or len(p) <= OWNER or p[OWNER] is not token:
             p = pending.get(n)
+        if p is not None and p[OUT].__class__ is not bytes:  # NOTE: see record_bytes
+            held += record_bytes(p)
         if n.__class__ is AccumulateGrad:
             var = n.variable
             snap = LeafSnapshot.of(var, labels)
@@ -209,13 +238,34 @@ def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
             t = n.retain()
             grads.append(None if t is None else t.grad)
         add((n.__class__, _FIELDS(n), tuple(map(get, n.edges)), p))
-    detach_user_memory(b, grads)
+    watched = watch_user_memory(b, grads)
     ex, accs = b.executed, b.accs
     ex[0::6] = list(map(get, ex[0::6]))
     accs[0::4], accs[3::4] = list(map(get, accs[0::4])), list(map(get, accs[3::4]))
     b.root_grads = {get(n): g for n, g in b.root_grads.items()}
     b.roots, b.order = tuple(map(get, b.roots)), None
-    return Deferred(b, rows, leaves)
+    return Deferred(b, rows, leaves, held, watched)
+
+
+def record_bytes(p: tuple) -> int:
+    """The bytes of the arrays a pending record holds (its output and constants). Asked only
+    of a record whose output is not kept as bytes: a small output's record (most nodes) is
+    bounded by the node cap, and its constants are not counted."""
+    total = 0
+    for x in (p[OUT], *p[CONSTS : CONSTS + p[N_CONSTS]]):
+        if x is None or x.__class__ in _NUMBERS or x.__class__ is bytes:
+            continue
+        if x.__class__ is ndarray:
+            total += x.nbytes
+            continue
+        for name in getattr(type(x), "__slots__", ()):  # NOTE: a _Frozen's copies
+            a = getattr(x, name, None)
+            if a.__class__ is ndarray:
+                total += a.nbytes
+    return total
+
+
+_NUMBERS = (float, int, bool, complex)
 
 
 def attach_nodes(entry: Deferred) -> tuple[list, list, dict]:
@@ -242,6 +292,7 @@ def attach_nodes(entry: Deferred) -> tuple[list, list, dict]:
         return None if i is None else nodes[i]
 
     b = entry.backward
+    repair_user_memory(b, entry.watched)
     ex, accs = b.executed, b.accs
     ex[0::6] = list(map(node, ex[0::6]))
     accs[0::4], accs[3::4] = list(map(node, accs[0::4])), list(map(node, accs[3::4]))

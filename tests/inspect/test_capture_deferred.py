@@ -140,10 +140,14 @@ def test_the_waiting_steps_are_capped(monkeypatch: pytest.MonkeyPatch, tmp_path:
             held.append((len(cap._queue.entries), cap._queue.nodes, len(cap._graphs)))
     assert held == [(1, 3, 0), (2, 6, 0), (2, 6, 1), (2, 6, 2), (2, 6, 3), (2, 6, 4)]
     assert [g.id for g in cap.trace.graphs] == list(range(6))
-    monkeypatch.setattr(_deferred, "MAX_DEFERRED_BYTES", 50)  # each leaf copy: 36 bytes
+    # NOTE: each step holds ~116 bytes: the leaf's copy and the gradients (3x3 float32)
+    monkeypatch.setattr(_deferred, "MAX_DEFERRED_BYTES", 150)
     with tpx_inspect.capture("all") as cap:
         _steps(3)
-        assert len(cap._queue.entries) == 1 and cap._queue.nbytes == 36
+        assert len(cap._queue.entries) == 1 and 2 * 36 < cap._queue.nbytes < 150
+        big = tp.ones((10, 10), requires_grad=True)
+        (big * tp.asarray(np.ones((10, 10)))).sum().backward()  # a 800-byte constant
+        assert not cap._queue.entries and cap._queue.nbytes == 0
     eager, lazy = _both(lambda: _steps(5), tmp_path, policy="all")
     assert eager == lazy
 
