@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from operator import attrgetter
+from itertools import chain, islice, repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -86,14 +87,14 @@ class Deferred:
     __slots__ = ("backward", "leaves", "nbytes", "nodes", "rows", "step", "watched")
 
     def __init__(
-        self, b: Any, rows: list, leaves: dict, held: int = 0, watched: list | None = None
+        self, b: Any, rows: Detached, leaves: dict, held: int = 0, watched: list | None = None
     ) -> None:
         self.step, self.backward, self.rows, self.leaves = b.step, b, rows, leaves
         self.watched = watched or []  # NOTE: see watch_user_memory
-        self.nodes = len(rows)
+        self.nodes = rows.n
         # NOTE: the leaf copies, the gradients and ``held`` (the records' larger values)
-        grads = [g.nbytes for g in b.executed[1::6] if g.__class__ is ndarray]
-        self.nbytes = sum(s.value.nbytes for s in leaves.values()) + sum(grads) + held
+        grads = sum(map(getattr, b.executed[1::6], repeat("nbytes"), repeat(0)))
+        self.nbytes = sum(s.value.nbytes for s in leaves.values()) + grads + held
 
 
 def labels_of(params: Any) -> dict[int, tuple[str, Any]]:
@@ -202,49 +203,93 @@ _FIELDS = attrgetter(
 
 
 def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
-    """Take out of ``b``'s nodes what the build reads, one row per node (its pending record,
-    its edges as positions in ``b.order``; a leaf's :class:`LeafSnapshot`), copy the
-    memory the program can write into (see :func:`watch_user_memory`), and name the
-    nodes in ``b`` by position: the deferred step then holds no TPX node. (Holding them
-    would change the program's next graphs: a leaf's node lives as long as a graph that uses
-    it, and TPX reuses a live one, with its older ``seq``, instead of making a new one.)
-    None when a leaf's value is not a NumPy array."""
+    """Take out of ``b``'s nodes what the build reads, column by column, mostly in C (see
+    :class:`Detached`), copy the memory the program can write into (see
+    :func:`watch_user_memory`), and name the nodes in ``b`` by position: the deferred step
+    then holds no TPX node. (Holding them would change the program's next graphs: a leaf's
+    node lives as long as a graph that uses it, and TPX reuses a live one, with its older
+    ``seq``, instead of making a new one.) None when a leaf's value is not a NumPy array."""
     order = b.order
-    pos = dict(zip(order, range(len(order))))
-    get = pos.get
-    token = pending.token
-    rows: list[tuple] = []
-    add = rows.append
+    classes = list(map(type, order))
+    d = Detached(len(order))
+    ops = order
+    if AccumulateGrad in classes:
+        d.leaf_at = [i for i, c in enumerate(classes) if c is AccumulateGrad]
+        ops = [n for n, c in zip(order, classes) if c is not AccumulateGrad]
+        classes = [c for c in classes if c is not AccumulateGrad]
+    d.classes, d.fields = classes, list(map(_FIELDS, ops))
+    edges = list(map(_edges, ops))
+    d.lens, d.edges = list(map(len, edges)), _seqs(chain.from_iterable(edges))
+    d.records = _records(ops, pending)
     leaves: dict[int, LeafSnapshot] = {}
     grads: list[Any] = []  # NOTE: the user's gradient tensors (leaves' and retained .grad)
-    held = 0
-    for n in order:
-        p = n.observed
-        # NOTE: NodeMap.get written out for a record in the slot
-        if p.__class__ is not tuple or len(p) <= OWNER or p[OWNER] is not token:
-            p = pending.get(n)
-        if p is not None and p[OUT].__class__ is not bytes:  # NOTE: see record_bytes
-            held += record_bytes(p)
-        if n.__class__ is AccumulateGrad:
-            var = n.variable
-            snap = LeafSnapshot.of(var, labels)
-            if snap is None:
-                return None
-            leaves[len(rows)] = snap
-            grads.append(var.grad)
-            add((None, n.seq, None, p))
-            continue
-        if n.retain is not None:
-            t = n.retain()
-            grads.append(None if t is None else t.grad)
-        add((n.__class__, _FIELDS(n), tuple(map(get, n.edges)), p))
+    for i in d.leaf_at:
+        var = order[i].variable
+        snap = leaves[i] = LeafSnapshot.of(var, labels)  # type: ignore[assignment]
+        if snap is None:
+            return None
+        grads.append(var.grad)
+        d.leaf_rows.append((order[i].seq, pending.get(order[i])))
+    retained = list(map(_retain, ops))
+    if retained.count(None) != len(retained):
+        grads += [t().grad for t in retained if t is not None and t() is not None]
     watched = watch_user_memory(b, grads)
     ex, accs = b.executed, b.accs
-    ex[0::6] = list(map(get, ex[0::6]))
-    accs[0::4], accs[3::4] = list(map(get, accs[0::4])), list(map(get, accs[3::4]))
-    b.root_grads = {get(n): g for n, g in b.root_grads.items()}
-    b.roots, b.order = tuple(map(get, b.roots)), None
-    return Deferred(b, rows, leaves, held, watched)
+    ex[0::6] = _seqs(ex[0::6])
+    accs[0::4], accs[3::4] = _seqs(accs[0::4]), _seqs(accs[3::4])
+    b.root_grads = {n.seq: g for n, g in b.root_grads.items()}
+    b.roots, b.order = tuple(_seqs(b.roots)), None
+    return Deferred(b, d, leaves, _held_bytes(d.records), watched)
+
+
+def _seqs(nodes: Iterable[Any]) -> list[int | None]:
+    """Each node's ``seq`` (None for None): what names a node while it is detached."""
+    return list(map(getattr, nodes, repeat("seq"), repeat(None)))
+
+
+class Detached:
+    """What the build reads of the nodes of one step (``n`` of them, by position in its
+    order): the leaves' positions and ``(seq, record)``; per other node, in order, its class,
+    :data:`_FIELDS`, its edge count (``lens``) and pending record; all edges by the ``seq``
+    of the node they lead to."""
+
+    __slots__ = ("classes", "edges", "fields", "leaf_at", "leaf_rows", "lens", "n", "records")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.leaf_at: list[int] = []
+        self.leaf_rows: list[tuple] = []
+        self.classes: list[type] = []
+        self.fields: list[tuple] = []
+        self.lens: list[int] = []
+        self.edges: list[int | None] = []
+        self.records: list[Any] = []
+
+
+def _records(ops: list, pending: Any) -> list:
+    """The pending record of each node (``pending.get``), read from the nodes' slots in C
+    when they all hold this capture's records."""
+    recs = list(map(_observed, ops))
+    try:
+        owners = list(map(_owner, recs))
+    except (TypeError, IndexError):  # NOTE: a node without a record, or another's
+        owners = []
+    if owners.count(pending.token) != len(recs):
+        recs = list(map(pending.get, ops))
+    return recs
+
+
+def _held_bytes(records: list) -> int:
+    """The bytes of the larger values the records hold (see :func:`record_bytes`)."""
+    outs = [None if p is None else p[OUT] for p in records]
+    kinds = list(map(type, outs))
+    if kinds.count(bytes) == len(kinds):
+        return 0
+    return sum(record_bytes(p) for p, k in zip(records, kinds) if p is not None and k is not bytes)
+
+
+_observed, _edges, _retain = attrgetter("observed"), attrgetter("edges"), attrgetter("retain")
+_owner = itemgetter(OWNER)
 
 
 def record_bytes(p: tuple) -> int:
@@ -272,24 +317,26 @@ def attach_nodes(entry: Deferred) -> tuple[list, list, dict]:
     """Stand-ins of the nodes of ``entry`` (TPX node objects that TPX never sees, holding what
     :func:`detach_nodes` took), put back into its backward's records; returns its roots, its
     nodes and its leaves' snapshots by node, as the build takes them."""
-    nodes: list[Any] = []
-    for cls, fields, _, p in entry.rows:
-        if cls is None:
-            s = AccumulateGrad.__new__(AccumulateGrad)
-            s.seq, s.variable = fields, None
-        else:
-            s = cls.__new__(cls)
-            (s.seq, s.op, s.params, s.in_meta, s.out_meta, s.code, s.lineno, s.scope,
-             s.overrides) = fields  # fmt: skip
+    d = entry.rows
+    nodes: list[Any] = [None] * d.n
+    for i, (seq, p) in zip(d.leaf_at, d.leaf_rows):
+        s = nodes[i] = AccumulateGrad.__new__(AccumulateGrad)
+        s.seq, s.variable = seq, None
         if p is not None:
             s.observed = p
-        nodes.append(s)
-    for s, (cls, _, edges, _) in zip(nodes, entry.rows):
-        if cls is not None:
-            s.edges = tuple([None if i is None else nodes[i] for i in edges])
-
-    def node(i: int | None) -> Any:
-        return None if i is None else nodes[i]
+    leaf = set(d.leaf_at)
+    at = [i for i in range(d.n) if i not in leaf] if leaf else range(d.n)
+    for i, cls, fields, p in zip(at, d.classes, d.fields, d.records):
+        s = nodes[i] = cls.__new__(cls)
+        (s.seq, s.op, s.params, s.in_meta, s.out_meta, s.code, s.lineno, s.scope,
+         s.overrides) = fields  # fmt: skip
+        if p is not None:
+            s.observed = p
+    by_seq = {s.seq: s for s in nodes}
+    node = by_seq.get  # NOTE: None for None (and for a node not in the graph, as eager's)
+    edges = iter(d.edges)
+    for i, k in zip(at, d.lens):
+        nodes[i].edges = tuple(map(node, islice(edges, k)))
 
     b = entry.backward
     repair_user_memory(b, entry.watched)
