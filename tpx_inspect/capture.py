@@ -146,19 +146,19 @@ class Capture:
                 self.record_error(exc)
         finally:
             self._finished = True
-            failed = self._save_on_exit() if self.path is not None else []
+            failed = self._settle() if self.path is not None else []
+            if self.path is not None:  # NOTE: a failed build: the others are saved all the same
+                self.save(self.path, self._trace())
         if failed and exc is None:
             raise failed[0]
 
-    def _save_on_exit(self) -> list:
-        """Save to ``path``, every waiting graph built; a failed build (kept as the run's
-        error if it has none) does not stop the others or the save."""
+    def _settle(self) -> list:
+        """Build every waiting graph; the failed builds (the first one the run's error)."""
         with self._lock:
             self._queue.build_all()
             failed = self._queue.take_failed()
             if failed and self._error is None:
                 self.record_error(failed[0])
-        self.save(self.path, self._trace())  # type: ignore[arg-type]
         return failed
 
     def __call__(self, fn: F) -> F:

@@ -224,3 +224,20 @@ def test_add_and_checkpoints_keep_the_eager_ids(tmp_path: Path) -> None:
     assert g.id == 2 and [(h.id, h.kind) for h in cap.trace.graphs] == [
         (0, "backward"), (1, "backward"), (2, "roots"),
     ]  # fmt: skip
+
+
+def test_run_script_reports_a_failed_deferred_build(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tpx_inspect._run import run_script
+
+    _failing_step(monkeypatch, bad=0)
+    script = tmp_path / "steps.py"
+    script.write_text(
+        "import tpx as tp\nw = tp.ones(2, requires_grad=True)\n"
+        "for _ in range(2):\n    (w * 2).sum().backward()\n"
+    )
+    result = run_script(str(script), [], output=str(tmp_path / "t.json"), policy="all")
+    assert isinstance(result.error, DeferredBuildError) and result.exit_code == 1
+    run = tpx_inspect.load(str(tmp_path / "t.json")).runs[0]
+    assert [g.step for g in run.graphs] == [1] and run.error.type == "DeferredBuildError"
