@@ -23,6 +23,7 @@ import numpy as np
 from tpx import AccumulateGrad, observe
 from tpx_inspect._lazy import lazy_record
 from tpx_inspect._pending import CONSTS, N_CONSTS, OUT, OWNER
+from tpx_inspect._user_memory import repair_user_memory, watch_user_memory
 from tpx_inspect._util import paused_gc
 from tpx_inspect.errors import InspectError
 
@@ -35,7 +36,7 @@ BUILD_MODES = ("lazy", "eager")
 
 MAX_DEFERRED_NODES = 250_000
 """At most this many nodes wait in a capture's deferred builds: past it, the oldest are built
-(each waiting node keeps its TPX node, record and gradients alive: a few KB)."""
+(each waiting node keeps its record, fields and gradients: about 1.2 KB on a (4, 4) chain)."""
 
 MAX_DEFERRED_BYTES = 256 * 2**20
 """At most this many bytes of arrays wait in a capture's deferred builds (leaf copies,
@@ -80,9 +81,9 @@ class LeafSnapshot:
 
 class Deferred:
     """One kept step waiting for its build: what the build reads of its nodes, taken out of
-    them at the backward's end (see :func:`detach_nodes`), its backward's records (nodes
-    named by position), its leaves' snapshots (by position), and what it holds (nodes, bytes
-    of leaf copies)."""
+    them at the backward's end (``rows``, see :func:`detach_nodes`), its backward's records
+    (nodes named by ``seq``), its leaves' snapshots (by position in its order), the program's
+    memory watched (see :func:`watch_user_memory`), and what it holds (nodes, bytes)."""
 
     __slots__ = ("backward", "leaves", "nbytes", "nodes", "rows", "step", "watched")
 
@@ -92,9 +93,11 @@ class Deferred:
         self.step, self.backward, self.rows, self.leaves = b.step, b, rows, leaves
         self.watched = watched or []  # NOTE: see watch_user_memory
         self.nodes = rows.n
-        # NOTE: the leaf copies, the gradients and ``held`` (the records' larger values)
+        # NOTE: the leaf copies, the gradients, the watched memory's copies and ``held`` (the
+        # records' larger values)
         grads = sum(map(getattr, b.executed[1::6], repeat("nbytes"), repeat(0)))
-        self.nbytes = sum(s.value.nbytes for s in leaves.values()) + grads + held
+        copies = sum(c.nbytes for _, c in self.watched)
+        self.nbytes = sum(s.value.nbytes for s in leaves.values()) + grads + copies + held
 
 
 def labels_of(params: Any) -> dict[int, tuple[str, Any]]:
@@ -112,67 +115,6 @@ def leaf_label(var: Any, labels: dict) -> str:
     if found is not None:
         return found[0]
     return getattr(var, "name", None) or ""
-
-
-def watch_user_memory(b: Any, user: Iterable[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """A copy of each memory block the program can write into and ``b``'s gradients may
-    share: the root gradients given to backward and the tensors in ``user`` (leaves' and
-    retained ``.grad``), by the array that owns the memory. See :func:`repair_user_memory`."""
-    pairs: list[tuple[np.ndarray, np.ndarray]] = []
-    seen: set[int] = set()
-    arrays = [native(t) for t in user if t is not None]
-    for a in (*b.root_grads.values(), *arrays):
-        base = _base(a) if a.__class__ is ndarray else None
-        if base.__class__ is ndarray and id(base) not in seen:
-            seen.add(id(base))
-            pairs.append((base, base.copy(order="K")))
-    return pairs
-
-
-def repair_user_memory(b: Any, pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
-    """Put back, in ``b``'s gradients, what the program wrote since :func:`watch_user_memory`
-    into memory they share: every held array whose memory changed is replaced by the same view
-    of the copy (one per object: the build tells values apart by identity)."""
-    changed = {id(m): c for m, c in pairs if m.tobytes(order="A") != c.tobytes(order="A")}
-    if not changed:
-        return
-    copies: dict[int, Any] = {}
-    b.root_grads = {n: _fixed([g], changed, copies)[0] for n, g in b.root_grads.items()}
-    ex, accs = b.executed, b.accs
-    ex[1::6] = _fixed(ex[1::6], changed, copies)
-    b.gins[:] = _fixed(b.gins, changed, copies)
-    accs[1::4], accs[2::4] = (
-        _fixed(accs[1::4], changed, copies),
-        _fixed(accs[2::4], changed, copies),
-    )
-
-
-def _fixed(xs: list, changed: dict[int, np.ndarray], copies: dict[int, Any]) -> list:
-    """``xs`` with each array whose memory is in ``changed`` (by its owner's id) as the same
-    view of the owner's copy."""
-    out = list(xs)
-    for i, x in enumerate(out):
-        if x.__class__ is not ndarray:
-            continue
-        base = _base(x)
-        copy = changed.get(id(base))
-        if copy is None:
-            continue
-        c = copies.get(id(x))
-        if c is None:
-            offset = x.ctypes.data - base.ctypes.data
-            c = np.ndarray(x.shape, x.dtype, buffer=copy, offset=offset, strides=x.strides)
-            c.flags.writeable = False
-            copies[id(x)] = c
-        out[i] = c
-    return out
-
-
-def _base(a: np.ndarray) -> Any:
-    """The object that owns ``a``'s memory (``a`` itself when it owns it)."""
-    while isinstance(a, ndarray) and a.base is not None:
-        a = a.base
-    return a
 
 
 def deferral(b: Any, pending: Any, labels: dict) -> Deferred | None:
@@ -205,7 +147,7 @@ _FIELDS = attrgetter(
 def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
     """Take out of ``b``'s nodes what the build reads, column by column, mostly in C (see
     :class:`Detached`), copy the memory the program can write into (see
-    :func:`watch_user_memory`), and name the nodes in ``b`` by position: the deferred step
+    :func:`watch_user_memory`), and name the nodes in ``b`` by ``seq``: the deferred step
     then holds no TPX node. (Holding them would change the program's next graphs: a leaf's
     node lives as long as a graph that uses it, and TPX reuses a live one, with its older
     ``seq``, instead of making a new one.) None when a leaf's value is not a NumPy array."""
