@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tpx import AccumulateGrad, observe
+from tpx import AccumulateGrad, GradFn, observe
 from tpx_inspect._lazy import lazy_record
 from tpx_inspect._pending import CONSTS, N_CONSTS, OUT, OWNER
 from tpx_inspect._user_memory import repair_user_memory, watch_user_memory
@@ -139,9 +139,18 @@ def deferral(b: Any, pending: Any, labels: dict) -> Deferred | None:
 
 
 # NOTE: what the build reads of an op's node (see _build), read in C in one call
-_FIELDS = attrgetter(
-    "seq", "op", "params", "in_meta", "out_meta", "code", "lineno", "scope", "overrides"
+_FIELDS_NAMES = (
+    "seq",
+    "op",
+    "params",
+    "in_meta",
+    "out_meta",
+    "code",
+    "lineno",
+    "scope",
+    "overrides",
 )
+_FIELDS = attrgetter(*_FIELDS_NAMES)
 
 
 def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
@@ -223,7 +232,7 @@ def _records(ops: list, pending: Any) -> list:
 
 def _held_bytes(records: list) -> int:
     """The bytes of the larger values the records hold (see :func:`record_bytes`)."""
-    outs = [None if p is None else p[OUT] for p in records]
+    outs = list(map(_out, records)) if None not in records else [p and p[OUT] for p in records]
     kinds = list(map(type, outs))
     if kinds.count(bytes) == len(kinds):
         return 0
@@ -231,7 +240,7 @@ def _held_bytes(records: list) -> int:
 
 
 _observed, _edges, _retain = attrgetter("observed"), attrgetter("edges"), attrgetter("retain")
-_owner = itemgetter(OWNER)
+_owner, _out = itemgetter(OWNER), itemgetter(OUT)
 
 
 def record_bytes(p: tuple) -> int:
@@ -255,9 +264,23 @@ def record_bytes(p: tuple) -> int:
 _NUMBERS = (float, int, bool, complex)
 
 
+class StandIn:
+    """A detached ``GradFn`` as the build reads it (see :func:`attach_nodes`): the fields
+    :func:`detach_nodes` took, its pending record (``observed``) and its ``edges`` (other
+    stand-ins). TPX never sees one."""
+
+    __slots__ = (*_FIELDS_NAMES, "observed", "edges", "__weakref__")
+
+    @property
+    def name(self) -> str:
+        """The node's name (``MulBackward``), as ``GradFn.name`` makes it."""
+        return GradFn.name.fget(self)  # type: ignore[attr-defined]
+
+
 def attach_nodes(entry: Deferred) -> tuple[list, list, dict]:
-    """Stand-ins of the nodes of ``entry`` (TPX node objects that TPX never sees, holding what
-    :func:`detach_nodes` took), put back into its backward's records; returns its roots, its
+    """Stand-ins of the nodes of ``entry`` (a :class:`StandIn` per ``GradFn``; a node object
+    of its class, which TPX never sees, for a leaf or another class), holding what
+    :func:`detach_nodes` took, put back into its backward's records; returns its roots, its
     nodes and its leaves' snapshots by node, as the build takes them."""
     d = entry.rows
     nodes: list[Any] = [None] * d.n
@@ -268,12 +291,12 @@ def attach_nodes(entry: Deferred) -> tuple[list, list, dict]:
             s.observed = p
     leaf = set(d.leaf_at)
     at = [i for i in range(d.n) if i not in leaf] if leaf else range(d.n)
+    new = object.__new__
     for i, cls, fields, p in zip(at, d.classes, d.fields, d.records):
-        s = nodes[i] = cls.__new__(cls)
+        s = nodes[i] = new(StandIn) if cls is GradFn else cls.__new__(cls)
         (s.seq, s.op, s.params, s.in_meta, s.out_meta, s.code, s.lineno, s.scope,
          s.overrides) = fields  # fmt: skip
-        if p is not None:
-            s.observed = p
+        s.observed = p
     by_seq = {s.seq: s for s in nodes}
     node = by_seq.get  # NOTE: None for None (and for a node not in the graph, as eager's)
     edges = iter(d.edges)
