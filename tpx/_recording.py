@@ -169,8 +169,14 @@ def record(
     # NOTE: a view shares its base's counter, which may be past 0; a fresh output has none
     t._recorded_version = 0 if (vc := out._vc) is None else vc[0]
     t._grad = t._accumulator_ref = t._rare_attrs = None
-    if anomaly or _observers.observers:
-        _inspect(op, node, inputs, t, start, anomaly)
+    if anomaly:
+        _anomaly_checks(op, node, t, anomaly)
+    if _observers.observers:  # NOTE: the handlers called here (no call per node to reach them)
+        seconds = time.perf_counter() - start
+        for fn in _observers.on_node_recorded:
+            fn(node, t)
+        for fn in _observers.on_node_forward:
+            fn(node, inputs, t, seconds)
     return t
 
 
@@ -215,18 +221,12 @@ def _save_any(node: GradFn, rule: Any, raw: tuple | list, out: p10.Tensor) -> No
     node.versions = _versions(node.saved)
 
 
-def _inspect(op: Any, node: GradFn, inputs: tuple, t: Tensor, start: float, anomaly: int) -> None:
-    """Anomaly mode's checks and the observers' events of a node just recorded."""
+def _anomaly_checks(op: Any, node: GradFn, t: Tensor, anomaly: int) -> None:
+    """Anomaly mode's checks of a node just recorded (before the observers see it)."""
     if anomaly & SAVED_CHECKS and node.saved is not None:
         record_checksums(node)
     if anomaly & NAN_CHECKS:
         _check_finite(op, node, t._value)
-    if _observers.observers:
-        seconds = time.perf_counter() - start
-        for fn in _observers.on_node_recorded:
-            fn(node, t)
-        for fn in _observers.on_node_forward:
-            fn(node, inputs, t, seconds)
 
 
 _ZEROS = tuple((0,) * n for n in range(8))

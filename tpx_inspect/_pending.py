@@ -88,6 +88,41 @@ def pending_record(
     return (seconds, None, raw, None, step, owner, len(consts), *consts, *(saved or ()))
 
 
+def pending_of(seconds: float, raw: Any, node: Any, inputs: tuple, step: int, owner: Any) -> tuple:
+    """:func:`pending_record` of ``node``, recorded on ``inputs`` (the constants read from
+    them by :func:`input_consts`); one and two inputs written out, with no list per node (the
+    capture's forward handler makes one per recorded op of a step not kept).
+
+    >>> import tpx as tp
+    >>> y = tp.ones(2, requires_grad=True) * 2; node = observe.grad_node(y)
+    >>> p = pending_of(0.0, y.p10, node, (y, 2), 0, None)
+    >>> p == pending_record(0.0, y.p10, input_consts(node, (y, 2)), node.saved, 0)
+    True
+    """
+    edges, saved = node.edges, node.saved or ()
+    n = len(inputs)
+    if n == 2 and len(edges) == 2:
+        x, y = inputs
+        e0, e1 = edges
+        c0 = None if e0 is not None else x if x.__class__ in _NUMBERS else p10_tensor(x)
+        c1 = None if e1 is not None else y if y.__class__ in _NUMBERS else p10_tensor(y)
+        return (seconds, None, raw, None, step, owner, 2, c0, c1, *saved)
+    if n == 1 and len(edges) == 1:
+        x = inputs[0]
+        c0 = None if edges[0] is not None else x if x.__class__ in _NUMBERS else p10_tensor(x)
+        return (seconds, None, raw, None, step, owner, 1, c0, *saved)
+    return pending_record(seconds, raw, input_consts(node, inputs), saved, step, owner)
+
+
+def input_consts(node: Any, inputs: tuple) -> list:
+    """Per input edge of ``node``: the input when it is no node's output (a constant: a
+    Python number as it is, else its P10 value), else None."""
+    return [
+        None if e is not None else (x if x.__class__ in _NUMBERS else p10_tensor(x))
+        for x, e in zip(inputs, node.edges)
+    ]
+
+
 def frozen_record(
     seconds: float, raw: Any, consts: list, saved: Any, step: int, keep: Callable[[Any], bool],
     stats: bool = True, meta: Any = None, owner: Any = None,
@@ -194,28 +229,59 @@ def freeze_array(a: np.ndarray, keep: Callable[[Any], bool], stats: bool) -> np.
 
 
 class _Frozen:
-    """The summary row of a value, computed at forward time (a value not summarized in
-    batches: larger than ``BATCHED`` elements, or not float), with a copy of the value when
-    the policy keeps it."""
+    """The summary row of a value (a value not summarized in batches: larger than
+    ``BATCHED`` elements, or not float), with a copy of the value when the policy keeps it.
+    A value of up to ``LAZY`` elements is copied at forward and summarized when the row is
+    first read (at the build, out of the training loop); a larger one is summarized at
+    forward (its copy would hold more memory than its statistics cost).
 
-    __slots__ = ("_row", "head", "kept", "value")
+    >>> a = np.arange(40.0); f = _Frozen(a, lambda v: False); a[:] = 0
+    >>> f.row[:3], f.head[:2], f.value  # min, max, mean: of the values at forward
+    ([0.0, 39.0, 19.5], (0.0, 1.0), None)
+    """
+
+    __slots__ = ("_copy", "_made", "kept", "value")
 
     def __init__(self, a: np.ndarray, keep: Callable[[Any], bool]) -> None:
         self.kept = keep(a)
-        self._row, self.head = stats_row(a)
-        self.value = np.array(a, copy=True) if self.kept else None
+        if a.size <= LAZY or self.kept:
+            # NOTE: order "K", as freeze_array's copy: the statistics then add the elements
+            # in the same order as they would on ``a`` (the same numbers)
+            self._copy, self._made = np.array(a, copy=True), None
+        else:
+            self._copy, self._made = None, stats_row(a)
+        self.value = self._copy if self.kept else None
+
+    def _stats(self) -> tuple[list, tuple]:
+        made = self._made
+        if made is None:
+            made = self._made = stats_row(self._copy)
+            self._copy = None  # NOTE: ``value`` still holds it when kept
+        return made
 
     @property
     def row(self) -> list:
         """The summary row."""
-        return self._row
+        return self._stats()[0]
+
+    _row = row  # NOTE: the build reads this name
+
+    @property
+    def head(self) -> tuple:
+        """The first elements (the preview)."""
+        return self._stats()[1]
 
     @classmethod
     def of(cls, row: list, head: tuple, value: np.ndarray | None) -> _Frozen:
         """A summary computed elsewhere (a lazy tensor's, see ``_lazy``)."""
         f = object.__new__(cls)
-        f._row, f.head, f.value, f.kept = row, head, value, value is not None
+        f._made, f._copy, f.value, f.kept = (row, head), None, value, value is not None
         return f
+
+
+LAZY = 16384
+"""Values up to this many elements (64 KiB of float32) are summarized when first read, from a
+copy made at forward (see :class:`_Frozen`)."""
 
 
 class NodeMap:

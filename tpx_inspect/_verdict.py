@@ -18,31 +18,41 @@ from tpx_inspect._lazy import is_lazy, lazy_record
 from tpx_inspect._pending import OUT, RAW, snapshot_array
 from tpx_inspect.summary import is_finite
 
+native, natives, ndarray = observe.native, observe.natives, np.ndarray
+
 
 def step_finite(b: Any, pending: Any, builder: Any) -> bool:
     """Whether backward ``b`` (a ``_backward_records.BackwardRecords``) saw no NaN/Inf in a
     gradient or a root's value; ``pending`` maps nodes to their pending records (see
     ``_pending``)."""
-    grads = b.grad_outputs()  # NOTE: the waiting batch's as P10 tensors (not taken in)
-    if is_lazy(grads[0]) if grads else lazy_record(list(b.roots), pending, None):
+    values = b.grad_outputs()  # NOTE: the waiting batch's as P10 tensors (not taken in)
+    arrays = natives(values)
+    # NOTE: a NumPy array is not lazy (is_lazy not asked)
+    if (not arrays or arrays[0].__class__ is not ndarray) and (
+        is_lazy(values[0]) if values else lazy_record(list(b.roots), pending, None)
+    ):
         b.settle()  # NOTE: the prefetch reads the records as the build will
         return _lazy_finite(b, pending, builder)
     with np.errstate(over="ignore", invalid="ignore"):  # see finite_floats
-        if not _grads_finite(grads):
-            return False
         for node in b.roots:
             p = pending.get(node)
-            if p is not None and not _value_finite(p, node):
+            if p is None:
+                continue
+            if p[OUT] is None:  # NOTE: a live value: tested with the gradients
+                values.append(p[RAW])
+                arrays.append(native(p[RAW]))
+            elif not _value_finite(p, node):
                 return False
-    return True
+        return _grads_finite(values, arrays)
 
 
-def _grads_finite(grads: list) -> bool:
-    """Whether every incoming gradient of the nodes that ran (``grads``) is free of NaN/Inf."""
+def _grads_finite(grads: list, arrays: list | None = None) -> bool:
+    """Whether the values ``grads`` (the incoming gradients of the nodes that ran, and the
+    roots' values; ``arrays``: their :func:`~tpx.observe.natives`) are free of NaN/Inf."""
     seen: set[int] = set()
-    flats: list[np.ndarray] = []
-    ndarray = np.ndarray
-    for g, a in zip(grads, observe.natives(grads)):
+    big: list[np.ndarray] = []
+    small: list[np.ndarray] = []
+    for g, a in zip(grads, natives(grads) if arrays is None else arrays):
         if a.__class__ is not ndarray:
             if id(g) not in seen:
                 seen.add(id(g))
@@ -57,36 +67,36 @@ def _grads_finite(grads: list) -> bool:
             continue
         seen.add(key)
         if a.dtype.kind == "f":
-            flats.append(a.ravel("K"))  # NOTE: a view, also of a transposed gradient
-    return _floats_finite(flats)
+            if a.size > _JOINED:
+                big.append(a.ravel("K"))  # NOTE: a view, also of a transposed gradient
+            else:
+                small.append(a)
+    return _floats_finite(big, small)
 
 
 _JOINED = 4096
 """Float gradients up to this many elements are joined into one array for one dot."""
 
 
-def _floats_finite(flats: list[np.ndarray]) -> bool:
-    """Whether the 1-d float arrays ``flats`` hold no NaN/Inf: yes when the sum of all their
-    squares is finite (finite_floats' test, with one dot for all the small arrays joined:
-    a call costs more than their elements), else each is tested exactly.
+def _floats_finite(flats: list[np.ndarray], small: list[np.ndarray]) -> bool:
+    """Whether the 1-d float arrays ``flats`` and the float arrays ``small`` hold no NaN/Inf:
+    yes when the sum of all their squares is finite (finite_floats' test, with one dot for
+    all of ``small`` joined: a call costs more than their elements), else each is tested
+    exactly.
 
     >>> with np.errstate(over="ignore"):
-    ...     _floats_finite([np.ones(3), np.full(5000, 3e38, np.float32)])
+    ...     _floats_finite([np.full(5000, 3e38, np.float32)], [np.ones((2, 3)).T])
     True
-    >>> _floats_finite([np.ones(3), np.array([np.nan], np.float32), np.ones(5000)])
+    >>> _floats_finite([np.ones(5000)], [np.ones(3), np.array([[np.nan]], np.float32)])
     False
     """
     total = 0.0
-    small = []
     for f in flats:
-        if f.size > _JOINED:
-            total += f.dot(f)
-        else:
-            small.append(f)
+        total += float(f.dot(f))
     if small:
-        joined = np.concatenate(small) if len(small) > 1 else small[0]
-        total += joined.dot(joined)
-    return math.isfinite(total) or all(bool(np.isfinite(f).all()) for f in flats)
+        joined = np.concatenate(small, axis=None) if len(small) > 1 else small[0].ravel("K")
+        total += float(joined.dot(joined))
+    return math.isfinite(total) or all(bool(np.isfinite(f).all()) for f in flats + small)
 
 
 def _memory(a: np.ndarray) -> int:

@@ -25,7 +25,7 @@ from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, drop_checkpoint_sidecars, write_checkpoint
 from tpx_inspect._deferred import BUILD_MODES, BuildQueue, Deferred, attach_nodes, deferral
 from tpx_inspect._live import LiveState
-from tpx_inspect._pending import STEP, NodeMap, frozen_record, pending_record
+from tpx_inspect._pending import STEP, NodeMap, frozen_record, input_consts, pending_of
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
 from tpx_inspect._verdict import step_finite
@@ -34,8 +34,6 @@ from tpx_inspect.summary import summarize
 
 F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
-p10_tensor = observe.p10_tensor
-_NUMBERS = (float, int, bool, complex)
 
 FORMAT_VERSION = _version.FORMAT_VERSION[0]
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
@@ -256,24 +254,18 @@ class Capture:
         step = self._steps
         if step != self._wants[0]:  # the policy asked once per step, not once per node
             self._wants = (step, self.policy.wants(step))
-        wanted = self._wants[1]
-        if not wanted and not self.policy.nonfinite:
-            return
-        # NOTE: a Python number is its own P10 value (no call)
-        consts = [
-            None if e is not None else (x if x.__class__ in _NUMBERS else p10_tensor(x))
-            for x, e in zip(inputs, node.edges)
-        ]
-        seconds = seconds if self.timing else 0.0
         pmap = self._pending
-        if wanted:
+        if self._wants[1]:
             b = self._builder
             record = frozen_record(
-                seconds, output.p10, consts, node.saved, step, b.keep, b.stats, node.out_meta,
-                pmap.token,
+                seconds if self.timing else 0.0, output.p10, input_consts(node, inputs),
+                node.saved, step, b.keep, b.stats, node.out_meta, pmap.token,
             )  # fmt: skip
+        elif self.policy.nonfinite:
+            seconds = seconds if self.timing else 0.0
+            record = pending_of(seconds, output.p10, node, inputs, step, pmap.token)
         else:
-            record = pending_record(seconds, output.p10, consts, node.saved, step, pmap.token)
+            return
         # NOTE: NodeMap.__setitem__ written out: the node's slot (it goes with the node: no
         # weak reference, no callback), unless another observer holds it; atomic, no lock
         if node.observed is None:

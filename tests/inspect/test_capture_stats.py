@@ -230,3 +230,75 @@ def test_planted_nonfinite_trace_equals_the_old_way(monkeypatch: pytest.MonkeyPa
     assert [g.step for g in new.graphs] == [0, 2, 3]  # the overflow and the NaN kept
     assert _assert_same_traces(new, old) > 0
     assert new.graphs[1].tables.summaries[:, 5:7].sum() != 0  # an Inf counted
+
+
+@pytest.mark.parametrize("values", ["small", "all", "none"])
+@pytest.mark.parametrize("size", [40, _pending.LAZY + 1])
+def test_kept_summaries_are_of_the_value_at_forward(values: str, size: int) -> None:
+    """A value summarized when first read (up to LAZY elements) or at forward (larger) has
+    the statistics and preview of the value at forward, though written in place before the
+    backward; the kept value too."""
+    x = tp.asarray(RNG.standard_normal(size).astype(np.float32), requires_grad=True)
+    with tpx_inspect.capture("all", values=values, value_limit=10**6) as cap:
+        y = x * 2.0  # no rule saves y: writing into it leaves the backward intact
+        at_forward = y.numpy().copy()
+        z = y + 1.0
+        with tp.no_grad():
+            y.mul_(-3.0)
+        z.sum().backward()
+    g = cap.trace.graphs[0]
+    [mul] = g.find(op="mul")
+    out = g.output(mul.id)
+    assert out.mean == pytest.approx(float(at_forward.astype(np.float64).mean()), rel=1e-5)
+    assert (out.min, out.max) == (float(at_forward.min()), float(at_forward.max()))
+    assert out.preview == tuple(at_forward[: len(out.preview)].tolist()) and out.preview
+    kept = g.value(out)
+    assert (kept is None) == (values == "none")
+    if kept is not None:
+        np.testing.assert_array_equal(kept, at_forward)
+
+
+def test_a_nonfinite_value_planted_in_each_gradient_position_keeps_its_step() -> None:
+    """The verdict of a step not kept reads every incoming gradient: a NaN/Inf planted (by a
+    pre-hook) in the gradient that reaches any one node of an MLP step, at its first, last or
+    a middle element, keeps that step; the same step without a plant is not kept."""
+    import tpx.nn as nn
+
+    p10.manual_seed(3)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU())
+    x = tp.asarray(RNG.standard_normal((6, 8)).astype(np.float32))
+
+    def step(plant: int | None, bad: float, where: int) -> int:
+        with tpx_inspect.capture("first:0,nonfinite", timing=False) as cap:
+            loss = (model(x) * model(x)).mean()  # the layers' nodes run twice: shared grads
+            order = tp.reachable([loss.grad_fn])
+            if plant is not None:
+                order[plant].register_prehook(partial(_plant, bad=bad, where=where))
+            loss.backward()
+        return len(cap.trace.graphs), len(order)
+
+    assert step(None, np.nan, 0)[0] == 0
+    n = step(None, np.nan, 0)[1]
+    assert n > 15
+    with np.errstate(over="ignore", invalid="ignore"):  # the kept steps' statistics
+        for k in range(n):
+            bad = (np.nan, np.inf, -np.inf)[k % 3]
+            where = (0, -1, 7)[k % 3]
+            assert step(k, bad, where)[0] == 1, (k, bad, where)
+
+
+def _plant(node: object, g: p10.Tensor, bad: float, where: int) -> p10.Tensor:
+    a = np.array(g, copy=True)
+    a.reshape(-1)[where % a.size] = bad
+    return p10.asarray(a)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_nonfinite_root_value_with_finite_gradients_keeps_its_step(bad: float) -> None:
+    x = tp.asarray(np.ones(3, np.float32), requires_grad=True)
+    with tpx_inspect.capture("first:0,nonfinite", timing=False) as cap:
+        with np.errstate(invalid="ignore"):
+            ((x * 0.0).sum() + bad).backward()  # every gradient finite (ones, zeros)
+        (x * 0.0).sum().backward()
+    assert [g.step for g in cap.trace.graphs] == [0]
+    assert np.isfinite(x.grad.numpy()).all()
