@@ -21,11 +21,13 @@ from typing import Any
 import numpy as np
 
 from tpx import AccumulateGrad, GradFn, observe
+from tpx_inspect._batch_stats import BATCHED
 from tpx_inspect._lazy import lazy_record
 from tpx_inspect._pending import CONSTS, N_CONSTS, OUT, OWNER
 from tpx_inspect._user_memory import repair_user_memory, watch_user_memory
 from tpx_inspect._util import paused_gc
 from tpx_inspect.errors import InspectError
+from tpx_inspect.summary import stats_row
 
 native = observe.native
 ndarray = np.ndarray
@@ -54,7 +56,9 @@ class DeferredBuildError(InspectError, RuntimeError):
 
 class LeafSnapshot:
     """A leaf as its backward left it: its label, whether it is a ``Parameter``, a private
-    copy of its value (same memory layout), its shape and dtype.
+    copy of its value (same memory layout), its shape and dtype; for a value that is never
+    kept (more elements than the capture's limit and than ``BATCHED``), its summary row and
+    head (``stats_row``, as the build makes them) instead of the copy.
 
     >>> import tpx as tp
     >>> w = tp.ones(2, requires_grad=True); w.name = "w"
@@ -63,20 +67,25 @@ class LeafSnapshot:
     ('w', [1.0, 1.0], (2,))
     """
 
-    __slots__ = ("dtype", "label", "param", "shape", "value")
+    __slots__ = ("dtype", "label", "param", "shape", "summary", "value")
 
-    def __init__(self, label: str, param: bool, value: np.ndarray, shape: Any, dtype: Any) -> None:
+    def __init__(
+        self, label: str, param: bool, value: Any, shape: Any, dtype: Any, summary: Any = None
+    ) -> None:
         self.label, self.param, self.value = label, param, value
-        self.shape, self.dtype = shape, dtype
+        self.shape, self.dtype, self.summary = shape, dtype, summary
 
     @classmethod
-    def of(cls, var: Any, labels: dict) -> LeafSnapshot | None:
-        """The snapshot of leaf tensor ``var``; None for a value not on the NumPy backend."""
+    def of(cls, var: Any, labels: dict, limit: int = -1) -> LeafSnapshot | None:
+        """The snapshot of leaf tensor ``var`` (values of up to ``limit`` elements kept, -1:
+        all); None for a value not on the NumPy backend."""
         a = native(var)
         if a.__class__ is not ndarray:
             return None
-        param = type(var).__name__ == "Parameter"
-        return cls(leaf_label(var, labels), param, a.copy(order="K"), var.shape, var.dtype)
+        label, param = leaf_label(var, labels), type(var).__name__ == "Parameter"
+        if 0 <= limit < a.size and a.size > BATCHED:
+            return cls(label, param, None, var.shape, var.dtype, stats_row(a))
+        return cls(label, param, a.copy(order="K"), var.shape, var.dtype)
 
 
 class Deferred:
@@ -97,7 +106,8 @@ class Deferred:
         # records' larger values)
         grads = sum(map(getattr, b.executed[1::6], repeat("nbytes"), repeat(0)))
         copies = sum(c.nbytes for _, c in self.watched)
-        self.nbytes = sum(s.value.nbytes for s in leaves.values()) + grads + copies + held
+        values = sum(s.value.nbytes for s in leaves.values() if s.value is not None)
+        self.nbytes = values + grads + copies + held
 
 
 def labels_of(params: Any) -> dict[int, tuple[str, Any]]:
@@ -117,7 +127,7 @@ def leaf_label(var: Any, labels: dict) -> str:
     return getattr(var, "name", None) or ""
 
 
-def deferral(b: Any, pending: Any, labels: dict) -> Deferred | None:
+def deferral(b: Any, pending: Any, labels: dict, limit: int = -1) -> Deferred | None:
     """The deferred build of the backward ``b`` (see :func:`detach_nodes`); None for a step
     to build at once (not kept, a ``tpx.grad`` pass, a lazy backend's, ``create_graph``'s or
     another backend's values).
@@ -135,7 +145,7 @@ def deferral(b: Any, pending: Any, labels: dict) -> Deferred | None:
     if any(g.__class__ is not ndarray for g in b.root_grads.values()):
         return None
     with paused_gc(promote=True):  # NOTE: the rows are kept: no young scan of them
-        return detach_nodes(b, pending, labels)
+        return detach_nodes(b, pending, labels, limit)
 
 
 # NOTE: what the build reads of an op's node (see _build), read in C in one call
@@ -153,7 +163,7 @@ _FIELDS_NAMES = (
 _FIELDS = attrgetter(*_FIELDS_NAMES)
 
 
-def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
+def detach_nodes(b: Any, pending: Any, labels: dict, limit: int = -1) -> Deferred | None:
     """Take out of ``b``'s nodes what the build reads, column by column, mostly in C (see
     :class:`Detached`), copy the memory the program can write into (see
     :func:`watch_user_memory`), and name the nodes in ``b`` by ``seq``: the deferred step
@@ -176,7 +186,7 @@ def detach_nodes(b: Any, pending: Any, labels: dict) -> Deferred | None:
     grads: list[Any] = []  # NOTE: the user's gradient tensors (leaves' and retained .grad)
     for i in d.leaf_at:
         var = order[i].variable
-        snap = leaves[i] = LeafSnapshot.of(var, labels)  # type: ignore[assignment]
+        snap = leaves[i] = LeafSnapshot.of(var, labels, limit)  # type: ignore[assignment]
         if snap is None:
             return None
         grads.append(var.grad)

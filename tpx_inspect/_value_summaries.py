@@ -109,7 +109,10 @@ class Summaries:
                 if self.full and x.kept:
                     kept.add_one(row, x.value, adopt=True)
             elif x.__class__ is LeafSnapshot:  # NOTE: the capture's copy: kept as it is
-                self._single(row, x.value, limit, kept, adopt=True)
+                if x.summary is not None:  # never kept: summarized already
+                    self.done[row] = x.summary
+                else:
+                    self._single(row, x.value, limit, kept, adopt=True)
             else:
                 a = native(x)
                 self._single(row, a if a.__class__ is np.ndarray else to_numpy(x), limit, kept)

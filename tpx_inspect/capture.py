@@ -312,7 +312,8 @@ class Capture:
             return
         b.settle()
         lazy = self.build == "lazy" and self._live is None  # NOTE: live reads it at once
-        entry = deferral(b, self._pending, self._builder.labels) if lazy else None
+        bu = self._builder
+        entry = deferral(b, self._pending, bu.labels, bu.limit) if lazy else None
         with self._lock:  # graph ids are positions: build and store as one step
             if entry is not None:
                 self._queue.defer(entry)

@@ -242,3 +242,22 @@ def test_run_script_reports_a_failed_deferred_build(
     assert isinstance(result.error, DeferredBuildError) and result.exit_code == 1
     run = tpx_inspect.load(str(tmp_path / "t.json")).runs[0]
     assert [g.step for g in run.graphs] == [1] and run.error.type == "DeferredBuildError"
+
+
+def test_a_leaf_never_kept_waits_as_its_summary(tmp_path: Path) -> None:
+    # NOTE: 5,000 elements > value_limit 4,096: the build keeps only its summary, so the
+    # waiting step holds that instead of a copy; the traces still equal the eager ones
+    def script() -> None:
+        big = tp.asarray(np.linspace(-1.0, 1.0, 5000).reshape(50, 100), requires_grad=True)
+        small = tp.ones((2, 2), requires_grad=True)
+        ((big * 2.0).sum() + (small * 3.0).sum()).backward()
+        with tp.no_grad():
+            big.mul_(-4.0)
+            small.mul_(-4.0)
+
+    with tpx_inspect.capture() as cap:
+        script()
+        snaps = sorted(cap._queue.entries[0].leaves.values(), key=lambda s: s.shape)
+    assert [(s.value is None, s.summary is None) for s in snaps] == [(False, True), (True, False)]
+    eager, lazy = _both(script, tmp_path)
+    assert eager == lazy
