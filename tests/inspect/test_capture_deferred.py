@@ -261,3 +261,16 @@ def test_a_leaf_never_kept_waits_as_its_summary(tmp_path: Path) -> None:
     assert [(s.value is None, s.summary is None) for s in snaps] == [(False, True), (True, False)]
     eager, lazy = _both(script, tmp_path)
     assert eager == lazy
+
+
+def test_two_threads_recording_keep_every_step_in_order() -> None:
+    with tpx_inspect.capture("all", threads="all") as cap:
+        workers = [threading.Thread(target=_steps, args=(5,)) for _ in range(2)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+    graphs = cap.trace.graphs
+    assert [g.id for g in graphs] == list(range(10))
+    assert sorted(g.step for g in graphs) == list(range(10))
+    assert all(len(g.nodes) == 3 for g in graphs) and len({g.structure for g in graphs}) == 1
