@@ -69,22 +69,25 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
 def bench_capture(repeats: int = 7) -> dict[str, float]:
     """Median seconds (wall and CPU) of STEPS training steps without and with capture (default
     policy), interleaved; on a shared machine the CPU ratio is the steadier figure. The cyclic
-    GC's CPU seconds in each (``gc.callbacks``) say whether the GC is part of the overhead."""
+    GC's CPU seconds in each (``gc.callbacks``) say whether the GC is part of the overhead.
+    The first read of each captured trace (its kept steps' graphs are built then) is timed
+    apart, and added in the end-to-end ratio."""
     run, params = mlp_loop()
     run(20)  # warm up
     times: dict[str, list[float]] = {k: [] for k in ("plain", "plain_cpu", "cap", "cap_cpu")}
-    times.update({"plain_gc": [], "cap_gc": []})
+    times.update({"plain_gc": [], "cap_gc": [], "read_cpu": []})
     for _ in range(repeats):
         with _gc_clock() as gc_s:
             _, wall, cpu = _timed(lambda: run(STEPS))
         times["plain"].append(wall)
         times["plain_cpu"].append(cpu)
         times["plain_gc"].append(gc_s[0])
-        with tpx_inspect.capture(params=params), _gc_clock() as gc_s:
+        with tpx_inspect.capture(params=params) as cap, _gc_clock() as gc_s:
             _, wall, cpu = _timed(lambda: run(STEPS))
         times["cap"].append(wall)
         times["cap_cpu"].append(cpu)
         times["cap_gc"].append(gc_s[0])
+        times["read_cpu"].append(_timed(lambda: cap.trace)[2])  # NOTE: the first read (i13d)
     m = {k: statistics.median(v) for k, v in times.items()}
     # NOTE: each round's captured / uncaptured CPU ratio too: on a loaded machine their
     # spread says how far the medians can be trusted
@@ -95,6 +98,8 @@ def bench_capture(repeats: int = 7) -> dict[str, float]:
         "ratio_cpu": m["cap_cpu"] / m["plain_cpu"],
         "ratio_cpu_min": min(rounds), "ratio_cpu_max": max(rounds),
         "plain_gc_s": m["plain_gc"], "captured_gc_s": m["cap_gc"],
+        "first_read_cpu_s": m["read_cpu"],
+        "end_to_end_ratio_cpu": (m["cap_cpu"] + m["read_cpu"]) / m["plain_cpu"],
     }  # fmt: skip
 
 
@@ -202,25 +207,39 @@ def _chain_run(n: int) -> None:
 def bench_chain_capture(n: int = 100_000) -> dict[str, float]:
     """Per-op cost of an n-op (4, 4) chain (forward + backward) without and with capture
     (default policy, ``values="small"``), CPU seconds, the faster of two interleaved runs
-    each, and the cyclic GC's share of each (timed by ``gc.callbacks``); peak traced memory
-    per node of a captured run (tracemalloc, in a separate run: it slows Python down)."""
+    each, and the cyclic GC's share of each (timed by ``gc.callbacks``); then the first read
+    of the captured trace (``cap.trace``: the graph is built then, see ``Capture(build=)``)
+    and the end-to-end ratio (capture + first read vs uncaptured). Memory per node, in a
+    separate run (tracemalloc slows Python down): peak while capturing, held from the end of
+    the capture until the first read, and the peak of the first read."""
     import tracemalloc
 
     _chain_run(1000)  # warm up
     plain = captured = (float("inf"), 0.0)
+    first = float("inf")
     for _ in range(2):  # NOTE: interleaved, the fastest of each (the machine may be shared)
         plain = min(plain, _gc_timed(lambda: _chain_run(n)))
-        with tpx_inspect.capture(values="small"):
+        with tpx_inspect.capture(values="small") as cap:
             captured = min(captured, _gc_timed(lambda: _chain_run(n)))
+        first = min(first, _timed(lambda: cap.trace)[2])
+        del cap
+    m = n // 10
     tracemalloc.start()
-    with tpx_inspect.capture(values="small"):
-        base = tracemalloc.get_traced_memory()[0]
-        _chain_run(n // 10)
+    base = tracemalloc.get_traced_memory()[0]
+    with tpx_inspect.capture(values="small") as cap:
+        _chain_run(m)
         peak = tracemalloc.get_traced_memory()[1] - base
+    held = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.reset_peak()
+    _ = cap.trace
+    read_peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
     return {"plain_us": plain[0] / n * 1e6, "captured_us": captured[0] / n * 1e6,
             "plain_gc_us": plain[1] / n * 1e6, "captured_gc_us": captured[1] / n * 1e6,
-            "ratio": captured[0] / plain[0], "peak_bytes_per_node": peak / (n // 10)}  # fmt: skip
+            "ratio": captured[0] / plain[0], "first_read_us": first / n * 1e6,
+            "end_to_end_ratio": (captured[0] + first) / plain[0],
+            "peak_bytes_per_node": peak / m, "held_bytes_per_node": held / m,
+            "read_peak_bytes_per_node": read_peak / m}  # fmt: skip
 
 
 def _gc_timed(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -389,6 +408,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"<= 2x); of which cyclic GC {ch['plain_gc_us']:.1f} -> {ch['captured_gc_us']:.1f} "
         f"us/op; peak capture memory {ch['peak_bytes_per_node'] / 1024:.2f} KiB/node"
     )
+    print(
+        f"  first read of that trace (the graph built then; Capture(build='lazy')): "
+        f"{ch['first_read_us']:.1f} us/op; end to end (capture + first read): "
+        f"{ch['captured_us'] + ch['first_read_us']:.1f} us/op ({ch['end_to_end_ratio']:.2f}x); "
+        f"memory held until the first read {ch['held_bytes_per_node'] / 1024:.2f} KiB/node, "
+        f"peak of the first read {ch['read_peak_bytes_per_node'] / 1024:.2f} KiB/node"
+    )
     live = bench_live_record(10_000 // scale)
     print(
         f"live recording for the checks, {int(live['nodes'])}-node bench_checks graph (CPU): "
@@ -402,6 +428,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{cap['captured_cpu_s']:.3f} s ({cap['ratio_cpu']:.2f}x; rounds "
         f"{cap['ratio_cpu_min']:.2f}-{cap['ratio_cpu_max']:.2f}x) (goal <= 1.15x); cyclic GC "
         f"{cap['plain_gc_s'] * 1e3:.1f} -> {cap['captured_gc_s'] * 1e3:.1f} ms"
+    )
+    print(
+        f"  first read of that trace (its kept steps' graphs built then): CPU "
+        f"{cap['first_read_cpu_s'] * 1e3:.1f} ms; end to end (capture + first read) "
+        f"{cap['end_to_end_ratio_cpu']:.2f}x"
     )
     sl = bench_save_load(100_000 // scale, args.dot)
     json_lib = "orjson" if sl["orjson"] else "stdlib json"

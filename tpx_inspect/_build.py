@@ -14,6 +14,7 @@ from typing import Any
 
 from tpx import AccumulateGrad
 from tpx_inspect._batch_stats import BatchStore
+from tpx_inspect._deferred import LeafSnapshot, leaf_label
 from tpx_inspect._lazy import lazy_record, record_values, summarize_lazy
 from tpx_inspect._params_json import params_to_json
 from tpx_inspect._pending import CONSTS, OWNER, SAVED, NodeMap, _dtype_name, _Frozen, completed
@@ -50,6 +51,9 @@ class GraphBuilder:
         self._templates: dict[tuple, tuple] = {}
         self._template_ids: dict[tuple, int] = {}
         self.prefetched: dict[int, _Frozen] = {}  # lazy values of the graph being built
+        # NOTE: the leaves of the graph being built as its backward left them (a deferred
+        # build, see _deferred); a leaf not in it is read from its tensor
+        self.leaves: dict[Any, LeafSnapshot] = {}
 
     def keep(self, a: Any) -> bool:
         """Whether the full value ``a`` is kept (the size from the shape: a lazy tensor is
@@ -75,14 +79,18 @@ class GraphBuilder:
         pending: Any,
         backward: Any,
         timing: bool,
+        leaves: dict | None = None,
     ) -> Graph:
-        """The record of the graph reachable from ``roots`` (``order`` = tpx.reachable)."""
+        """The record of the graph reachable from ``roots`` (``order`` = tpx.reachable);
+        ``leaves``: snapshots of its leaves (see ``_deferred``), else they are read now."""
         if lazy_record(roots, pending, backward):
             self.prefetch(order, pending, backward)
+        self.leaves = leaves or {}
         try:
             return self._build(run, gid, kind, step, roots, order, pending, backward, timing)
         finally:
             self.prefetched = {}
+            self.leaves = {}
 
     def _build(self, run, gid, kind, step, roots, order, pending, backward, timing) -> Graph:
         raw = sorted(order, key=_seq)
@@ -91,7 +99,8 @@ class GraphBuilder:
         root_ids = tuple(sorted({index[r] for r in roots}))
         temps = list(map(self._template, raw))
         labels = self.labels
-        key = (root_ids, tuple(map(_node_key, raw, temps, repeat(index), repeat(labels))))
+        keys = map(_node_key, raw, temps, repeat(index), repeat(labels), repeat(self.leaves))
+        key = (root_ids, tuple(keys))
         known = self.structures.get(key)
         is_new = known is None
         if known is None:
@@ -205,11 +214,14 @@ class GraphBuilder:
         return NodeTable(cols)
 
     def _leaf(self, n: Any) -> tuple:
-        var = n.variable
-        label = _leaf_label(var, self.labels)
-        kind = "param" if label or type(var).__name__ == "Parameter" else "leaf"
-        return (kind, None, "AccumulateGrad", label, {}, "", None, [], list(var.shape),
-                _dtype_name(var.dtype), [])  # fmt: skip
+        s = self.leaves.get(n)
+        if s is None:
+            var = n.variable
+            s = LeafSnapshot(leaf_label(var, self.labels), type(var).__name__ == "Parameter",
+                             None, var.shape, var.dtype)  # type: ignore[arg-type]  # fmt: skip
+        kind = "param" if s.label or s.param else "leaf"
+        return (kind, None, "AccumulateGrad", s.label, {}, "", None, [], list(s.shape),
+                _dtype_name(s.dtype), [])  # fmt: skip
 
     def _meta_json(self, meta: tuple, pair: bool = False) -> Any:
         """``[(list(shape), dtype name), ...]`` of a node's ``(shape, dtype)`` pairs, cached
@@ -294,15 +306,6 @@ def _peak(pend: list) -> int:
     return sum(seen.values())
 
 
-def _leaf_label(var: Any, labels: dict) -> str:
-    """The label of a leaf: its name in ``params=`` (explicit wins), else its ``Tensor.name``
-    (``nn.Module`` names its parameters ``model.0.weight`` when called), else ''."""
-    found = labels.get(id(var))
-    if found is not None:
-        return found[0]
-    return getattr(var, "name", None) or ""
-
-
 def _code_id(code: Any, codes: dict[int, Any]) -> int:
     """``id(code)``, with ``code`` kept alive in ``codes`` (its id then names it alone)."""
     if codes.get(id(code)) is not code:
@@ -310,10 +313,13 @@ def _code_id(code: Any, codes: dict[int, Any]) -> int:
     return id(code)
 
 
-def _node_key(n: Any, t: tuple | None, index: dict, labels: dict) -> tuple:
+def _node_key(n: Any, t: tuple | None, index: dict, labels: dict, leaves: dict) -> tuple:
     if t is None:
+        s = leaves.get(n) if leaves else None
+        if s is not None:
+            return (None, s.label, s.shape, s.dtype)
         var = n.variable
-        return (None, _leaf_label(var, labels), var.shape, var.dtype)
+        return (None, leaf_label(var, labels), var.shape, var.dtype)
     edges = tuple([None if e is None else index[e] for e in n.edges])
     # NOTE: the template id stands for the op, metadata, scope and code location
     key = (t[0], repr(n.params) if n.params else "", edges)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
+from typing import Any
+
+from tpx_inspect.format import save
 
 
 def checkpoint_sidecar(path: str, k: int) -> str:
@@ -38,3 +43,26 @@ class CheckpointClock:
     def done(self) -> None:
         self.spent += time.perf_counter() - self._began
         self.count += 1
+
+
+def write_checkpoint(trace: Any, path: str, clock: CheckpointClock) -> str | None:
+    """Write ``trace`` to the checkpoint ``path`` (its ``due()`` asked already); the error of
+    a failed write as text (the script goes on), else None."""
+    # NOTE: the two sidecar names alternate, so the sidecar written is never the one that
+    # the JSON on disk (the previous checkpoint) reads until the JSON itself is replaced
+    side = checkpoint_sidecar(path, clock.count)
+    error = None
+    try:
+        save(trace, path, sidecar=os.path.basename(side), compress=False)
+    except Exception as exc:  # disk full, folder gone, ...: the script goes on
+        error = f"{type(exc).__name__}: {exc}"
+    clock.done()
+    return error
+
+
+def drop_checkpoint_sidecars(checkpoint: str, path: str) -> None:
+    """Remove the checkpoint's sidecars once a save to ``path`` replaced the checkpoint."""
+    if os.path.abspath(path) == os.path.abspath(checkpoint):
+        for k in range(2):
+            with contextlib.suppress(OSError):
+                os.unlink(checkpoint_sidecar(checkpoint, k))

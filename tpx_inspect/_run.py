@@ -76,6 +76,9 @@ def run_script(
         sys.argv = argv
         if sys.path and sys.path[0] != path0:
             sys.path.pop(0)
+    failed = cap._settle()  # NOTE: a build deferred to now that fails is the run's error
+    if failed and error is None:
+        error, code = failed[0], 1
     paths = cap.save(output) if output is not None else None
     return ScriptResult(cap.trace, paths, error, code)
 

@@ -77,7 +77,7 @@ def value_tables(
     """The tables of one graph record; None for a record that is not ``full`` and holds a
     NaN or Inf (the caller then builds it in full)."""
     vals = ValueList()
-    starts, meta, times = _list_nodes(vals, raw, pend, ex, full)
+    starts, meta, times = _list_nodes(vals, raw, pend, ex, full, builder.leaves)
     nodes_end = len(vals.seq)  # NOTE: reading positions 0 .. nodes_end - 1 (see ValueList)
     accs = _list_accumulations(vals, b, index) if full else []
     rows, distinct, owns = vals.rows()
@@ -102,7 +102,9 @@ def value_tables(
     )  # fmt: skip
 
 
-def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) -> tuple:
+def _list_nodes(
+    vals: ValueList, raw: list, pend: list, ex: dict, full: bool, leaves: dict
+) -> tuple:
     """List the values of the nodes column by column (outputs, gradients, then with ``full``
     each edge's input gradient and constant) with their reading positions (see
     :class:`ValueList`); returns where each node's values start in reading order, its
@@ -110,7 +112,7 @@ def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) ->
     n = len(raw)
     recs = [_NO_RECORD if p is None else p for p in pend]
     runs = list(map(ex.get, range(n), repeat(_NO_RUN, n)))
-    outs, owns = _outputs(raw, pend, recs)
+    outs, owns = _outputs(raw, pend, recs, leaves)
     k = np.zeros(n, np.int64)
     if full:
         k = np.fromiter(map(len, map(_edges, raw)), np.int64, n)
@@ -133,10 +135,10 @@ def _list_nodes(vals: ValueList, raw: list, pend: list, ex: dict, full: bool) ->
     return starts, meta, times
 
 
-def _outputs(raw: list, pend: list, recs: list) -> tuple[list, list]:
-    """Each node's output as the record holds it (``_pending.value_of``; a leaf's variable)
-    and its ``own`` flag: True for the capture's copy, the ``(shape, dtype)`` of one kept as
-    bytes (see ``Summaries``)."""
+def _outputs(raw: list, pend: list, recs: list, leaves: dict) -> tuple[list, list]:
+    """Each node's output as the record holds it (``_pending.value_of``; a leaf's variable,
+    or its snapshot in ``leaves``) and its ``own`` flag: True for the capture's copy, the
+    ``(shape, dtype)`` of one kept as bytes (see ``Summaries``)."""
     outs = list(map(_out, recs))
     owns: list[Any] = list(map(_is_not_none, outs))
     kinds = np.fromiter(map(_KINDS.get, map(type, outs), repeat(2, len(outs))), np.int8)
@@ -145,7 +147,7 @@ def _outputs(raw: list, pend: list, recs: list) -> tuple[list, list]:
     for i in np.flatnonzero(np.fromiter(map(id, outs), np.int64, len(outs)) == _NONE).tolist():
         n, p = raw[i], pend[i]
         if n.__class__ is AccumulateGrad:
-            outs[i] = n.variable
+            outs[i] = leaves.get(n, n.variable)
         elif p is not None:
             outs[i] = p[RAW]  # NOTE: the live P10 output (a step not frozen)
     return outs, owns

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tpx_inspect._batch_stats import BATCHED, _group, _one, fill_rows, views
+from tpx_inspect._deferred import LeafSnapshot
 from tpx_inspect._pending import _Frozen, native
 from tpx_inspect.records import SUMMARY_COLUMNS
 from tpx_inspect.summary import PREVIEW, to_numpy
@@ -99,13 +100,19 @@ class Summaries:
                 self._single(row, arrs[k], limit, kept, adopt=bool(own[row]))
 
     def _singles(self, rows: np.ndarray, values: list, limit: float, kept: _Kept) -> None:
-        """A summary made at forward time (``_Frozen``), or a value to convert first."""
+        """A summary made at forward time (``_Frozen``), a leaf's snapshot (see ``_deferred``),
+        or a value to convert first."""
         for row in rows.tolist():
             x = values[row]
             if x.__class__ is _Frozen:
                 self.done[row] = (x._row, x.head)
                 if self.full and x.kept:
                     kept.add_one(row, x.value, adopt=True)
+            elif x.__class__ is LeafSnapshot:  # NOTE: the capture's copy: kept as it is
+                if x.summary is not None:  # never kept: summarized already
+                    self.done[row] = x.summary
+                else:
+                    self._single(row, x.value, limit, kept, adopt=True)
             else:
                 a = native(x)
                 self._single(row, a if a.__class__ is np.ndarray else to_numpy(x), limit, kept)

@@ -8,7 +8,6 @@ identical with and without it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
@@ -19,17 +18,17 @@ from typing import Any, TypeVar
 
 import tpx
 from tpx import observe
-from tpx_inspect import _version
+from tpx_inspect import _deferred, _version
 from tpx_inspect import format as trace_format
 from tpx_inspect._backward_records import BackwardRecords
 from tpx_inspect._build import GraphBuilder
-from tpx_inspect._checkpoint import CheckpointClock, checkpoint_sidecar
+from tpx_inspect._checkpoint import CheckpointClock, drop_checkpoint_sidecars, write_checkpoint
+from tpx_inspect._deferred import BUILD_MODES, BuildQueue, Deferred, attach_nodes, deferral
 from tpx_inspect._live import LiveState
 from tpx_inspect._pending import STEP, NodeMap, frozen_record, input_consts, pending_of
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
 from tpx_inspect._verdict import step_finite
-from tpx_inspect.format import save
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
 from tpx_inspect.summary import summarize
 
@@ -60,7 +59,10 @@ class Capture:
     ``live`` (also keep what only a live run knows, for the checks: each graph's
     :class:`~tpx_inspect.check_view.LiveInfo`, every step in full, and a graph of the nodes
     recorded since the last backward in :attr:`graphs`; see :func:`tpx_inspect.checks.record`),
-    ``where`` (with ``live``: the location given to records without a frame of user code).
+    ``where`` (with ``live``: the location given to records without a frame of user code),
+    ``build`` (``"lazy"``: a kept step's graph record is built when first read, see
+    docs/capture.md; ``"eager"``: at the end of its backward, where a build error then
+    surfaces).
 
     >>> import tpx as tp
     >>> w = tp.ones((2, 2), requires_grad=True)
@@ -85,11 +87,15 @@ class Capture:
         checkpoint: str | None = None,
         live: bool = False,
         where: str | None = None,
+        build: str = "lazy",
     ) -> None:
         if values not in VALUE_POLICIES:
             raise ValueError(f"values must be one of {VALUE_POLICIES}, got {values!r}")
         if threads not in THREAD_POLICIES:
             raise ValueError(f"threads must be one of {THREAD_POLICIES}, got {threads!r}")
+        if build not in BUILD_MODES:
+            raise ValueError(f"build must be one of {BUILD_MODES}, got {build!r}")
+        self.build = build
         self.threads = threads
         self.policy = Policy.parse(policy)
         self.values = values
@@ -101,10 +107,9 @@ class Capture:
         self.checkpoint = checkpoint
         self.checkpoint_error: str | None = None
         self._checkpoints = CheckpointClock()
-        root = os.getcwd() if source_root is None else source_root
-        self._builder = GraphBuilder(
-            os.path.abspath(root), self.value_limit, _labels(params), stats=values != "raw"
-        )
+        root = os.path.abspath(os.getcwd() if source_root is None else source_root)
+        labels = _deferred.labels_of(params)
+        self._builder = GraphBuilder(root, self.value_limit, labels, stats=values != "raw")
         self._pending = NodeMap()
         # NOTE: one stack of running backward passes per thread, and one lock for what all
         # threads share (the pending nodes, the step counter, the stored graphs)
@@ -113,6 +118,8 @@ class Capture:
         self._thread: int | None = None
         self._wants: tuple[int, bool] = (-1, False)
         self._graphs: list[Graph] = []
+        # NOTE: kept steps waiting for their build (see build="lazy"), in order
+        self._queue = BuildQueue(self._build_entry, lambda: len(self._graphs))
         self._steps = 0
         self._depth = 0
         self._handle: Any = None
@@ -137,8 +144,20 @@ class Capture:
                 self.record_error(exc)
         finally:
             self._finished = True
-            if self.path is not None:
-                self.save(self.path)
+            failed = self._settle() if self.path is not None else []
+            if self.path is not None:  # NOTE: a failed build: the others are saved all the same
+                self.save(self.path, self._trace())
+        if failed and exc is None:
+            raise failed[0]
+
+    def _settle(self) -> list:
+        """Build every waiting graph; the failed builds (the first one the run's error)."""
+        with self._lock:
+            self._queue.build_all()
+            failed = self._queue.take_failed()
+            if failed and self._error is None:
+                self.record_error(failed[0])
+        return failed
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
@@ -156,7 +175,9 @@ class Capture:
             if not isinstance(t, tpx.Tensor) or not t.requires_grad:
                 raise TypeError(f"capture.add: expected tensors that require grad, got {t!r}")
             nodes.append(observe.grad_node(t))
-        return self._store(self._build("roots", -1, nodes, tpx.reachable(nodes), None))
+        with self._lock:
+            self._queue.build_all()
+            return self._store(self._build("roots", -1, nodes, tpx.reachable(nodes), None))
 
     def record_error(self, exc: BaseException) -> None:
         """Record ``exc`` as the error that ended this run, plus a ``partial`` graph of what
@@ -164,6 +185,7 @@ class Capture:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self._error = ErrorInfo(type(exc).__name__, str(exc), tb)
         with self._lock:
+            self._queue.build_all()
             alive = [n for n, p in list(self._pending.items()) if p[STEP] == self._steps]
             if alive:
                 used = {id(e) for n in alive for e in n.edges if e is not None}
@@ -174,6 +196,7 @@ class Capture:
     def graphs(self) -> tuple[Graph, ...]:
         """The graph of every backward kept; with ``live``, then one of the nodes recorded
         since the last backward (if any): what the checks read."""
+        self._ready()
         roots = self._live.rest_roots() if self._live is not None else []
         if not roots:
             return tuple(self._graphs)
@@ -192,7 +215,13 @@ class Capture:
 
     @property
     def trace(self) -> Trace:
-        """The trace recorded so far (one run)."""
+        """The trace recorded so far (one run); builds the graphs still waiting (see
+        ``build``), and raises a :class:`~tpx_inspect._deferred.DeferredBuildError` if one
+        failed (the next read gives the others)."""
+        self._ready()
+        return self._trace()
+
+    def _trace(self) -> Trace:
         status = "error" if self._error else ("ok" if self._finished else "running")
         run = Run(
             0, self.name, status, self._steps, self.policy.to_json(), tuple(self._graphs),
@@ -208,12 +237,8 @@ class Capture:
         its ``.npz`` sidecar (``compress`` as :func:`tpx_inspect.save` takes it). Saved to the
         ``checkpoint`` path, it replaces the last checkpoint, whose sidecars it removes."""
         paths = trace_format.save(self.trace if trace is None else trace, path, compress=compress)
-        if self.checkpoint is not None and os.path.abspath(path) == os.path.abspath(
-            self.checkpoint
-        ):
-            for k in range(2):
-                with contextlib.suppress(OSError):
-                    os.unlink(checkpoint_sidecar(self.checkpoint, k))
+        if self.checkpoint is not None:
+            drop_checkpoint_sidecars(self.checkpoint, path)
         return paths
 
     # -- observer events ----------------------------------------------------------------------
@@ -286,37 +311,57 @@ class Capture:
         if not b.wanted and step_finite(b, self._pending, self._builder):
             return
         b.settle()
+        lazy = self.build == "lazy" and self._live is None  # NOTE: live reads it at once
+        bu = self._builder
+        entry = deferral(b, self._pending, bu.labels, bu.limit) if lazy else None
         with self._lock:  # graph ids are positions: build and store as one step
-            self._store(self._build("backward", b.step, list(b.roots), b.order, b))
+            if entry is not None:
+                self._queue.defer(entry)
+            else:
+                self._queue.build_all()
+                self._store(self._build("backward", b.step, list(b.roots), b.order, b))
             if self.checkpoint is not None and self.checkpoint_error is None:
                 self._write_checkpoint(self.checkpoint)
 
+    # -- deferred builds (see build="lazy") -------------------------------------------------------
+    def _ready(self) -> None:
+        """Build every waiting graph (in order); raise the first failure not raised yet."""
+        with self._lock:
+            self._queue.build_all()
+            failed = self._queue.take_failed()
+        if failed:
+            raise failed[0]
+
+    def _build_entry(self, e: Deferred) -> Graph:
+        return self._store(self._build("backward", e.step, [], [], e.backward, e))
+
     # -- internals ----------------------------------------------------------------------------
     def _build(
-        self, kind: str, step: int, roots: list, order: list, b: BackwardRecords | None
+        self,
+        kind: str,
+        step: int,
+        roots: list,
+        order: list,
+        b: BackwardRecords | None,
+        entry: Deferred | None = None,
     ) -> Graph:
         live = self._live
         if live is not None:  # NOTE: the checks read every step's values: none as stats only
             self._builder.structures.clear()
+        leaves = None
         with paused_gc(promote=True):  # NOTE: the records are kept: no young scan of them
+            if entry is not None:  # NOTE: a deferred step's nodes, put back (see _deferred)
+                roots, order, leaves = attach_nodes(entry)
             graph = self._builder.build(
                 run=0, gid=len(self._graphs), kind=kind, step=step, roots=roots, order=order,
-                pending=self._pending, backward=b, timing=self.timing,
+                pending=self._pending, backward=b, timing=self.timing, leaves=leaves,
             )  # fmt: skip
         return graph if live is None else live.attach(graph, order, b, self._builder.root)
 
     def _write_checkpoint(self, path: str) -> None:
-        clock = self._checkpoints
-        if not clock.due():
-            return
-        # NOTE: the two sidecar names alternate, so the sidecar written is never the one that
-        # the JSON on disk (the previous checkpoint) reads until the JSON itself is replaced
-        side = checkpoint_sidecar(path, clock.count)
-        try:
-            save(self.trace, path, sidecar=os.path.basename(side), compress=False)
-        except Exception as exc:  # disk full, folder gone, ...: the script goes on
-            self.checkpoint_error = f"{type(exc).__name__}: {exc}"
-        clock.done()
+        if self._checkpoints.due():
+            self._queue.build_all()
+            self.checkpoint_error = write_checkpoint(self._trace(), path, self._checkpoints)
 
     def _store(self, graph: Graph) -> Graph:
         self._graphs.append(graph)
@@ -339,13 +384,6 @@ def capture(policy: Policy | str = DEFAULT_POLICY, **options: Any) -> Capture:
 
 def _clean_exit(exc: BaseException) -> bool:
     return isinstance(exc, SystemExit) and exc.code in (None, 0)
-
-
-def _labels(params: Any) -> dict[int, tuple[str, Any]]:
-    if params is None:
-        return {}
-    items = params.items() if isinstance(params, Mapping) else params
-    return {id(t): (str(name), t) for name, t in items}
 
 
 __all__ = [

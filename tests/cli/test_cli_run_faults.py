@@ -206,7 +206,7 @@ def test_a_failing_checkpoint_never_stops_the_script(tmp_path, monkeypatch):
     def disk_full(trace, path, **options):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(sys.modules["tpx_inspect.capture"], "save", disk_full)
+    monkeypatch.setattr(sys.modules["tpx_inspect._checkpoint"], "save", disk_full)
     result = CliRunner().invoke(
         cli, ["run", str(script), "-o", str(tmp_path / "r"), "--", str(tmp_path), "0"]
     )

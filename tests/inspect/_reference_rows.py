@@ -105,7 +105,11 @@ def reference_tables(
         p = pend[i]
         leaf = n.__class__ is AccumulateGrad
         if leaf or p is None:
-            x, own = (n.variable if leaf else None), False
+            # NOTE: a deferred build reads a leaf's value as its backward left it (_deferred)
+            snap = builder.leaves.get(n) if leaf else None
+            x, own = (n.variable if snap is None else snap.value) if leaf else None, False
+            if snap is not None and snap.summary is not None:  # never kept: its summary
+                x = _Frozen.of(*snap.summary, None)
         else:  # NOTE: _pending.value_of written out (a call per node)
             x = p[OUT]
             own = x is not None

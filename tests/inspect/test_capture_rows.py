@@ -32,7 +32,11 @@ def compared(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         n0 = len(self.store)
         ref_store = BatchStore([np.zeros(0)] * n0)
         proxy = types.SimpleNamespace(
-            store=ref_store, limit=self.limit, prefetched=self.prefetched, stats=self.stats
+            store=ref_store,
+            limit=self.limit,
+            prefetched=self.prefetched,
+            stats=self.stats,
+            leaves=self.leaves,
         )
         want = reference_tables(proxy, raw, pend, ex, b, index, full)
         got = built(self, raw, pend, ex, b, index, full)
