@@ -329,16 +329,12 @@ class AccumulateGrad(Node):
 
 
 def _reserve_observed(cls: type) -> None:
-    """Make ``observed`` one of the attribute names that instances of ``cls`` share.
+    """Put ``observed`` first in the attribute names that instances of ``cls`` share.
 
-    CPython (3.11+) keeps a plain object's attributes in a table of names shared by its class
-    and a compact array of values; an attribute name added to an instance after the others
-    (here: an observer's ``observed``, set once the engine has set ``freed`` on earlier
-    nodes) may not fit in that table, and then the instance gets a dict of its own (about
-    700 bytes more per node, and one more object for the cyclic GC). Setting it once on a
-    throwaway instance, before any node is made, puts the name first in the table: a node
-    still writes nothing for it (the class default reads None), an observer's store then
-    costs no dict. Nothing changes for other Python implementations.
+    CPython (3.11+) keeps an object's attributes in a table of names shared by its class; a
+    name first set after that table is full (``observed``, once backward has set ``freed``)
+    gives each instance a dict of its own (~700 bytes per node, one more object for the cyclic
+    GC). Set here once on a throwaway instance, it costs no node anything.
 
     >>> n = GradFn.__new__(GradFn); n.observed = ("mine",); n.observed
     ('mine',)

@@ -188,18 +188,17 @@ def detach_nodes(b: Any, pending: Any, labels: dict, limit: int = -1) -> Deferre
     d.lens, d.edges = list(map(len, edges)), _seqs(chain.from_iterable(edges))
     d.records = _records(ops, pending)
     leaves: dict[int, LeafSnapshot] = {}
-    grads: list[Any] = []  # NOTE: the user's gradient tensors (leaves' and retained .grad)
     for i in d.leaf_at:
         var = order[i].variable
         snap = leaves[i] = LeafSnapshot.of(var, labels, limit)  # type: ignore[assignment]
         if snap is None:
             return None
-        grads.append(var.grad)
         d.leaf_rows.append((order[i].seq, pending.get(order[i])))
-    retained = list(map(_retain, ops))
-    if retained.count(None) != len(retained):
-        grads += [t().grad for t in retained if t is not None and t() is not None]
-    watched = watch_user_memory(b, grads)
+    # NOTE: only the root gradients given to backward are watched: a leaf's or a retained
+    # `.grad` never shares memory with a gradient the capture holds (TPX copies a gradient
+    # into `.grad` unless the engine alone holds it, tpx._leaf._unshared; the capture holds
+    # every one: test_values_written_in_place_after_backward writes both in place)
+    watched = watch_user_memory(b)
     ex, accs = b.executed, b.accs
     ex[0::6] = _seqs(ex[0::6])
     accs[0::4], accs[3::4] = _seqs(accs[0::4]), _seqs(accs[3::4])
@@ -254,7 +253,7 @@ def _held_bytes(records: list) -> int:
     return sum(record_bytes(p) for p, k in zip(records, kinds) if p is not None and k is not bytes)
 
 
-_observed, _edges, _retain = attrgetter("observed"), attrgetter("edges"), attrgetter("retain")
+_observed, _edges = attrgetter("observed"), attrgetter("edges")
 _owner, _out = itemgetter(OWNER), itemgetter(OUT)
 
 

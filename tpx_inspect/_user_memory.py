@@ -3,30 +3,27 @@ backward's end, compared at the build, and put back where the program wrote into
 
 A gradient the capture keeps may be an array the program can reach and write in place after
 its backward: the ``gradient=`` given to ``backward`` (a rule may pass it on unchanged, or as
-a view: ``sum``'s broadcast), a leaf's ``.grad``, a retained ``.grad``.
+a view: ``sum``'s broadcast). A leaf's or a retained ``.grad`` never is: TPX copies a gradient
+into ``.grad`` unless the engine alone holds it (``tpx._leaf._unshared``), and the capture
+holds every one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from tpx import observe
-
-native = observe.native
 ndarray = np.ndarray
 
 
-def watch_user_memory(b: Any, user: Iterable[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+def watch_user_memory(b: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """A copy of each memory block the program can write into and ``b``'s gradients may
-    share: the root gradients given to backward and the tensors in ``user`` (leaves' and
-    retained ``.grad``), by the array that owns the memory. See :func:`repair_user_memory`."""
+    share (the root gradients given to backward), by the array that owns the memory. See
+    :func:`repair_user_memory`."""
     pairs: list[tuple[np.ndarray, np.ndarray]] = []
     seen: set[int] = set()
-    arrays = [native(t) for t in user if t is not None]
-    for a in (*b.root_grads.values(), *arrays):
+    for a in b.root_grads.values():
         base = _base(a) if a.__class__ is ndarray else None
         if base.__class__ is ndarray and id(base) not in seen:
             seen.add(id(base))
