@@ -268,10 +268,11 @@ def record_bytes(p: tuple) -> int:
         if x.__class__ is ndarray:
             total += x.nbytes
             continue
-        for name in getattr(type(x), "__slots__", ()):  # NOTE: a _Frozen's copies
-            a = getattr(x, name, None)
-            if a.__class__ is ndarray:
-                total += a.nbytes
+        # NOTE: a _Frozen's copies, each once (its kept value may be its lazy summary's copy)
+        arrays = {
+            id(a): a for a in (getattr(x, n, None) for n in getattr(type(x), "__slots__", ()))
+        }
+        total += sum(a.nbytes for a in arrays.values() if a.__class__ is ndarray)
     return total
 
 

@@ -277,3 +277,16 @@ def test_two_threads_recording_keep_every_step_in_order() -> None:
     assert [g.id for g in graphs] == list(range(10))
     assert sorted(g.step for g in graphs) == list(range(10))
     assert all(len(g.nodes) == 3 for g in graphs) and len({g.structure for g in graphs}) == 1
+
+
+def test_a_kept_value_counts_once_against_the_byte_cap() -> None:
+    # NOTE: a _Frozen kept by the policy holds one copy, read by its lazy summary and kept as
+    # its value: two slots, one array
+    from tpx_inspect._pending import OUT, _Frozen, pending_record
+
+    a = np.ones(1000, np.float32)
+    kept, summarized = _Frozen(a, lambda v: True), _Frozen(a, lambda v: False)
+    base = pending_record(0.0, None, [None, a], None, 0)
+    for frozen in (kept, summarized):
+        p = (*base[:OUT], frozen, *base[OUT + 1 :])
+        assert _deferred.record_bytes(p) == 2 * a.nbytes  # the output's copy and the constant
