@@ -4,8 +4,8 @@ record can be built later, when it is first read (see ``Capture(build="lazy")``)
 A kept step's outputs and constants are frozen at forward time already (``_pending``); the
 build reads three more things a program can change after its backward: a leaf's value (an
 optimizer's in-place step), its label (``Tensor.name``) and the gradients a user can reach and
-write in place (the ``gradient=`` given to ``backward``, a leaf's ``.grad``, a retained
-``.grad``). :func:`detach_nodes` fixes them (the gradients: see :func:`watch_user_memory`),
+write in place (the ``gradient=`` given to ``backward``; a ``.grad`` never is one, see
+``_user_memory``). :func:`detach_nodes` fixes them (the gradients: see :func:`watch_user_memory`),
 and takes out of the nodes what the build reads of them (static fields and records, which do
 not change once the backward has ended), so that a waiting step holds no TPX node.
 """
