@@ -27,6 +27,10 @@ class _Tables:
         self.vids: list[int] = []
         self.done: dict[int, tuple[list, tuple]] = {}
         self.memo: dict[int, int] = {}
+        # NOTE: every value added, kept alive: the memo is keyed by id, and a value made here
+        # for the read (a leaf snapshot's summary as a _Frozen) would otherwise be freed and
+        # its id reused by the next one, which then read as the same value
+        self.held: list[Any] = []
         self._made: tuple[np.ndarray, np.ndarray] | None = None
         # NOTE: read once: add() runs about three times per node
         self._prefetched = builder.prefetched
@@ -43,6 +47,7 @@ class _Tables:
         if row is not None:
             return row
         row = self.memo[key] = len(self.vids)
+        self.held.append(x)
         if self._prefetched:
             x = self._prefetched.get(key, x)
         limit = self._limit
