@@ -1,9 +1,7 @@
-"""The backward engine's errors: each names the node, the op and what to do; and the check of
-the gradient a backward starts from (`root_grad`)."""
+"""The backward engine's errors: each names the node, the op and what to do."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -11,7 +9,7 @@ import numpy as np
 import p10
 from tpx._errors import AnomalyError, BackwardError, InplaceError, RuleError
 from tpx._graph import GradFn
-from tpx._tensor import Tensor, wrap
+from tpx._tensor import Tensor
 
 
 def given_grad(t: Tensor, g: Any) -> p10.Tensor:
@@ -25,37 +23,6 @@ def given_grad(t: Tensor, g: Any) -> p10.Tensor:
             f"{t.shape} and dtype {t.dtype.name} ({type(exc).__name__}: {exc}); pass a tensor "
             f"(or numbers) of that shape, e.g. tp.ones({t.shape}, dtype=tp.{t.dtype.name})"
         ) from None
-
-
-def root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
-    """The gradient a backward starts from at output ``t``: ones for a one-element ``t`` when
-    ``g`` is None, else ``g`` checked against ``t`` (shape, real or complex)."""
-    if g is None:
-        if math.prod(t._value._data.shape) != 1:
-            raise BackwardError(
-                f"backward of a non-scalar output of shape {t.shape}: pass gradient= "
-                "(a tensor of that shape), or reduce the output first (e.g. .sum())"
-            )
-        return _as_grad(p10.ones_like(t._value), create_graph)
-    graw = g._value if isinstance(g, Tensor) else given_grad(t, g)
-    if graw.shape != t.shape:
-        raise BackwardError(
-            f"gradient of shape {graw.shape} does not match the shape {t.shape} of "
-            f"{output_name(t)}; pass a gradient of that shape"
-        )
-    if (graw.dtype.kind == "c") != (t.dtype.kind == "c"):  # as PyTorch; nodes rely on it
-        raise BackwardError(
-            f"gradient of dtype {graw.dtype.name} for {output_name(t)} of dtype "
-            f"{t.dtype.name}: a complex output takes a complex gradient, a real one a real "
-            f"gradient; pass a gradient of dtype {t.dtype.name}"
-        )
-    if create_graph and isinstance(g, Tensor):
-        return g
-    return _as_grad(graw, create_graph)
-
-
-def _as_grad(raw: p10.Tensor, create_graph: bool) -> Any:
-    return wrap(raw) if create_graph else raw
 
 
 def output_name(t: Tensor) -> str:

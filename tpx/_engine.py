@@ -8,6 +8,7 @@ topological order: every node runs after all of its consumers, deterministically
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from operator import attrgetter
@@ -17,11 +18,12 @@ import p10
 from tpx import _observers
 from tpx._backward_errors import (
     check_grad,
+    given_grad,
+    output_name,
     raise_arity,
     raise_bad_gradient,
     raise_freed,
     raise_modified,
-    root_grad,
 )
 from tpx._errors import BackwardError
 from tpx._graph import AccumulateGrad, GradFn, Node, RuleContext, hooked
@@ -63,6 +65,35 @@ def reachable(roots: Sequence[Node]) -> list[Node]:
 _by_seq = attrgetter("seq")
 
 
+def _root_grad(t: Tensor, g: Any, create_graph: bool) -> Any:
+    if g is None:
+        if math.prod(t._value._data.shape) != 1:
+            raise BackwardError(
+                f"backward of a non-scalar output of shape {t.shape}: pass gradient= "
+                "(a tensor of that shape), or reduce the output first (e.g. .sum())"
+            )
+        return _as_grad(p10.ones_like(t._value), create_graph)
+    graw = g._value if isinstance(g, Tensor) else given_grad(t, g)
+    if graw.shape != t.shape:
+        raise BackwardError(
+            f"gradient of shape {graw.shape} does not match the shape {t.shape} of "
+            f"{output_name(t)}; pass a gradient of that shape"
+        )
+    if (graw.dtype.kind == "c") != (t.dtype.kind == "c"):  # as PyTorch; nodes rely on it
+        raise BackwardError(
+            f"gradient of dtype {graw.dtype.name} for {output_name(t)} of dtype "
+            f"{t.dtype.name}: a complex output takes a complex gradient, a real one a real "
+            f"gradient; pass a gradient of dtype {t.dtype.name}"
+        )
+    if create_graph and isinstance(g, Tensor):
+        return g
+    return _as_grad(graw, create_graph)
+
+
+def _as_grad(raw: p10.Tensor, create_graph: bool) -> Any:
+    return wrap(raw) if create_graph else raw
+
+
 def backward(
     tensors: Sequence[Tensor],
     grad_tensors: Sequence[Any] | None = None,
@@ -82,7 +113,7 @@ def backward(
     roots = tuple([_root(t) for t in tensors])
     grads: dict[Node, Any] = {}
     for node, t, g in zip(roots, tensors, grad_tensors):
-        _accumulate(grads, node, root_grad(t, g, create_graph), None)
+        _accumulate(grads, node, _root_grad(t, g, create_graph), None)
     run = _Pass(retain_graph, create_graph, inputs)
     order = reachable(roots)
     run.plan(order)
@@ -273,33 +304,16 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
 def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -> tuple:
     """What anomaly mode, the node's hooks and observers see of a rule's gradients, before
     they are sent: one per input (None for those that need none), each maybe replaced."""
-    edges = node.edges
-    n = 0 if run.create_graph else len(edges)
-    # NOTE: one and two inputs without create_graph written out (a comprehension is a call)
-    if n == 1:
-        g0 = grad_inputs[0]
-        e0 = edges[0]
-        grad_inputs = (
-            None if e0 is None or g0 is None else g0._value if g0.__class__ is Tensor else g0,
-        )
-    elif n == 2:
-        e0, e1 = edges
-        g0, g1 = grad_inputs
-        grad_inputs = (
-            None if e0 is None or g0 is None else g0._value if g0.__class__ is Tensor else g0,
-            None if e1 is None or g1 is None else g1._value if g1.__class__ is Tensor else g1,
-        )
-    else:
-        grad_inputs = tuple(
-            [
-                None
-                if e is None or gi is None
-                else (wrap(gi) if run.create_graph else gi)
-                if gi.__class__ is not Tensor
-                else (gi if run.create_graph else gi._value)
-                for e, gi in zip(edges, grad_inputs)
-            ]
-        )
+    grad_inputs = tuple(
+        [
+            None
+            if e is None or gi is None
+            else (wrap(gi) if run.create_graph else gi)
+            if gi.__class__ is not Tensor
+            else (gi if run.create_graph else gi._value)
+            for e, gi in zip(node.edges, grad_inputs)
+        ]
+    )
     if run.nan_checks:
         for i, gi in enumerate(grad_inputs):
             if gi is not None:

@@ -266,8 +266,6 @@ class _Frozen:
         """The summary row."""
         return self._stats()[0]
 
-    _row = row  # NOTE: the build reads this name
-
     @property
     def head(self) -> tuple:
         """The first elements (the preview)."""

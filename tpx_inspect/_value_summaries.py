@@ -105,7 +105,7 @@ class Summaries:
         for row in rows.tolist():
             x = values[row]
             if x.__class__ is _Frozen:
-                self.done[row] = (x._row, x.head)
+                self.done[row] = (x.row, x.head)
                 if self.full and x.kept:
                     kept.add_one(row, x.value, adopt=True)
             elif x.__class__ is LeafSnapshot:  # NOTE: the capture's copy: kept as it is

@@ -144,8 +144,9 @@ class Capture:
                 self.record_error(exc)
         finally:
             self._finished = True
-            failed = self._settle() if self.path is not None else []
+            failed = []
             if self.path is not None:  # NOTE: a failed build: the others are saved all the same
+                failed = self._settle()
                 self.save(self.path, self._trace())
         if failed and exc is None:
             raise failed[0]

@@ -57,7 +57,7 @@ class _Tables:
             self.vids.append(self._store.adopt(x) if kept else -1)
         elif x.__class__ is _Frozen:
             self.arrays.append(None)
-            self.done[row] = (x._row, x.head)
+            self.done[row] = (x.row, x.head)
             self.vids.append(self._store.adopt(x.value) if self.full and x.kept else -1)
         else:
             a = to_numpy(x)
