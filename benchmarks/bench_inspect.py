@@ -35,6 +35,10 @@ from tpx_inspect import _json  # noqa: E402
 from tpx_inspect.export import to_dot  # noqa: E402
 
 STEPS = 200
+MLP_ROUNDS = 11
+"""Rounds of the MLP row of :func:`main` (each: 200 steps plain, then captured). On a shared
+2-core machine one round's ratio ranges over +-30%: three rounds' median did not say on which
+side of 1.15x the step was."""
 
 
 def mlp_loop() -> tuple[Callable[[int], None], Any]:
@@ -421,7 +425,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"values=raw {live['raw_s']:.2f} s vs with statistics (values=all) {live['all_s']:.2f} "
         f"s ({live['all_s'] / live['raw_s']:.2f}x)"
     )
-    cap = bench_capture(repeats=3)
+    cap = bench_capture(repeats=MLP_ROUNDS)
     print(
         f"capture overhead (MLP, {STEPS} steps, default policy): wall {cap['plain_s']:.3f} -> "
         f"{cap['captured_s']:.3f} s ({cap['ratio']:.2f}x), CPU {cap['plain_cpu_s']:.3f} -> "
@@ -488,4 +492,9 @@ def _blas() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    from threadpoolctl import threadpool_limits
+
+    # NOTE: one BLAS thread, as benchmarks/run.py pins it: with OpenBLAS's default of one
+    # thread per core, a 2-core machine's CPU seconds count a spinning second thread
+    with threadpool_limits(limits=1):
+        main()
