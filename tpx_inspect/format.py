@@ -90,8 +90,8 @@ def _sidecar_arrays(
 ) -> tuple[dict[str, np.ndarray], list[_RunTables]]:
     """The sidecar's arrays of ``trace`` and what each run's JSON takes from them; the node
     columns' JSON (:func:`_document`) can be made after, while the sidecar is written. Given
-    a ``writer``, the arrays go to it as they are made: first the run tables that sort before
-    any run's previews (whether those are stored is known once the values are)."""
+    a ``writer``, the arrays go to it as they are made: first the run tables but their
+    previews (whether those are stored is known once the values are), then the rest."""
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(f"cannot write trace format version {version!r}: it is one of "
                          f"{', '.join(map(str, SUPPORTED_VERSIONS))}")  # fmt: skip
@@ -99,9 +99,8 @@ def _sidecar_arrays(
     kept = _KeptValues(trace)
     graphs = [_run_tables(r, arrays, kept) for r in trace.runs]
     given: set[str] = set()
-    if writer is not None:  # NOTE: packed on its thread while the values' arrays are made
-        before = min((f"r{r.id}.previews" for r in trace.runs), default="")
-        given = {k for k in arrays if k < before}
+    if writer is not None:  # NOTE: packed, hashed and written while the values' arrays are made
+        given = {k for k in arrays if not k.endswith(".previews")}
         writer.add({k: arrays[k] for k in given})
     packed = kept.packed()
     if packed is None or not packed_arrays(packed, arrays):
