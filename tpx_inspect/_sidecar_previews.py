@@ -149,13 +149,23 @@ def derive(ids: np.ndarray, plen: np.ndarray, arrays: dict[str, np.ndarray]) -> 
         buf = arrays[f"values.{c}"]
         if buf.dtype.kind not in "fiub":
             raise TraceFormatError(f"values of dtype {buf.dtype} have no float preview")
-        # NOTE: the PREVIEW elements from each value's start, gathered at once; those past its
-        # preview (another value's, or clipped at the buffer's end) are then set to NaN
-        at = offsets[mine][:, None] + np.arange(PREVIEW)
-        np.minimum(at, len(buf) - 1, out=at)
-        made = buf[at].astype(np.float64, copy=False)
+        made = _firsts(buf, offsets[mine]).astype(np.float64, copy=False)
         np.putmask(made, np.arange(PREVIEW) >= lengths[:, None], np.nan)
         if dtypes == 1:
             return made
         out[mine] = made
     return out
+
+
+def _firsts(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The PREVIEW elements of ``buf`` from each offset, a row each: rows of a sliding
+    window over ``buf`` (one gather of rows, no index per element); those that would run
+    past its end gathered element by element, clipped at its last element. Elements past a
+    value's own preview are another value's (the caller sets them to NaN)."""
+    last = len(buf) - PREVIEW
+    if last < 0:
+        return buf[np.minimum(offsets[:, None] + np.arange(PREVIEW), len(buf) - 1)]
+    made = np.lib.stride_tricks.sliding_window_view(buf, PREVIEW)[np.minimum(offsets, last)]
+    tail = np.flatnonzero(offsets > last)  # NOTE: the values that start in the last elements
+    made[tail] = buf[np.minimum(offsets[tail, None] + np.arange(PREVIEW), len(buf) - 1)]
+    return made

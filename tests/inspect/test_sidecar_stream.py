@@ -1,6 +1,7 @@
-"""The sidecar written as it is made (``_zip_write.zip_stream``, ``_sidecar_write``): members
-written while the caller makes the next ones, the archive that needs ZIP64 records written
-again whole, and the value arrays equal to the plain per-value construction."""
+"""The save's faster paths against the plain ones: the sidecar written as it is made
+(``_zip_write.zip_stream``, ``_sidecar_write``: members written while the caller makes the
+next ones, the archive that needs ZIP64 records written again whole), the value arrays and
+the derived previews equal to their per-value construction."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ import tpx as tp
 import tpx_inspect
 from tpx_inspect import _zip_write
 from tpx_inspect import format as fmt
+from tpx_inspect._node_runs import to_runs
+from tpx_inspect._sidecar_previews import derive
 from tpx_inspect._sidecar_write import npy_bytes, values_arrays
 from tpx_inspect.format import to_json
+from tpx_inspect.summary import PREVIEW
 
 
 def _trace(n: int = 60):
@@ -157,3 +161,52 @@ def test_value_arrays_equal_the_per_value_construction():
         for k, a in want.items():
             assert arrays[k].dtype == a.dtype and arrays[k].shape == a.shape, (trial, k)
             assert arrays[k].tobytes() == a.tobytes(), (trial, k)
+
+
+def _derive_by_element(ids, plen, arrays):
+    """Previews gathered element by element (what derive made before its row gather)."""
+    index = arrays["values.index"][ids]
+    out = np.full((len(ids), PREVIEW), np.nan)
+    for r, (code, offset, _, _) in enumerate(index.tolist()):
+        buf = arrays[f"values.{code}"]
+        for j in range(int(plen[r])):
+            out[r, j] = float(buf[offset + j])
+    return out
+
+
+def test_derived_previews_equal_the_element_by_element_gather():
+    """Rows of a sliding window, and the values at the buffer's end (short, empty, a buffer
+    shorter than a preview) gathered alone: the same bits as one element at a time."""
+    rng = random.Random(11)
+    for trial in range(150):
+        values = [
+            np.arange(rng.choice((0, 1, 2, 5, 6, 7, 16)), dtype=rng.choice((np.float64, np.int32)))
+            * 1.5 ** rng.randrange(3)
+            for _ in range(rng.randrange(1, 12))
+        ]
+        arrays: dict = {}
+        values_arrays(values, arrays)
+        ids = np.array(rng.sample(range(len(values)), len(values)), np.int64)
+        plen = np.array([min(PREVIEW, values[i].size) for i in ids.tolist()], np.int64)
+        plen = np.array([rng.randrange(p + 1) for p in plen.tolist()], np.int64)
+        got = derive(ids, plen, arrays)
+        want = _derive_by_element(ids, plen, arrays)
+        assert got.view(np.uint64).tobytes() == want.view(np.uint64).tobytes(), trial
+
+
+def test_source_runs_equal_the_runs_of_the_numbered_column():
+    """The source column numbered per run (then neighbours of one number joined) is what
+    numbering every node and taking the runs gave: the same runs, the same numbering."""
+    rng = random.Random(3)
+    lines = [None, ("a.py", 1, "f"), ("a.py", True, "f"), ["a.py", 1, "f"], ("b.py", 2, "g")]
+    for trial in range(300):
+        shared = [line if line is None else type(line)(line) for line in lines]
+        column = []
+        for _ in range(rng.randrange(0, 40)):
+            k = rng.randrange(len(lines))
+            fresh = lines[k] is not None and rng.random() < 0.3
+            column += [type(lines[k])(lines[k]) if fresh else shared[k]] * rng.randrange(1, 4)
+        runs, by_run, by_node = to_runs(column), {}, {}
+        got = fmt._joined(fmt._source_refs(runs["values"], by_run), runs["counts"])
+        assert got == to_runs(fmt._source_refs(column, by_node)), trial
+        assert by_run == by_node, trial
