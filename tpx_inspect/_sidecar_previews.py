@@ -140,7 +140,8 @@ def derive(ids: np.ndarray, plen: np.ndarray, arrays: dict[str, np.ndarray]) -> 
     if len(ids) and (plen > sizes).any():
         raise TraceFormatError("a summary's preview length is more than its value's size")
     dtypes = len(arrays["values.dtypes"])
-    out = np.full((len(ids), PREVIEW), np.nan)
+    # NOTE: one dtype (most traces): its rows are the table (no NaN table filled, then copied)
+    out = np.full((len(ids), PREVIEW), np.nan) if dtypes != 1 else None
     for c in range(dtypes):
         mine = slice(None) if dtypes == 1 else np.flatnonzero(codes == c)
         lengths = plen[mine]
@@ -151,10 +152,10 @@ def derive(ids: np.ndarray, plen: np.ndarray, arrays: dict[str, np.ndarray]) -> 
             raise TraceFormatError(f"values of dtype {buf.dtype} have no float preview")
         made = _firsts(buf, offsets[mine]).astype(np.float64, copy=False)
         np.putmask(made, np.arange(PREVIEW) >= lengths[:, None], np.nan)
-        if dtypes == 1:
+        if out is None:
             return made
         out[mine] = made
-    return out
+    return np.full((len(ids), PREVIEW), np.nan) if out is None else out
 
 
 def _firsts(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
