@@ -19,7 +19,7 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain
+from itertools import chain, compress
 from operator import attrgetter
 from typing import Any
 
@@ -221,7 +221,9 @@ def values_arrays(values: list[np.ndarray], arrays: dict) -> None:
     n = len(values)
     # NOTE: NumPy arrays have at most 64 dimensions: the counts fit in bytes (a cheap pass)
     ndims = np.frombuffer(bytes(map(_NDIM, values)), np.uint8).astype(np.int64)
-    flat = np.fromiter(chain.from_iterable(map(_SHAPE, values)), np.int64, int(ndims.sum()))
+    shaped = (ndims > 0).tolist()  # NOTE: 0-d values (a third at 100k nodes) have no dims
+    dims = chain.from_iterable(map(_SHAPE, compress(values, shaped)))
+    flat = np.fromiter(dims, np.int64, int(ndims.sum()))
     sizes = _products(flat, ndims)
     codes, dtypes = _dtype_codes(values, n)
     offsets = np.zeros(n, np.int64)
@@ -239,11 +241,10 @@ def values_arrays(values: list[np.ndarray], arrays: dict) -> None:
 def _products(flat: np.ndarray, ndims: np.ndarray) -> np.ndarray:
     """The product of each value's dimensions (value ``i`` has ``ndims[i]`` of them in
     ``flat``, one value after another): its size (1 for a 0-d value)."""
-    first = np.cumsum(ndims) - ndims
     sizes = np.ones(len(ndims), np.int64)
-    for j in range(int(ndims.max(initial=0))):
-        has = ndims > j
-        sizes[has] *= flat[first[has] + j]
+    shaped = ndims > 0
+    if shaped.any():  # NOTE: their dims start at distinct places: one reduceat over them all
+        sizes[shaped] = np.multiply.reduceat(flat, (np.cumsum(ndims) - ndims)[shaped])
     return sizes
 
 
