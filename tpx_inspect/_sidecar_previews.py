@@ -140,7 +140,8 @@ def derive(ids: np.ndarray, plen: np.ndarray, arrays: dict[str, np.ndarray]) -> 
     if len(ids) and (plen > sizes).any():
         raise TraceFormatError("a summary's preview length is more than its value's size")
     dtypes = len(arrays["values.dtypes"])
-    out = np.full((len(ids), PREVIEW), np.nan)
+    # NOTE: one dtype (most traces): its rows are the table (no NaN table filled, then copied)
+    out = np.full((len(ids), PREVIEW), np.nan) if dtypes != 1 else None
     for c in range(dtypes):
         mine = slice(None) if dtypes == 1 else np.flatnonzero(codes == c)
         lengths = plen[mine]
@@ -149,13 +150,23 @@ def derive(ids: np.ndarray, plen: np.ndarray, arrays: dict[str, np.ndarray]) -> 
         buf = arrays[f"values.{c}"]
         if buf.dtype.kind not in "fiub":
             raise TraceFormatError(f"values of dtype {buf.dtype} have no float preview")
-        # NOTE: the PREVIEW elements from each value's start, gathered at once; those past its
-        # preview (another value's, or clipped at the buffer's end) are then set to NaN
-        at = offsets[mine][:, None] + np.arange(PREVIEW)
-        np.minimum(at, len(buf) - 1, out=at)
-        made = buf[at].astype(np.float64, copy=False)
+        made = _firsts(buf, offsets[mine]).astype(np.float64, copy=False)
         np.putmask(made, np.arange(PREVIEW) >= lengths[:, None], np.nan)
-        if dtypes == 1:
+        if out is None:
             return made
         out[mine] = made
-    return out
+    return np.full((len(ids), PREVIEW), np.nan) if out is None else out
+
+
+def _firsts(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The PREVIEW elements of ``buf`` from each offset, a row each: rows of a sliding
+    window over ``buf`` (one gather of rows, no index per element); those that would run
+    past its end gathered element by element, clipped at its last element. Elements past a
+    value's own preview are another value's (the caller sets them to NaN)."""
+    last = len(buf) - PREVIEW
+    if last < 0:
+        return buf[np.minimum(offsets[:, None] + np.arange(PREVIEW), len(buf) - 1)]
+    made = np.lib.stride_tricks.sliding_window_view(buf, PREVIEW)[np.minimum(offsets, last)]
+    tail = np.flatnonzero(offsets > last)  # NOTE: the values that start in the last elements
+    made[tail] = buf[np.minimum(offsets[tail, None] + np.arange(PREVIEW), len(buf) - 1)]
+    return made

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import io
-import math
 import queue
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain, compress
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from tpx_inspect._util import replace_file
-from tpx_inspect._zip_write import Buffer, zip_parts
+from tpx_inspect._zip_write import FLUSH, Buffer, NeedsZip64, zip_parts, zip_stream
 from tpx_inspect.tables import PackedValues
 
 __all__ = ["SidecarWrite", "npy_bytes", "npy_parts", "npz_bytes", "npz_parts", "packed_arrays",
@@ -36,18 +36,20 @@ __all__ = ["SidecarWrite", "npy_bytes", "npy_parts", "npz_bytes", "npz_parts", "
 class SidecarWrite:
     """The sidecar packed (:func:`npz_parts`), hashed and written to ``side`` on a thread (on
     the caller's when no thread is to be had) while the caller makes the rest of the trace:
-    copies, deflate, CRC-32, SHA-256 and the file write release the GIL.
+    copies, deflate, CRC-32, SHA-256 and the file write release the GIL. Each member is
+    written as soon as it and those before it are packed (``_zip_write.zip_stream``).
 
-    The members are given in their order (sorted names) in one or more :meth:`add` calls, the
-    last one with ``last=True``: the thread packs the first ones while the caller makes the
-    others (a save gives the run tables first, then the kept values). :meth:`result` waits and
+    The members are given in one or more :meth:`add` calls, the last one with ``last=True``,
+    and written in that order (each call's by name): the thread packs and writes the first
+    ones while the caller makes the others (a save gives the run tables first, then the
+    previews and the kept values). :meth:`result` waits and
     gives the document's ``"sidecar"`` fields, or raises what the thread raised; a writer
     abandoned before its last members (:meth:`abandon`) writes nothing."""
 
     def __init__(self, side: str, compress: bool | None) -> None:
         self._side, self._compress = side, compress
         self._given: queue.SimpleQueue = queue.SimpleQueue()
-        self._last = ""
+        self._names: set[str] = set()
         self._out: dict[str, Any] | BaseException | None = None
         self._thread: threading.Thread | None = threading.Thread(
             target=self._run, name="tpx_inspect sidecar write"
@@ -58,12 +60,13 @@ class SidecarWrite:
             self._thread = None
 
     def add(self, arrays: dict[str, np.ndarray], last: bool = False) -> None:
-        """Members to write after those given before (their names sort after them)."""
+        """Members to write after those given before, in the order of their names."""
         names = sorted(arrays)
-        assert not names or names[0] > self._last, (names[0], self._last)  # NOTE: the order
+        assert self._names.isdisjoint(names), sorted(self._names.intersection(names))
+        self._names.update(names)
         for k in names:
             self._given.put((k, arrays[k]))
-        self._last = names[-1] if names else self._last
+        self._given.put(FLUSH)  # NOTE: written while the caller makes the next ones
         if last:
             self._given.put(_END)
             if self._thread is None:
@@ -75,17 +78,12 @@ class SidecarWrite:
         if self._thread is not None:
             self._thread.join()
 
-    def _members(self) -> Iterator[tuple[str, np.ndarray]]:
-        while (item := self._given.get()) is not _END:
-            if item is _ABANDON:
-                raise _Abandoned
-            yield item
+    def _members(self) -> Iterator[Any]:
+        return _taken(self._given)
 
     def _run(self) -> None:
         try:
-            parts = _npz_parts(self._members(), self._compress)
-            digest = _hash_while_writing(self._side, parts)
-            self._out = {"bytes": sum(map(len, parts)), "sha256": digest}
+            self._out = _write(self._side, _npz_stream(self._members(), self._compress))
         except BaseException as e:  # NOTE: raised again by result(), on the caller's thread
             self._out = e
 
@@ -99,23 +97,52 @@ class SidecarWrite:
         return self._out
 
 
-def _hash_while_writing(side: str, parts: list[Buffer]) -> str:
-    """The SHA-256 of ``parts`` (never joined into one bytes: ~55 MB at 100k nodes), computed
-    while another thread writes them to ``side`` (both release the GIL); here when no thread
-    is to be had."""
-    digest = hashlib.sha256()
+def _write(side: str, parts: Iterator[Buffer]) -> dict[str, Any]:
+    """Write ``parts`` to ``side``, replaced whole (the archive of :class:`NeedsZip64`
+    instead when the stream raises it); their size and SHA-256."""
+    try:
+        return _hash_while_writing(side, parts)
+    except NeedsZip64 as e:  # NOTE: the file written so far was removed by replace_file
+        return _hash_while_writing(side, iter([e.archive]))
+
+
+def _hash_while_writing(side: str, parts: Iterator[Buffer]) -> dict[str, Any]:
+    """The size and SHA-256 of ``parts`` (~55 MB at 100k nodes, never joined), each hashed
+    here as it comes while another thread writes it to ``side`` (both release the GIL);
+    written here after the hash when no thread is to be had."""
+    digest, size = hashlib.sha256(), 0
+    given: queue.SimpleQueue = queue.SimpleQueue()
     with ThreadPoolExecutor(1) as pool:
         try:
-            written = pool.submit(replace_file, side, parts)
+            written = pool.submit(replace_file, side, _taken(given))
         except RuntimeError:
             written = None
-        for part in parts:
-            digest.update(part)
+        kept: list[Buffer] = []
+        try:
+            for part in parts:
+                digest.update(part)
+                size += len(part)
+                if written is None:
+                    kept.append(part)
+                else:
+                    given.put(part)
+        except BaseException:
+            given.put(_ABANDON)  # NOTE: the writer stops and removes its temporary file
+            raise
+        given.put(_END)
         if written is None:
-            replace_file(side, parts)
+            replace_file(side, kept)
         else:
             written.result()
-    return digest.hexdigest()
+    return {"bytes": size, "sha256": digest.hexdigest()}
+
+
+def _taken(given: queue.SimpleQueue) -> Iterator[Any]:
+    """The items put in ``given`` until ``_END``; ``_Abandoned`` at ``_ABANDON``."""
+    while (item := given.get()) is not _END:
+        if item is _ABANDON:
+            raise _Abandoned
+        yield item
 
 
 _END, _ABANDON = object(), object()
@@ -132,8 +159,21 @@ def npz_parts(arrays: dict[str, np.ndarray], compress: bool | None) -> list[Buff
 
 
 def _npz_parts(members: Iterable[tuple[str, np.ndarray]], compress: bool | None) -> list[Buffer]:
-    npy = ((k + ".npy", npy_parts(a, fortran=k.endswith(_BY_COLUMN))) for k, a in members)
-    return zip_parts(npy, compress)
+    return zip_parts(_npy_members(members), compress)
+
+
+def _npz_stream(
+    members: Iterable[tuple[str, np.ndarray]], compress: bool | None
+) -> Iterator[Buffer]:
+    return zip_stream(_npy_members(members), compress)
+
+
+def _npy_members(members: Iterable[Any]) -> Iterator[Any]:
+    """``(name + ".npy", parts)`` of each (name, array) of ``members``; FLUSH passed on."""
+    for m in members:
+        yield (
+            m if m is FLUSH else (m[0] + ".npy", npy_parts(m[1], fortran=m[0].endswith(_BY_COLUMN)))
+        )
 
 
 def npz_bytes(arrays: dict[str, np.ndarray], compress: bool | None = None) -> bytes:
@@ -174,50 +214,50 @@ def _npy_header(dtype: np.dtype, shape: tuple[int, ...], fortran: bool) -> bytes
 
 
 def values_arrays(values: list[np.ndarray], arrays: dict) -> None:
-    # NOTE: ~300,000 small values at 100k nodes, of a few shapes and dtypes: two C-speed
-    # passes over the list (attrgetter, dicts of the distinct ones) and NumPy over columns
+    # NOTE: ~300,000 small values at 100k nodes: three C-speed passes over the list (ndims,
+    # dimensions, dtypes) and NumPy over columns. No shape is hashed, and no list of the
+    # shapes is kept: each shape tuple is freed as soon as its dimensions are read (a list of
+    # 300,000 new tuples cost more than the pass itself)
     n = len(values)
-    shape_of, shape_list = _distinct(list(map(_SHAPE, values)), n)
-    kinds = set(map(_DTYPE, values))  # NOTE: one dtype (most traces): no list, no numbering
-    one = len(kinds) == 1
-    dtype_of, dtype_list = (
-        (np.zeros(n, np.int64), [*kinds]) if one else _distinct([*map(_DTYPE, values)], n)
-    )
-    dtypes = sorted({d.str for d in dtype_list})
-    codes = np.array([dtypes.index(d.str) for d in dtype_list], np.int64)[dtype_of]
-    sizes = np.array(list(map(math.prod, shape_list)), np.int64)[shape_of]
-    ndims = np.array(list(map(len, shape_list)), np.int64)[shape_of]
+    # NOTE: NumPy arrays have at most 64 dimensions: the counts fit in bytes (a cheap pass)
+    ndims = np.frombuffer(bytes(map(_NDIM, values)), np.uint8).astype(np.int64)
+    shaped = (ndims > 0).tolist()  # NOTE: 0-d values (a third at 100k nodes) have no dims
+    dims = chain.from_iterable(map(_SHAPE, compress(values, shaped)))
+    flat = np.fromiter(dims, np.int64, int(ndims.sum()))
+    sizes = _products(flat, ndims)
+    codes, dtypes = _dtype_codes(values, n)
     offsets = np.zeros(n, np.int64)
     for c in range(len(dtypes)):  # NOTE: each value's place in its dtype's buffer
-        mine = codes == c
+        mine = slice(None) if len(dtypes) == 1 else codes == c
         offsets[mine] = np.cumsum(sizes[mine]) - sizes[mine]
     arrays["values.index"] = np.stack([codes, offsets, sizes, ndims], axis=1)
-    arrays["values.shapes"] = _flat_shapes(shape_list, shape_of, ndims)
+    arrays["values.shapes"] = flat
     arrays["values.dtypes"] = np.asarray(dtypes, dtype="U8") if dtypes else np.zeros(0, "U8")
     for c, d in enumerate(dtypes):
         mine = values if len(dtypes) == 1 else [values[i] for i in np.flatnonzero(codes == c)]
         arrays[f"values.{c}"] = _flat_concat(mine, np.dtype(d))
 
 
-def _distinct(items: list, n: int) -> tuple[np.ndarray, list]:
-    """Each item's number among the distinct ``items`` (in order of first use), and those."""
-    first = list(dict.fromkeys(items))
-    if len(first) == 1:
-        return np.zeros(n, np.int64), first
-    number = {k: i for i, k in enumerate(first)}
-    return np.fromiter(map(number.__getitem__, items), np.int64, n), first
+def _products(flat: np.ndarray, ndims: np.ndarray) -> np.ndarray:
+    """The product of each value's dimensions (value ``i`` has ``ndims[i]`` of them in
+    ``flat``, one value after another): its size (1 for a 0-d value)."""
+    sizes = np.ones(len(ndims), np.int64)
+    shaped = ndims > 0
+    if shaped.any():  # NOTE: their dims start at distinct places: one reduceat over them all
+        sizes[shaped] = np.multiply.reduceat(flat, (np.cumsum(ndims) - ndims)[shaped])
+    return sizes
 
 
-def _flat_shapes(shapes: list[tuple], shape_of: np.ndarray, ndims: np.ndarray) -> np.ndarray:
-    """The dimensions of every value one after another (value ``i`` of shape number
-    ``shape_of[i]`` among ``shapes``)."""
-    first = np.cumsum(ndims) - ndims
-    flat = np.zeros(int(ndims.sum()), np.int64)
-    for j in range(int(ndims.max(initial=0))):
-        dim = np.array([shape[j] if len(shape) > j else 0 for shape in shapes], np.int64)
-        has = ndims > j
-        flat[first[has] + j] = dim[shape_of[has]]
-    return flat
+def _dtype_codes(values: list[np.ndarray], n: int) -> tuple[np.ndarray, list[str]]:
+    """Each value's dtype code (its number among the sorted distinct dtype strings), and
+    those strings."""
+    kinds = list(map(_DTYPE, values))
+    if kinds and kinds.count(kinds[0]) == n:  # NOTE: one dtype (most traces): one C pass
+        return np.zeros(n, np.int64), [kinds[0].str]
+    first = list(dict.fromkeys(kinds))
+    dtypes = sorted({d.str for d in first})
+    code = {d: dtypes.index(d.str) for d in first}
+    return np.fromiter(map(code.__getitem__, kinds), np.int64, n), dtypes
 
 
 def packed_arrays(store: PackedValues, arrays: dict) -> bool:
@@ -254,4 +294,4 @@ def _flat_concat(values: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
         return np.concatenate(values, axis=None)
 
 
-_DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
+_DTYPE, _SHAPE, _NDIM = attrgetter("dtype"), attrgetter("shape"), attrgetter("ndim")

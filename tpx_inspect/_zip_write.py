@@ -28,11 +28,11 @@ import struct
 import sys
 import zipfile
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["zip_bytes", "zip_parts"]
+__all__ = ["FLUSH", "NeedsZip64", "zip_bytes", "zip_parts", "zip_stream"]
 
 DATE = (1980, 1, 1, 0, 0, 0)
 """The date of every member: the archive of a trace depends on its content only."""
@@ -68,7 +68,8 @@ def zip_bytes(members: Iterable[Member], compress: bool | None) -> bytes:
 
 def zip_parts(members: Iterable[Member], compress: bool | None) -> list[Buffer]:
     """The zip archive of ``members`` ((name, data) in their order), as buffers to write one
-    after the other (byte-format: ``len`` is their size).
+    after the other (byte-format: ``len`` is their size): those of :func:`zip_stream`, or
+    the one archive of :class:`NeedsZip64`.
 
     ``compress=True``: every member deflated at :data:`LEVEL` (on a thread as soon as
     ``members`` gives it, its data made meanwhile), the archive what ``zipfile`` writes.
@@ -76,19 +77,62 @@ def zip_parts(members: Iterable[Member], compress: bool | None) -> list[Buffer]:
     given (no copy). ``None``: each member deflated when a sample of it deflates to at most
     :data:`GOOD` of its size (tables of few distinct values, which deflate fast), else
     stored (float values, which deflate slowly to half their size)."""
-    names: list[str] = []
-    packed: list = []
+    try:
+        return list(zip_stream(members, compress))
+    except NeedsZip64 as e:
+        return [e.archive]
+
+
+class NeedsZip64(Exception):
+    """Raised by :func:`zip_stream` for an archive that needs ZIP64 records (members or
+    offsets past 2 GiB, 65,535 members), after its members are read: ``archive`` is the
+    whole archive as ``zipfile`` writes it, to write instead of the buffers given before."""
+
+    def __init__(self, archive: bytes) -> None:
+        super().__init__("the archive needs ZIP64 records")
+        self.archive = archive
+
+
+def zip_stream(members: Iterable[Member | object], compress: bool | None) -> Iterator[Buffer]:
+    """The buffers of :func:`zip_parts`, each member's given as soon as it and those before
+    it are packed: the caller hashes and writes the first members while the next ones are
+    made and deflated (a save's sidecar). ``members`` may hold :data:`FLUSH`: every member
+    before it is given (its packing waited for) before the next one is read. Raises
+    :class:`NeedsZip64` when the archive turns out to need ZIP64 records (the same test as
+    :func:`zip_parts` made before any member was given: the uncompressed sizes)."""
+    packed: list[tuple[str, Any]] = []  # NOTE: (name, packed member or its future)
+    archive: _Archive | None = _Archive()
     total = 0
     with ThreadPoolExecutor(min(4, os.cpu_count() or 1)) as pool:
-        for name, data in members:
-            chunks = _chunks(data)
-            names.append(name)
-            total += sum(map(len, chunks))
-            packed.append(_pack_soon(pool, chunks, compress))
-        parts = [p if isinstance(p, tuple) else p.result() for p in packed]
-    if len(names) >= 0xFFFF or total * 1.05 + ALIGN * len(names) > _LIMIT:
-        return [_by_zipfile(names, parts)]  # NOTE: ZIP64 records
-    return _archive(names, parts)
+        for member in members:
+            if member is not FLUSH:
+                name, data = member  # type: ignore[misc]
+                chunks = _chunks(data)
+                total += sum(map(len, chunks))
+                packed.append((name, _pack_soon(pool, chunks, compress)))
+            if len(packed) >= 0xFFFF or total * 1.05 + ALIGN * len(packed) > _LIMIT:
+                archive = None  # NOTE: ZIP64 records: nothing more given; NeedsZip64 at the end
+            while archive is not None and archive.count < len(packed):
+                if member is not FLUSH and not _done(packed[archive.count][1]):
+                    break
+                yield from archive.add(*packed[archive.count])
+        if archive is None:
+            raise NeedsZip64(_by_zipfile([n for n, _ in packed], [_result(p) for _, p in packed]))
+        for name, part in packed[archive.count :]:  # NOTE: each as soon as it is packed
+            yield from archive.add(name, part)
+    yield from archive.end()
+
+
+FLUSH = object()
+"""A mark among :func:`zip_stream`'s members: write those before it now."""
+
+
+def _done(p: Any) -> bool:
+    return isinstance(p, tuple) or p.done()
+
+
+def _result(p: Any) -> tuple[int, list[Buffer], int, int]:
+    return p if isinstance(p, tuple) else p.result()
 
 
 GOOD = 0.25
@@ -138,26 +182,38 @@ def _deflates_well(chunks: list[Buffer]) -> bool:
     return len(zlib.compress(sample, LEVEL, -15)) <= GOOD * len(sample)
 
 
-def _archive(names: list[str], parts: list) -> list[Buffer]:
-    out: list[Buffer] = []
-    central: list[bytes] = []
-    offset = 0
-    for name, (method, stored, crc, size) in zip(names, parts):
+class _Archive:
+    """The local entries of an archive's members in their order, then its central directory
+    and end record."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._offset = 0
+        self._central: list[bytes] = []
+
+    def add(self, name: str, part: Any) -> list[Buffer]:
+        """The buffers of the next member's local entry (header, name, padding, data), from
+        its packed member or the future of it (:func:`_pack_soon`)."""
+        method, stored, crc, size = _result(part)
         raw = name.encode("ascii")
         aligned = method == zipfile.ZIP_STORED
-        extra = _padding(offset + _LOCAL.size + len(raw)) if aligned else b""
+        extra = _padding(self._offset + _LOCAL.size + len(raw)) if aligned else b""
         length = sum(map(len, stored))
         common = (method, _TIME, _DATE, crc, length, size, len(raw))
-        out += [_LOCAL.pack(b"PK\003\004", _VERSION, 0, 0, *common, len(extra)), raw, extra]
-        out += stored
-        central += [
+        self._central += [
             _CENTRAL.pack(b"PK\001\002", _VERSION, _SYSTEM, _VERSION, 0, 0, *common, 0, 0, 0, 0,
-                          _ATTR, offset), raw,
+                          _ATTR, self._offset), raw,
         ]  # fmt: skip
-        offset += _LOCAL.size + len(raw) + len(extra) + length
-    directory = b"".join(central)
-    end = _END.pack(b"PK\005\006", 0, 0, len(names), len(names), len(directory), offset, 0)
-    return [*out, directory, end]
+        self._offset += _LOCAL.size + len(raw) + len(extra) + length
+        self.count += 1
+        return [_LOCAL.pack(b"PK\003\004", _VERSION, 0, 0, *common, len(extra)), raw, extra,
+                *stored]  # fmt: skip
+
+    def end(self) -> list[Buffer]:
+        """The central directory and the end record."""
+        directory = b"".join(self._central)
+        n = self.count
+        return [directory, _END.pack(b"PK\005\006", 0, 0, n, n, len(directory), self._offset, 0)]
 
 
 def _padding(start: int) -> bytes:

@@ -12,6 +12,8 @@ same trace gives the same bytes (the sidecar's zip entries carry a fixed timesta
 from __future__ import annotations
 
 import os
+from itertools import chain
+from operator import eq
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -90,8 +92,8 @@ def _sidecar_arrays(
 ) -> tuple[dict[str, np.ndarray], list[_RunTables]]:
     """The sidecar's arrays of ``trace`` and what each run's JSON takes from them; the node
     columns' JSON (:func:`_document`) can be made after, while the sidecar is written. Given
-    a ``writer``, the arrays go to it as they are made: first the run tables that sort before
-    any run's previews (whether those are stored is known once the values are)."""
+    a ``writer``, the arrays go to it as they are made: first the run tables but their
+    previews (whether those are stored is known once the values are), then the rest."""
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(f"cannot write trace format version {version!r}: it is one of "
                          f"{', '.join(map(str, SUPPORTED_VERSIONS))}")  # fmt: skip
@@ -99,9 +101,8 @@ def _sidecar_arrays(
     kept = _KeptValues(trace)
     graphs = [_run_tables(r, arrays, kept) for r in trace.runs]
     given: set[str] = set()
-    if writer is not None:  # NOTE: packed on its thread while the values' arrays are made
-        before = min((f"r{r.id}.previews" for r in trace.runs), default="")
-        given = {k for k in arrays if k < before}
+    if writer is not None:  # NOTE: packed, hashed and written while the values' arrays are made
+        given = {k for k in arrays if not k.endswith(".previews")}
         writer.add({k: arrays[k] for k in given})
     packed = kept.packed()
     if packed is None or not packed_arrays(packed, arrays):
@@ -278,14 +279,18 @@ class _KeptValues:
     @property
     def values(self) -> list[np.ndarray]:
         """The kept values in their new order."""
-        out: list[np.ndarray] = []
+        parts: list[list[np.ndarray]] = []
         for store, ids in self._kept:
             if isinstance(store, PackedValues) or len(ids) < len(store) // 4:
-                out += map(store.get, ids.tolist())  # NOTE: loaded: a view made per value
+                parts.append(list(map(store.get, ids.tolist())))  # NOTE: loaded: a view each
                 continue
             every = list(store)  # NOTE: one C pass; store.get costs ~0.5 us a value in Python
-            out += every if len(ids) == len(every) else map(every.__getitem__, ids.tolist())
-        return out
+            parts.append(
+                every if len(ids) == len(every) else list(map(every.__getitem__, ids.tolist()))
+            )
+        # NOTE: one store (a capture's): its list as it is (each pass over 300,000 values
+        # touches 300,000 objects: ~10 ms)
+        return parts[0] if len(parts) == 1 else list(chain.from_iterable(parts))
 
     def packed(self) -> PackedValues | None:
         """The one loaded store of the trace when every one of its values is kept (then in
@@ -306,19 +311,41 @@ def _structure_json(sid: int, g: Graph, version: int) -> dict[str, Any]:
     table = nodes if isinstance(nodes, NodeTable) else NodeTable.from_nodes(nodes)
     # NOTE: a column may be a list or a NumPy array of its entries (tolist: the same objects)
     columns = {f: c.tolist() if isinstance(c, np.ndarray) else c for f, c in table.columns.items()}
-    column = columns["source"]
+    sources: dict[tuple, int] = {}
+    if version < 2:
+        out = {**columns, "source": _source_refs(columns["source"], sources)}
+    else:  # NOTE: the columns that repeat, as runs (_node_runs); sources numbered per run
+        out = {**columns, **{f: to_runs(columns[f]) for f in RUN_FIELDS}}
+        runs = out["source"]
+        out["source"] = _joined(_source_refs(runs["values"], sources), runs["counts"])
+    return {"id": sid, "roots": list(g.roots), "sources": [list(k) for k in sources],
+            "nodes": out}  # fmt: skip
+
+
+def _source_refs(column: list, sources: dict[tuple, int]) -> list[int | None]:
+    """Each entry's number among the distinct source lines (numbered into ``sources`` in
+    order of first use; None stays None)."""
     # NOTE: nodes of one code location share one source object: each distinct object is
     # looked at once, in order of first use (C-speed passes, no Python loop over the nodes)
     objects = dict(zip(map(id, column), column))
-    sources: dict[tuple, int] = {}
     index = {k: None if s is None else sources.setdefault(tuple(s), len(sources))
              for k, s in objects.items()}  # fmt: skip
-    refs = list(map(index.__getitem__, map(id, column)))
-    nodes = {**columns, "source": refs}
-    if version >= 2:  # NOTE: the columns that repeat, as runs (_node_runs)
-        nodes.update({f: to_runs(nodes[f]) for f in RUN_FIELDS})
-    return {"id": sid, "roots": list(g.roots), "sources": [list(k) for k in sources],
-            "nodes": nodes}  # fmt: skip
+    return list(map(index.__getitem__, map(id, column)))
+
+
+def _joined(values: list, counts: list[int]) -> dict[str, list]:
+    """The runs ``values`` x ``counts`` with neighbours of equal values joined (two source
+    objects of the same line: a loaded trace's)."""
+    if not any(map(eq, values[1:], values)):
+        return {"values": values, "counts": counts}
+    out: dict[str, list] = {"values": [], "counts": []}
+    for v, c in zip(values, counts):
+        if out["values"] and out["values"][-1] == v:
+            out["counts"][-1] += c
+        else:
+            out["values"].append(v)
+            out["counts"].append(c)
+    return out
 
 
 def _graph_json(g: Graph, parts: dict, sizes: dict, remap: np.ndarray) -> dict[str, Any]:
