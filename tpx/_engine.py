@@ -304,16 +304,17 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
 def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -> tuple:
     """What anomaly mode, the node's hooks and observers see of a rule's gradients, before
     they are sent: one per input (None for those that need none), each maybe replaced."""
-    grad_inputs = tuple(
-        [
-            None
-            if e is None or gi is None
-            else (wrap(gi) if run.create_graph else gi)
-            if gi.__class__ is not Tensor
-            else (gi if run.create_graph else gi._value)
-            for e, gi in zip(node.edges, grad_inputs)
-        ]
-    )
+    create_graph = run.create_graph
+    values = []  # NOTE: a loop, not a comprehension: no function made and called per node
+    for e, gi in zip(node.edges, grad_inputs):
+        if e is None or gi is None:
+            gi = None
+        elif gi.__class__ is not Tensor:
+            gi = wrap(gi) if create_graph else gi
+        elif not create_graph:
+            gi = gi._value
+        values.append(gi)
+    grad_inputs = tuple(values)
     if run.nan_checks:
         for i, gi in enumerate(grad_inputs):
             if gi is not None:
