@@ -164,7 +164,9 @@ class _Pass:
         self.retain_graph = create_graph if retain is None else retain
         self.observed = bool(_observers.observers)
         self.nan_checks = bool(state.anomaly & NAN_CHECKS)
-        self.inspected = self.observed or self.nan_checks  # see _after
+        # NOTE: a batch of on_nodes_executed takes a rule's gradients as returned (see _send):
+        # _after only for anomaly mode, per-node observers and hooks
+        self.inspected = self.nan_checks or bool(self.observed and _observers.on_node_executed)
         self.targets = _targets(inputs)
         self.results = None if inputs is None else [None] * len(inputs)
         self.flags: dict[Node, int] = {}
@@ -281,6 +283,8 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         raise_arity(node, grad_inputs)
     if run.inspected or node._hooks is not None:
         grad_inputs = _after(node, g, grad_inputs, run, start)
+    elif run.runs is not None:
+        _executed(node, g, grad_inputs, start, run)
     create_graph = run.create_graph
     source = node if run.observed else None  # observers see each sum
     sums = run.sums  # NOTE: read after _after: a batch handed over there starts a new list
@@ -304,17 +308,7 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
 def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -> tuple:
     """What anomaly mode, the node's hooks and observers see of a rule's gradients, before
     they are sent: one per input (None for those that need none), each maybe replaced."""
-    create_graph = run.create_graph
-    values = []  # NOTE: a loop, not a comprehension: no function made and called per node
-    for e, gi in zip(node.edges, grad_inputs):
-        if e is None or gi is None:
-            gi = None
-        elif gi.__class__ is not Tensor:
-            gi = wrap(gi) if create_graph else gi
-        elif not create_graph:
-            gi = gi._value
-        values.append(gi)
-    grad_inputs = tuple(values)
+    grad_inputs = _observers.normalized(node.edges, grad_inputs, run.create_graph)
     if run.nan_checks:
         for i, gi in enumerate(grad_inputs):
             if gi is not None:
