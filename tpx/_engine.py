@@ -165,8 +165,11 @@ class _Pass:
         self.observed = bool(_observers.observers)
         self.nan_checks = bool(state.anomaly & NAN_CHECKS)
         # NOTE: a batch of on_nodes_executed takes a rule's gradients as returned (see _send):
-        # _after only for anomaly mode, per-node observers and hooks
-        self.inspected = self.nan_checks or bool(self.observed and _observers.on_node_executed)
+        # _after for anomaly mode, hooks, per-node observers and create_graph (the TPX tensors
+        # that the sums hold are then the ones the observers see)
+        self.inspected = self.nan_checks or (
+            self.observed and (create_graph or bool(_observers.on_node_executed))
+        )
         self.targets = _targets(inputs)
         self.results = None if inputs is None else [None] * len(inputs)
         self.flags: dict[Node, int] = {}

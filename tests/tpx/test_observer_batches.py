@@ -149,3 +149,14 @@ def test_a_batch_read_through_grad_inputs_tells_what_the_per_node_event_tells():
     assert node.name == "EveryInputBackward" and len(returned) == 2
     assert returned[1] is not None and per.runs[6][1] is None
     assert isinstance(returned[0], tp.Tensor) and not isinstance(per.runs[6][0], tp.Tensor)
+
+
+def test_under_create_graph_a_batch_holds_the_tensors_that_were_summed():
+    x = tp.asarray([0.5, 1.0], requires_grad=True)
+    batched = Batched()
+    with tp.add_observer(batched):
+        tp.grad((x * x).sum(), x, create_graph=True)
+    runs, sums = batched.runs(), batched.sums()
+    sent = {id(v) for gi in runs[2::4] for v in gi if v is not None}
+    assert sums[1::4] and all(id(c) in sent for c in sums[1::4])  # NOTE: no second wrapper
+    assert all(isinstance(v, tp.Tensor) for gi in runs[2::4] for v in gi if v is not None)
