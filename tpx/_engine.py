@@ -290,7 +290,7 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         _executed(node, g, grad_inputs, start, run)
     create_graph = run.create_graph
     source = node if run.observed else None  # observers see each sum
-    sums = run.sums  # NOTE: read after _after: a batch handed over there starts a new list
+    sums = run.sums  # NOTE: read after _executed: a batch handed over there starts a new list
     for nxt, gi, (shape, dtype) in zip(edges, grad_inputs, node.in_meta):
         if nxt is None or gi is None:
             continue
