@@ -164,7 +164,12 @@ class _Pass:
         self.retain_graph = create_graph if retain is None else retain
         self.observed = bool(_observers.observers)
         self.nan_checks = bool(state.anomaly & NAN_CHECKS)
-        self.inspected = self.observed or self.nan_checks  # see _after
+        # NOTE: a batch of on_nodes_executed takes a rule's gradients as returned (see _send):
+        # _after for anomaly mode, hooks, per-node observers and create_graph (the TPX tensors
+        # that the sums hold are then the ones the observers see)
+        self.inspected = self.nan_checks or (
+            self.observed and (create_graph or bool(_observers.on_node_executed))
+        )
         self.targets = _targets(inputs)
         self.results = None if inputs is None else [None] * len(inputs)
         self.flags: dict[Node, int] = {}
@@ -281,9 +286,11 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
         raise_arity(node, grad_inputs)
     if run.inspected or node._hooks is not None:
         grad_inputs = _after(node, g, grad_inputs, run, start)
+    elif run.runs is not None:
+        _executed(node, g, grad_inputs, start, run)
     create_graph = run.create_graph
     source = node if run.observed else None  # observers see each sum
-    sums = run.sums  # NOTE: read after _after: a batch handed over there starts a new list
+    sums = run.sums  # NOTE: read after _executed: a batch handed over there starts a new list
     for nxt, gi, (shape, dtype) in zip(edges, grad_inputs, node.in_meta):
         if nxt is None or gi is None:
             continue
@@ -304,16 +311,7 @@ def _send(grads: dict, node: GradFn, g: Any, grad_inputs: Any, run: _Pass, start
 def _after(node: GradFn, g: Any, grad_inputs: tuple, run: _Pass, start: float) -> tuple:
     """What anomaly mode, the node's hooks and observers see of a rule's gradients, before
     they are sent: one per input (None for those that need none), each maybe replaced."""
-    grad_inputs = tuple(
-        [
-            None
-            if e is None or gi is None
-            else (wrap(gi) if run.create_graph else gi)
-            if gi.__class__ is not Tensor
-            else (gi if run.create_graph else gi._value)
-            for e, gi in zip(node.edges, grad_inputs)
-        ]
-    )
+    grad_inputs = _observers.normalized(node.edges, grad_inputs, run.create_graph)
     if run.nan_checks:
         for i, gi in enumerate(grad_inputs):
             if gi is not None:

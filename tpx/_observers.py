@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from p10 import Handle
+from tpx._tensor import Tensor, wrap
 
 observers: list[Any] = []
 """Registered observers; empty means the hot paths skip every event (the cost is nil)."""
@@ -46,7 +47,10 @@ def add_observer(observer: Any) -> Handle:
       each in the order they happened; sent every :data:`BATCH` node runs and once at the end
       of the pass, before ``on_backward_end`` (also after an error). The lists are the
       observer's to keep: the engine starts new ones. An observer that reads a whole pass
-      defines this instead of the two per-node events (a Python call per node less);
+      defines this instead of the two per-node events (a Python call per node less). A
+      batch's ``grad_inputs`` may be as the rule returned them (a value for an input that
+      needs none, a TPX tensor): ``tpx.observe.grad_inputs`` gives what
+      ``on_node_executed`` sees, so that only the runs an observer reads are normalized;
     - ``on_backward_end(roots)``: the backward finished (also after an error).
 
     >>> import tpx as tp
@@ -90,6 +94,21 @@ BATCH = 128
 """Node runs per ``on_nodes_executed`` call at most: what the engine holds for it is bounded
 (the gradients and grad_inputs tuples of a batch; a whole long pass held until its end would
 make the cyclic GC scan them again and again)."""
+
+
+def normalized(edges: tuple, grad_inputs: tuple, create_graph: bool) -> tuple:
+    """A rule's gradients as hooks and observers see them: None for an input that needs none
+    (its edge is None), else a P10 value, or a TPX tensor under ``create_graph``."""
+    values = []  # NOTE: a loop, not a comprehension: no function made and called per node
+    for e, gi in zip(edges, grad_inputs):
+        if e is None or gi is None:
+            gi = None
+        elif gi.__class__ is not Tensor:
+            gi = wrap(gi) if create_graph else gi
+        elif not create_graph:
+            gi = gi._value
+        values.append(gi)
+    return tuple(values)
 
 
 def _index_handlers() -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import p10
 from tpx._function import Function
 from tpx._graph import AccumulateGrad, GradFn, Node
-from tpx._observers import EVENTS, BackwardInfo, add_observer
+from tpx._observers import EVENTS, BackwardInfo, add_observer, normalized
 from tpx._tensor import Tensor
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "function_class",
     "function_classes",
     "function_op",
+    "grad_inputs",
     "grad_node",
     "has_pre_hooks",
     "native",
@@ -53,6 +54,22 @@ def grad_node(tensor: Tensor) -> Node:
     if not tensor.requires_grad:
         raise ValueError(f"grad_node: a tensor of shape {tensor.shape} that does not require grad")
     return tensor.grad_fn if tensor.grad_fn is not None else tensor._accumulator()
+
+
+def grad_inputs(node: Node, returned: tuple, create_graph: bool = False) -> tuple:
+    """What ``on_node_executed`` tells of the gradients that ``node``'s rule ``returned`` (an
+    ``on_nodes_executed`` batch may hold them as returned): None for an input that needs none,
+    else its P10 value (under ``create_graph``, of the pass: a TPX tensor). Values already so
+    are kept as they are.
+
+    >>> import tpx as tp
+    >>> y = tp.ones(2, requires_grad=True) * tp.ones(2)  # the second input needs no gradient
+    >>> [type(v).__name__ for v in grad_inputs(grad_node(y), (tp.ones(2), p10.ones(2)))]
+    ['Tensor', 'NoneType']
+    >>> grad_inputs(grad_node(y), (None, None))
+    (None, None)
+    """
+    return normalized(node.edges, returned, create_graph)
 
 
 def has_pre_hooks(node: Node) -> bool:

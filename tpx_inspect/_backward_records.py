@@ -16,7 +16,7 @@ from tpx import observe
 
 __all__ = ["BackwardRecords", "held"]
 
-native, natives = observe.native, observe.natives
+native, natives, grad_inputs = observe.native, observe.natives, observe.grad_inputs
 P10Tensor, ndarray = p10.Tensor, np.ndarray
 
 
@@ -30,8 +30,8 @@ class BackwardRecords:
     GC, which an unrecorded backward hardly wakes, is not woken by the capture either."""
 
     __slots__ = (
-        "accs", "executed", "gins", "is_grad", "order", "raw", "root_grads", "roots", "step",
-        "timing", "wanted",
+        "accs", "create_graph", "executed", "gins", "is_grad", "order", "raw", "root_grads",
+        "roots", "step", "timing", "wanted",
     )  # fmt: skip
 
     def __init__(
@@ -43,9 +43,11 @@ class BackwardRecords:
         wanted: bool,
         is_grad: bool,
         timing: bool = True,
+        create_graph: bool = False,
     ) -> None:
         self.step = step
         self.is_grad = is_grad  # NOTE: tpx.grad: gradients returned, .grad untouched
+        self.create_graph = create_graph  # NOTE: how a batch's grad_inputs are read (see _take)
         self.roots = tuple(roots)
         self.root_grads = {node: held(g) for node, g in root_grads.items()}
         self.order = order
@@ -79,7 +81,10 @@ class BackwardRecords:
     def _take(self, runs: list, sums: list) -> None:
         # NOTE: column at a time (slices and comprehensions): no Python loop body per node
         n = len(runs) // 4
-        nodes, gis = runs[0::4], runs[2::4]
+        nodes, cg = runs[0::4], self.create_graph
+        # NOTE: the rules' gradients as on_node_executed tells them (the engine leaves that to
+        # who reads a batch: most steps not kept are dropped unread)
+        gis = [grad_inputs(node, gi, cg) for node, gi in zip(nodes, runs[2::4])]
         flat = held_all([x for gi in gis for x in gi])
         ends = list(accumulate(map(len, gis), initial=len(self.gins)))
         self.gins += flat

@@ -106,11 +106,11 @@ def pending_of(seconds: float, raw: Any, node: Any, inputs: tuple, step: int, ow
         e0, e1 = edges
         c0 = None if e0 is not None else x if x.__class__ in _NUMBERS else p10_tensor(x)
         c1 = None if e1 is not None else y if y.__class__ in _NUMBERS else p10_tensor(y)
-        return (seconds, None, raw, None, step, owner, 2, c0, c1, *saved)
+        return (seconds, None, raw, None, step, owner, 2, c0, c1) + saved  # NOTE: no list
     if n == 1 and len(edges) == 1:
         x = inputs[0]
         c0 = None if edges[0] is not None else x if x.__class__ in _NUMBERS else p10_tensor(x)
-        return (seconds, None, raw, None, step, owner, 1, c0, *saved)
+        return (seconds, None, raw, None, step, owner, 1, c0) + saved
     return pending_record(seconds, raw, input_consts(node, inputs), saved, step, owner)
 
 

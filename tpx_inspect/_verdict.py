@@ -103,14 +103,15 @@ def _memory(a: np.ndarray) -> int:
     """``id`` of the array whose elements ``a`` holds: its base when ``a`` is a contiguous
     view of the whole of it with the same dtype (e.g. a transposed gradient), else ``a``."""
     base = a.base
+    # NOTE: the cheap tests first (a view of part of its base fails at nbytes); ``forc``:
+    # contiguous in C or Fortran order (one flags object per array)
     if (
-        base is not None
-        and base.__class__ is np.ndarray
-        and base.base is None  # NOTE: owns its memory: contiguous, no other offset
-        and (base.flags.c_contiguous or base.flags.f_contiguous)
+        base.__class__ is np.ndarray
         and a.nbytes == base.nbytes
+        and base.base is None  # NOTE: owns its memory: no other offset
         and a.dtype == base.dtype
-        and (a.flags.c_contiguous or a.flags.f_contiguous)
+        and a.flags.forc
+        and base.flags.forc
     ):
         return id(base)
     return id(a)

@@ -287,7 +287,8 @@ class Capture:
             self._stack().append(None)
             return
         is_grad = info is not None and info.is_grad
-        b = BackwardRecords(step, roots, grads, order, wanted, is_grad, self.timing)
+        create_graph = info is not None and info.create_graph
+        b = BackwardRecords(step, roots, grads, order, wanted, is_grad, self.timing, create_graph)
         self._stack().append(b)
 
     def on_nodes_executed(self, runs: list, sums: list) -> None:

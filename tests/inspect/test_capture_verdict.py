@@ -15,6 +15,7 @@ import pytest
 
 import tpx as tp
 import tpx_inspect
+from tests.tpx.test_observer_batches import _EveryInput
 from tpx_inspect._verdict import finite_floats
 from tpx_inspect.checks import record
 
@@ -142,3 +143,17 @@ def test_live_option_fills_live_info_and_the_graph_since_the_last_backward():
     del y
     plain = tpx_inspect.Capture()
     assert plain.graphs == () and plain._live is None
+
+
+@pytest.mark.parametrize("policy", ["all", "nonfinite"])
+@pytest.mark.parametrize("build", ["lazy", "eager"])
+def test_a_rules_gradient_for_an_input_that_needs_none_is_not_recorded(policy, build):
+    # NOTE: the engine hands a batch over as the rules returned it (tpx.observe.grad_inputs)
+    x = tp.ones(3, requires_grad=True)
+    c = tp.asarray([1.0, 1.0, math.inf]) if policy == "nonfinite" else tp.ones(3)
+    with tpx_inspect.capture(policy, build=build, timing=False) as cap:
+        _EveryInput.apply(x, c).sum().backward()
+    (graph,) = cap.trace.graphs  # NOTE: kept for its Inf output under "nonfinite"
+    (node,) = graph.find(op="_EveryInput")
+    first, second = graph.grads_out(node.id)
+    assert second is None and first.preview == (2.0, 2.0, 2.0) and first.shape == (3,)

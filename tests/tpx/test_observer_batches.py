@@ -5,7 +5,7 @@ per-node events, in flat lists, in batches of at most ``BATCH`` node runs, all b
 import pytest
 
 import tpx as tp
-from tpx import _engine
+from tpx import _engine, observe
 
 
 class PerNode:
@@ -114,3 +114,49 @@ def test_no_batches_without_a_batched_observer(monkeypatch):
         (x * x).sum().backward()
     assert len(per.runs) == len(per.sums) == 4 * 3  # x * x: two sums into x
     assert handed == []  # NOTE: the engine gathered no batch for nobody
+
+
+class _EveryInput(tp.Function):
+    """A rule that returns a gradient for each input, also for one that needs none, and
+    returns TPX tensors."""
+
+    @staticmethod
+    def forward(ctx, x, c):
+        return x * c
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0, g * 3.0
+
+
+def test_a_batch_read_through_grad_inputs_tells_what_the_per_node_event_tells():
+    x = tp.ones(3, requires_grad=True)
+    c = tp.ones(3)  # needs no gradient: its edge is None
+    per, batched = PerNode(), Batched()
+    with tp.add_observer(batched):
+        _EveryInput.apply(x, c).sum().backward()
+    with tp.add_observer(per):
+        _EveryInput.apply(x, c).sum().backward()
+    runs = batched.runs()
+    assert [n.name for n in runs[0::4]] == [n.name for n in per.runs[0::4]]
+    for node, returned, seen in zip(runs[0::4], runs[2::4], per.runs[2::4]):
+        normal = observe.grad_inputs(node, returned)
+        assert [type(v) for v in normal] == [type(v) for v in seen], node.name
+        assert all(v is None or v.tolist() == s.tolist() for v, s in zip(normal, seen))
+        assert observe.grad_inputs(node, normal) == normal  # NOTE: kept as they are
+    # NOTE: the batch holds the rule's own values (normalizing them is left to its reader)
+    node, returned = runs[4], runs[6]
+    assert node.name == "EveryInputBackward" and len(returned) == 2
+    assert returned[1] is not None and per.runs[6][1] is None
+    assert isinstance(returned[0], tp.Tensor) and not isinstance(per.runs[6][0], tp.Tensor)
+
+
+def test_under_create_graph_a_batch_holds_the_tensors_that_were_summed():
+    x = tp.asarray([0.5, 1.0], requires_grad=True)
+    batched = Batched()
+    with tp.add_observer(batched):
+        tp.grad((x * x).sum(), x, create_graph=True)
+    runs, sums = batched.runs(), batched.sums()
+    sent = {id(v) for gi in runs[2::4] for v in gi if v is not None}
+    assert sums[1::4] and all(id(c) in sent for c in sums[1::4])  # NOTE: no second wrapper
+    assert all(isinstance(v, tp.Tensor) for gi in runs[2::4] for v in gi if v is not None)
