@@ -78,12 +78,10 @@ class SidecarWrite:
         if self._thread is not None:
             self._thread.join()
 
-    def _members(self) -> Iterator[Any]:
-        return _taken(self._given)
-
     def _run(self) -> None:
         try:
-            self._out = _write(self._side, _npz_stream(self._members(), self._compress))
+            members = _npy_members(_taken(self._given))
+            self._out = _write(self._side, zip_stream(members, self._compress))
         except BaseException as e:  # NOTE: raised again by result(), on the caller's thread
             self._out = e
 
@@ -155,17 +153,7 @@ class _Abandoned(Exception):
 def npz_parts(arrays: dict[str, np.ndarray], compress: bool | None) -> list[Buffer]:
     """The ``.npz`` of ``arrays`` as buffers to write in order (members in sorted order;
     ``compress`` as :func:`save` takes it; see ``_zip_write.zip_parts``)."""
-    return _npz_parts(((k, arrays[k]) for k in sorted(arrays)), compress)
-
-
-def _npz_parts(members: Iterable[tuple[str, np.ndarray]], compress: bool | None) -> list[Buffer]:
-    return zip_parts(_npy_members(members), compress)
-
-
-def _npz_stream(
-    members: Iterable[tuple[str, np.ndarray]], compress: bool | None
-) -> Iterator[Buffer]:
-    return zip_stream(_npy_members(members), compress)
+    return zip_parts(_npy_members((k, arrays[k]) for k in sorted(arrays)), compress)
 
 
 def _npy_members(members: Iterable[Any]) -> Iterator[Any]:
