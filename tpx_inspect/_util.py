@@ -64,14 +64,44 @@ def replace_file(path: str, data: bytes | Sequence[bytes | bytearray | memoryvie
     'two'
     """
     tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+    old = None
     try:
         with open(tmp, "wb") as f:
             f.writelines([data] if isinstance(data, bytes) else data)
+        old = _held(path)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        if old is not None:
+            _close_soon(old)
+
+
+_HOLD = os.name == "posix"
+"""Whether :func:`replace_file` holds the replaced file open across the rename (POSIX only:
+on Windows an open file cannot be replaced)."""
+
+
+def _held(path: str) -> int | None:
+    """A descriptor of the file at ``path`` (None: none there, or not POSIX): the rename then
+    only unlinks it, and dropping its pages (a 54 MB sidecar: 30-230 ms on ext4 mounted with
+    ``discard``) waits for the close, which :func:`_close_soon` does on a thread."""
+    if not _HOLD:
+        return None
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # NOTE: a FIFO does not block
+    except OSError:
+        return None
+
+
+def _close_soon(fd: int) -> None:
+    """Close ``fd`` on a thread of its own (here when no thread is to be had)."""
+    try:
+        threading.Thread(target=os.close, args=(fd,), name="tpx_inspect close").start()
+    except RuntimeError:  # NOTE: interpreter shutdown or the system's thread limit
+        os.close(fd)
 
 
 def describe(fn: object) -> str:

@@ -166,20 +166,37 @@ def _pack(chunks: list[Buffer], compress: bool | None) -> tuple[int, list[Buffer
     for c in chunks:
         crc = zlib.crc32(c, crc)
     size = sum(map(len, chunks))
-    if compress is None:
-        compress = size < _SMALL or _deflates_well(chunks)
-    if not compress:
+    if compress is False:
         return zipfile.ZIP_STORED, chunks, crc, size
     z = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)  # NOTE: zipfile's raw deflate stream
-    return zipfile.ZIP_DEFLATED, [b"".join([*map(z.compress, chunks), z.flush()])], crc, size
+    out: list[bytes] = []
+    rest = chunks
+    if compress is None and size >= _SMALL:
+        sample, rest = _split(chunks, _SAMPLE)
+        out = list(map(z.compress, sample))
+        if not _deflates_well(z, out, min(size, _SAMPLE)):
+            return zipfile.ZIP_STORED, chunks, crc, size
+    return zipfile.ZIP_DEFLATED, [b"".join([*out, *map(z.compress, rest), z.flush()])], crc, size
 
 
-def _deflates_well(chunks: list[Buffer]) -> bool:
-    """Whether a sample (the first 256 KiB after the ``.npy`` header) deflates to at most
-    :data:`GOOD` of its size."""
-    body = chunks[1:] if len(chunks) > 1 else chunks
-    sample = b"".join(body)[:_SAMPLE] if len(body) > 1 else bytes(body[0][:_SAMPLE])
-    return len(zlib.compress(sample, LEVEL, -15)) <= GOOD * len(sample)
+def _split(chunks: list[Buffer], n: int) -> tuple[list[Buffer], list[Buffer]]:
+    """The first ``n`` bytes of ``chunks`` and the rest, as buffers (views, no copy)."""
+    head: list[Buffer] = []
+    for i, c in enumerate(chunks):
+        if len(c) >= n:
+            view = memoryview(c)
+            return [*head, view[:n]], [view[n:], *chunks[i + 1 :]]
+        head.append(c)
+        n -= len(c)
+    return head, []
+
+
+def _deflates_well(z: Any, out: list[bytes], length: int) -> bool:
+    """Whether the sample that compressor ``z`` was given (the member's first ``length``
+    bytes; ``out`` what it gave back) deflates to at most :data:`GOOD` of its size: a copy of
+    ``z`` is flushed, ``z`` goes on with the rest of the member when it does (the sample is
+    not deflated twice: zlib's stream does not depend on how its input is cut)."""
+    return sum(map(len, out)) + len(z.copy().flush()) <= GOOD * length
 
 
 class _Archive:

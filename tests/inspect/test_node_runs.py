@@ -31,9 +31,11 @@ EQUAL_IN_PYTHON = [1, 1.0, True, 1, {"a": 1}, {"a": 1.0}, {"a": True}, 0.0, -0.0
         [None, 0, 0, 1, 1, 1, None], EQUAL_IN_PYTHON, [[1, 2], (1, 2), [1, 2]],
         np.array(["float32", "float32", "int64"]),
         np.array([{"k": 1}, {"k": 1}, None], dtype=object),
+        ["float64"] * 40, ["", "", "".join(["", ""])], ["1"] * 20 + [1], ["a"] * 30 + [None],
     ],
     ids=["empty", "one", "kinds", "ops", "sources", "equal in Python", "lists", "str array",
-         "object array"],
+         "object array", "one string", "equal strings", "string then int",
+         "string then None"],
 )  # fmt: skip
 def test_runs_stand_for_the_column_as_json_writes_it(column):
     runs = to_runs(column)
