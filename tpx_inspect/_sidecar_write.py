@@ -117,7 +117,7 @@ def _hash_while_writing(side: str, parts: Iterator[Buffer]) -> dict[str, Any]:
             written = None
         kept: list[Buffer] = []
         try:
-            for part in parts:
+            for part in _slices(parts):
                 digest.update(part)
                 size += len(part)
                 if written is None:
@@ -133,6 +133,21 @@ def _hash_while_writing(side: str, parts: Iterator[Buffer]) -> dict[str, Any]:
         else:
             written.result()
     return {"bytes": size, "sha256": digest.hexdigest()}
+
+
+def _slices(parts: Iterator[Buffer]) -> Iterator[Buffer]:
+    """``parts``, those over :data:`_SLICE` bytes cut into views of at most that: the file
+    write of one slice goes on while the next is hashed (a 26 MB member of kept values was
+    hashed whole, then written whole)."""
+    for part in parts:
+        if len(part) <= _SLICE:
+            yield part
+            continue
+        view = memoryview(part)
+        yield from (view[i : i + _SLICE] for i in range(0, len(view), _SLICE))
+
+
+_SLICE = 1 << 22
 
 
 def _taken(given: queue.SimpleQueue) -> Iterator[Any]:

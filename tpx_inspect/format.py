@@ -93,7 +93,7 @@ def _sidecar_arrays(
     """The sidecar's arrays of ``trace`` and what each run's JSON takes from them; the node
     columns' JSON (:func:`_document`) can be made after, while the sidecar is written. Given
     a ``writer``, the arrays go to it as they are made: first the run tables but their
-    previews (whether those are stored is known once the values are), then the rest."""
+    previews, then the kept values' arrays, then the previews (:func:`_give`)."""
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(f"cannot write trace format version {version!r}: it is one of "
                          f"{', '.join(map(str, SUPPORTED_VERSIONS))}")  # fmt: skip
@@ -101,19 +101,31 @@ def _sidecar_arrays(
     kept = _KeptValues(trace)
     graphs = [_run_tables(r, arrays, kept) for r in trace.runs]
     given: set[str] = set()
-    if writer is not None:  # NOTE: packed, hashed and written while the values' arrays are made
-        given = {k for k in arrays if not k.endswith(".previews")}
-        writer.add({k: arrays[k] for k in given})
+    _give(writer, arrays, given)  # NOTE: written while the values' arrays are made
     packed = kept.packed()
     if packed is None or not packed_arrays(packed, arrays):
         values_arrays(kept.values, arrays)
+    _give(writer, arrays, given)  # NOTE: written while the previews are compared
     # NOTE: format 2.1: the previews of kept values made at load (not in version 1)
     derive = [
         version == VERSION and drop_derivable(r.id, g, arrays) for r, g in zip(trace.runs, graphs)
     ]
-    if writer is not None:
-        writer.add({k: a for k, a in arrays.items() if k not in given}, last=True)
+    _give(writer, arrays, given, last=True)
     return arrays, [_RunTables(g, d) for g, d in zip(graphs, derive)]
+
+
+def _give(
+    writer: SidecarWrite | None, arrays: dict[str, np.ndarray], given: set[str], last: bool = False
+) -> None:
+    """Give ``writer`` the arrays made since the last call (their previews only when
+    ``last``: whether those are stored is known once the values are)."""
+    if writer is None:
+        return
+    new = {
+        k: a for k, a in arrays.items() if k not in given and (last or not k.endswith(".previews"))
+    }
+    given.update(new)
+    writer.add(new, last=last)
 
 
 def _document(trace: Trace, version: int, tables: list[_RunTables]) -> dict[str, Any]:
