@@ -156,9 +156,10 @@ def save(
 
     ``compress`` chooses how the sidecar's members are written (any choice is a plain
     ``.npz``, read by ``numpy.load``): by default (None) a member is deflated when it
-    deflates well and fast (the int tables, statistics of few distinct values) and stored
-    when it does not (kept float values: deflating them took three quarters of the save for
-    half their size); ``True`` deflates every member (the smallest file, the slowest save);
+    deflates very well and so fast (statistics of one or two distinct values, the value
+    shapes) and stored when it does not (kept float values, most int tables: deflating them
+    costs more than hashing, writing and reading their bytes); ``True`` deflates every
+    member (the smallest file, the slowest save);
     ``False`` stores every member (the fastest, for checkpoints). Stored members are written
     from the arrays themselves, aligned, and loaded as views of the file's bytes.
     ``version=1`` writes the older format (see :func:`to_json`).
