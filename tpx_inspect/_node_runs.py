@@ -52,10 +52,10 @@ def to_runs(column: Sequence[Any] | np.ndarray) -> dict[str, list]:
     entries = column.tolist() if isinstance(column, np.ndarray) else column
     entries = entries if type(entries) is list else list(entries)  # NOTE: not copied
     n = len(entries)
-    if n and type(entries[0]) is str and entries.count(entries[0]) == n:
-        # NOTE: one string (a chain's label, scope, dtype): equal to a str is a str, so ==
-        # is JSON equality here; list.count tries identity first (one C pass, ~0.3 ms)
-        return {"values": [entries[0]], "counts": [n]}
+    starts = _gallop(entries, n)
+    if starts is not None:
+        counts = [b - a for a, b in zip(starts, [*starts[1:], n])]
+        return {"values": list(map(entries.__getitem__, starts)), "counts": counts}
     # NOTE: a capture's nodes share their strings, shapes, ... (one object per template): the
     # runs of one object are found by identity, and only where the object changes are two
     # entries compared (as JSON); a column of distinct objects (a loaded trace's params) is
@@ -69,6 +69,43 @@ def to_runs(column: Sequence[Any] | np.ndarray) -> dict[str, list]:
             starts = _heads(_json_keys(entries))  # NOTE: a run held 1 and 1.0, True and 1
     counts = [b - a for a, b in zip(starts, [*starts[1:], n])]
     return {"values": list(map(entries.__getitem__, starts)), "counts": counts}
+
+
+def _gallop(entries: list, n: int) -> list[int] | None:
+    """Where each run starts, when every run's first entry is a string or None (for them
+    ``==`` is JSON equality: what equals a str is a str) and the runs are few: each run's end
+    found by comparing whole stretches of the column with its first entry repeated, at C
+    speed (~1 ms for a 100,000-node run instead of a pass over every entry); None when a run
+    starts with another kind of entry or the runs are many (the caller's passes then)."""
+    starts: list[int] = []
+    i = 0
+    while i < n:
+        head = entries[i]
+        if (type(head) is not str and head is not None) or len(starts) > n >> 8:
+            return None
+        starts.append(i)
+        i = _run_end(entries, i + 1, head)
+    return starts
+
+
+def _run_end(entries: list, lo: int, head: Any) -> int:
+    """The end of the run of ``head`` whose entries before ``lo`` are all ``head``: stretches
+    twice as long each time, then the last one halved until the first other entry is found."""
+    n, step = len(entries), 1
+    while lo < n:
+        hi = min(lo + step, n)
+        if entries[lo:hi] != [head] * (hi - lo):
+            break
+        lo, step = hi, step * 2
+    else:
+        return n
+    while hi - lo > 1:  # NOTE: entries[lo:hi] holds another entry; [..lo) are all head
+        mid = (lo + hi) // 2
+        if entries[lo:mid] == [head] * (mid - lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -179,3 +179,27 @@ def test_a_version_2_run_column_is_checked_as_version_1_checked_its_entries(tmp_
 def test_an_unknown_writer_version_is_refused():
     with pytest.raises(ValueError, match="cannot write trace format version 3"):
         tpx_inspect.format.to_json(small_capture().trace, version=3)
+
+
+class _Str(str):
+    """A str subclass: written as the same JSON string as its value."""
+
+
+def test_runs_of_strings_found_by_stretches_are_the_runs_of_the_json():
+    """Columns whose runs start with strings or None are cut by comparing whole stretches
+    (``_node_runs._gallop``); mixed, short-run and other columns by the per-entry passes:
+    either way the runs are those of the entries' JSON texts (random columns)."""
+    rng = np.random.default_rng(7)
+    pool = ["a", "b", "", None, _Str("a"), "é", 1, True, 1.0, [1], {"k": 1}]
+    for _ in range(200):
+        n = int(rng.choice([0, 1, 2, 5, 300, 3000]))
+        kinds = [pool[i] for i in rng.choice(len(pool), int(rng.integers(1, 4)), replace=False)]
+        column: list = []
+        while len(column) < n:
+            column += [kinds[int(rng.integers(len(kinds)))]] * int(rng.choice([1, 2, 7, 1000]))
+        column = column[:n]
+        keys = [json.dumps(v) for v in column]
+        starts = [i for i in range(n) if i == 0 or keys[i] != keys[i - 1]]
+        runs = to_runs(column)
+        assert [json.dumps(v) for v in runs["values"]] == [keys[i] for i in starts]
+        assert runs["counts"] == [b - a for a, b in zip(starts, [*starts[1:], n])]
