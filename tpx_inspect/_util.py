@@ -57,6 +57,8 @@ def replace_file(path: str, data: bytes | Sequence[bytes | bytearray | memoryvie
 
     A reader, or a process killed at any moment, then finds the previous complete file or the
     new one, never a half-written one; a failed write (disk full) leaves the old file alone.
+    On POSIX the replaced file is held open across the rename and closed on a thread: freeing
+    a large file's pages is not the caller's wait.
 
     >>> import tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "a.txt")
