@@ -203,3 +203,24 @@ def test_the_example_of_docs_capture_md_runs() -> None:
     doc = Path(__file__).parents[2] / "docs" / "capture.md"
     result = doctest.testfile(str(doc), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 5 and result.failed == 0
+
+
+def test_a_live_capture_leaves_nodes_recorded_while_paused_out_of_its_rest_graph() -> None:
+    x = tp.ones(2, requires_grad=True)
+    with tpx_inspect.capture(timing=False, live=True) as cap:
+        kept = [x * 2]  # NOTE: alive at the read: the rest graph holds live nodes
+        with cap.paused():
+            kept.append(x.exp())  # not recorded by the capture
+    (rest,) = cap.graphs
+    assert [n.title for n in rest.nodes] == ["leaf", "mul"]
+
+
+def test_a_nonfinite_step_inside_a_pause_is_not_seen() -> None:
+    x = tp.ones(2, requires_grad=True)
+    with tpx_inspect.capture("nonfinite", timing=False) as cap:
+        with cap.paused():
+            (x * float("nan")).sum().backward()
+        (x * 2).sum().backward()
+        (x * float("inf")).sum().backward()
+    assert cap.trace.runs[0].steps == 2
+    assert [g.step for g in cap.trace.graphs] == [1]
