@@ -80,8 +80,10 @@ def bench_capture(repeats: int = 7, chunk: int = CHUNK) -> dict[str, float]:
     one capture whose STEPS steps run ``chunk`` at a time, each chunk's steps once with the
     capture paused (plain: no observer of TPX) and once captured, in ABBA order (a linear
     drift cancels); CPU and wall seconds per chunk. The captured chunks pay the whole capture
-    (its steps are those of a STEPS-step capture: kept steps 0-9 and 100 included); the first
-    read of each round's trace is timed apart, and added in the end-to-end ratio.
+    (its steps are those of a STEPS-step capture: kept steps 0-9 and 100 included); the paused
+    ones none (checked in round 21: no observer registered, the same leaf-gradient copies, GC
+    collections and instructions per step as with no capture alive); the first read of each
+    round's trace is timed apart, and added in the end-to-end ratio.
 
     ``ratio_cpu`` (``ratio``: wall): captured over plain seconds summed over all rounds;
     ``pair_ratio_cpu_median`` with quartiles ``_q1``/``_q3``: of the pairs' CPU ratios;
