@@ -36,13 +36,17 @@ from tpx_inspect.export import to_dot  # noqa: E402
 
 STEPS = 200
 MLP_ROUNDS = 11
-"""Rounds of the MLP row of :func:`main` (each: 200 steps plain, then captured). On a shared
-2-core machine one round's ratio ranges over +-30%: three rounds' median did not say on which
-side of 1.15x the step was."""
+"""Rounds of the MLP row of :func:`main` (each: one capture, its STEPS steps run in chunks,
+each chunk paused and captured: see :func:`bench_capture`). Before the chunks (r20), a round
+timed 200 steps plain, then 200 captured: on a shared 2-core machine one round's ratio ranged
+over +-30%, and three rounds' median did not say on which side of 1.15x the step was."""
+CHUNK = 5
+"""Steps per chunk of :func:`bench_capture` (a pair of chunks: ~25 ms of CPU on the MLP)."""
 
 
-def mlp_loop() -> tuple[Callable[[int], None], Any]:
-    """``run(steps)`` of the MLP training example (examples/train_mlp.py), and its params."""
+def mlp_loop() -> tuple[Callable[..., None], Any]:
+    """``run(steps, start=0)`` of the MLP training example (examples/train_mlp.py; steps
+    ``start`` on read the batches of those steps), and its params."""
     from train_mlp import batches, build_model
 
     import tpx.nn.functional as F
@@ -53,8 +57,8 @@ def mlp_loop() -> tuple[Callable[[int], None], Any]:
     data = batches()
     cached = [next(data) for _ in range(STEPS)]
 
-    def run(steps: int) -> None:
-        for i in range(steps):
+    def run(steps: int, start: int = 0) -> None:
+        for i in range(start, start + steps):
             x, y = cached[i % len(cached)]
             opt.zero_grad()
             loss = F.cross_entropy(model(x), y)
@@ -70,41 +74,68 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def bench_capture(repeats: int = 7) -> dict[str, float]:
-    """Median seconds (wall and CPU) of STEPS training steps without and with capture (default
-    policy), interleaved; on a shared machine the CPU ratio is the steadier figure. The cyclic
-    GC's CPU seconds in each (``gc.callbacks``) say whether the GC is part of the overhead.
-    The first read of each captured trace (its kept steps' graphs are built then) is timed
-    apart, and added in the end-to-end ratio."""
+def bench_capture(repeats: int = 7, chunk: int = CHUNK) -> dict[str, float]:
+    """The MLP's STEPS training steps captured (default policy) against uncaptured, timed in
+    short pairs of one run (one drift of the machine lasts longer than a pair): each round is
+    one capture whose STEPS steps run ``chunk`` at a time, each chunk's steps once with the
+    capture paused (plain: no observer of TPX) and once captured, in ABBA order (a linear
+    drift cancels); CPU and wall seconds per chunk. The captured chunks pay the whole capture
+    (its steps are those of a STEPS-step capture: kept steps 0-9 and 100 included); the paused
+    ones none (checked in round 21: no observer registered, the same leaf-gradient copies, GC
+    collections and instructions per step as with no capture alive); the first read of each
+    round's trace is timed apart, and added in the end-to-end ratio.
+
+    ``ratio_cpu`` (``ratio``: wall): captured over plain seconds summed over all rounds;
+    ``pair_ratio_cpu_median`` with quartiles ``_q1``/``_q3``: of the pairs' CPU ratios;
+    ``ratio_cpu_min``/``_max``: of the rounds' ratios. ``*_s``: medians of the rounds' sums
+    (STEPS steps). The cyclic GC's CPU seconds in each kind of chunk (``gc.callbacks``) say
+    whether the GC is part of the overhead."""
     run, params = mlp_loop()
-    run(20)  # warm up
-    times: dict[str, list[float]] = {k: [] for k in ("plain", "plain_cpu", "cap", "cap_cpu")}
-    times.update({"plain_gc": [], "cap_gc": [], "read_cpu": []})
-    for _ in range(repeats):
-        with _gc_clock() as gc_s:
-            _, wall, cpu = _timed(lambda: run(STEPS))
-        times["plain"].append(wall)
-        times["plain_cpu"].append(cpu)
-        times["plain_gc"].append(gc_s[0])
-        with tpx_inspect.capture(params=params) as cap, _gc_clock() as gc_s:
-            _, wall, cpu = _timed(lambda: run(STEPS))
-        times["cap"].append(wall)
-        times["cap_cpu"].append(cpu)
-        times["cap_gc"].append(gc_s[0])
-        times["read_cpu"].append(_timed(lambda: cap.trace)[2])  # NOTE: the first read (i13d)
-    m = {k: statistics.median(v) for k, v in times.items()}
-    # NOTE: each round's captured / uncaptured CPU ratio too: on a loaded machine their
-    # spread says how far the medians can be trusted
-    rounds = [c / p for c, p in zip(times["cap_cpu"], times["plain_cpu"])]
+    run(20)  # NOTE: both paths warmed up: plain steps, then a capture and its first read
+    with tpx_inspect.capture(params=params) as cap:
+        run(20)
+    _ = cap.trace
+    rounds = [_chunked_round(run, params, chunk) for _ in range(repeats)]
+    sums = {k: [r[0][k] for r in rounds] for k in rounds[0][0]}
+    m = {k: statistics.median(v) for k, v in sums.items()}
+    pairs = sorted(p for r in rounds for p in r[1])
+    q1, median, q3 = statistics.quantiles(pairs, n=4)
+    by_round = [c / p for c, p in zip(sums["cap_cpu"], sums["plain_cpu"])]
     return {
-        "plain_s": m["plain"], "captured_s": m["cap"], "ratio": m["cap"] / m["plain"],
+        "plain_s": m["plain"], "captured_s": m["cap"],
+        "ratio": sum(sums["cap"]) / sum(sums["plain"]),
         "plain_cpu_s": m["plain_cpu"], "captured_cpu_s": m["cap_cpu"],
-        "ratio_cpu": m["cap_cpu"] / m["plain_cpu"],
-        "ratio_cpu_min": min(rounds), "ratio_cpu_max": max(rounds),
+        "ratio_cpu": sum(sums["cap_cpu"]) / sum(sums["plain_cpu"]),
+        "pair_ratio_cpu_median": median, "pair_ratio_cpu_q1": q1, "pair_ratio_cpu_q3": q3,
+        "pairs": float(len(pairs)), "chunk": float(chunk),
+        "ratio_cpu_min": min(by_round), "ratio_cpu_max": max(by_round),
         "plain_gc_s": m["plain_gc"], "captured_gc_s": m["cap_gc"],
         "first_read_cpu_s": m["read_cpu"],
-        "end_to_end_ratio_cpu": (m["cap_cpu"] + m["read_cpu"]) / m["plain_cpu"],
+        "end_to_end_ratio_cpu": (sum(sums["cap_cpu"]) + sum(sums["read_cpu"]))
+        / sum(sums["plain_cpu"]),
     }  # fmt: skip
+
+
+def _chunked_round(
+    run: Callable[..., None], params: Any, chunk: int
+) -> tuple[dict[str, float], list[float]]:
+    """One round of :func:`bench_capture`: seconds summed per kind (``plain``, ``cap``, their
+    ``_cpu`` and ``_gc``, and ``read_cpu``: the first read) and each pair's CPU ratio."""
+    total = dict.fromkeys(("plain", "plain_cpu", "plain_gc", "cap", "cap_cpu", "cap_gc"), 0.0)
+    ratios = []
+    with tpx_inspect.capture(params=params) as cap:
+        for i, start in enumerate(range(0, STEPS, chunk)):
+            cpu = {}
+            for kind in ("plain", "cap") if i % 2 == 0 else ("cap", "plain"):
+                pause = cap.paused() if kind == "plain" else contextlib.nullcontext()
+                with pause, _gc_clock() as gc_s:
+                    _, wall, cpu[kind] = _timed(lambda: run(chunk, start))  # noqa: B023
+                total[kind] += wall
+                total[kind + "_cpu"] += cpu[kind]
+                total[kind + "_gc"] += gc_s[0]
+            ratios.append(cpu["cap"] / cpu["plain"])
+    total["read_cpu"] = _timed(lambda: cap.trace)[2]
+    return total, ratios
 
 
 def chain(n: int) -> tpx_inspect.Trace:

@@ -62,9 +62,13 @@ class LiveState:
 
     def rest_roots(self) -> list:
         """The roots of the nodes recorded since the last backward (empty: none)."""
-        alive = self.since_backward
-        used = {id(e) for n in alive for e in n.edges if e is not None}
-        return sorted((n for n in alive if id(n) not in used), key=_seq)
+        return sorted(roots_of(self.since_backward), key=_seq)
+
+
+def roots_of(nodes: list) -> list:
+    """The nodes of ``nodes`` that are no input of another one of them, in their order."""
+    used = {id(e) for n in nodes for e in n.edges if e is not None}
+    return [n for n in nodes if id(n) not in used]
 
 
 def _backend_name(value: Any) -> str:

@@ -8,23 +8,24 @@ identical with and without it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import functools
 import os
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import tpx
 from tpx import observe
 from tpx_inspect import _deferred, _version
 from tpx_inspect import format as trace_format
+from tpx_inspect._attach import Attachment
 from tpx_inspect._backward_records import BackwardRecords
 from tpx_inspect._build import GraphBuilder
 from tpx_inspect._checkpoint import CheckpointClock, drop_checkpoint_sidecars, write_checkpoint
 from tpx_inspect._deferred import BUILD_MODES, BuildQueue, Deferred, attach_nodes, deferral
-from tpx_inspect._live import LiveState
+from tpx_inspect._live import LiveState, roots_of
 from tpx_inspect._pending import STEP, NodeMap, frozen_record, input_consts, pending_of
 from tpx_inspect._policy import DEFAULT_POLICY, THREAD_POLICIES, VALUE_POLICIES, Policy
 from tpx_inspect._util import paused_gc
@@ -32,14 +33,13 @@ from tpx_inspect._verdict import step_finite
 from tpx_inspect.records import ErrorInfo, Graph, Run, Trace
 from tpx_inspect.summary import summarize
 
-F = TypeVar("F", bound=Callable[..., Any])
 get_ident = threading.get_ident
 
 FORMAT_VERSION = _version.FORMAT_VERSION[0]
 """Version of the trace format written by this code (see ``schema/trace.schema.json``)."""
 
 
-class Capture:
+class Capture(contextlib.ContextDecorator):
     """Records every graph whose backward runs inside; a context manager and a decorator.
 
     Options: ``policy`` (a :class:`Policy` or its string form), ``values`` (``none`` /
@@ -89,12 +89,12 @@ class Capture:
         where: str | None = None,
         build: str = "lazy",
     ) -> None:
-        if values not in VALUE_POLICIES:
-            raise ValueError(f"values must be one of {VALUE_POLICIES}, got {values!r}")
-        if threads not in THREAD_POLICIES:
-            raise ValueError(f"threads must be one of {THREAD_POLICIES}, got {threads!r}")
-        if build not in BUILD_MODES:
-            raise ValueError(f"build must be one of {BUILD_MODES}, got {build!r}")
+        for option, value, choices in (
+            ("values", values, VALUE_POLICIES), ("threads", threads, THREAD_POLICIES),
+            ("build", build, BUILD_MODES),
+        ):  # fmt: skip
+            if value not in choices:
+                raise ValueError(f"{option} must be one of {choices}, got {value!r}")
         self.build = build
         self.threads = threads
         self.policy = Policy.parse(policy)
@@ -121,26 +121,23 @@ class Capture:
         # NOTE: kept steps waiting for their build (see build="lazy"), in order
         self._queue = BuildQueue(self._build_entry, lambda: len(self._graphs))
         self._steps = 0
-        self._depth = 0
-        self._handle: Any = None
+        self._attached = Attachment(self)  # NOTE: registered with TPX while entered, not paused
         self._error: ErrorInfo | None = None
         self._finished = False
 
-    # -- context manager and decorator ----------------------------------------------------------
+    # -- context manager (a decorator too: ContextDecorator) ---------------------------------
     def __enter__(self) -> Capture:
-        if self._depth == 0:
+        if not self._attached.entered:
             self._thread = threading.get_ident() if self.threads == "current" else None
-            self._handle = tpx.add_observer(self)
-        self._depth += 1
+        self._attached.enter()
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        self._depth -= 1
-        if self._depth:
+        if not self._attached.exit():
             return
         try:
-            self._handle.remove()
-            if exc is not None and not _clean_exit(exc):
+            clean = isinstance(exc, SystemExit) and exc.code in (None, 0)
+            if exc is not None and not clean:
                 self.record_error(exc)
         finally:
             self._finished = True
@@ -160,15 +157,33 @@ class Capture:
                 self.record_error(failed[0])
         return failed
 
-    def __call__(self, fn: F) -> F:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return fn(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
     # -- public -----------------------------------------------------------------------------------
+    def paused(self) -> contextlib.AbstractContextManager[None]:
+        """Leave what runs inside out of the trace (an evaluation, a logging step): the capture
+        is no TPX observer meanwhile, and a backward inside is no step of it. Pauses nest; see
+        docs/capture.md for what crosses a pause.
+
+        >>> import tpx as tp
+        >>> x = tp.ones(2, requires_grad=True)
+        >>> with Capture() as cap:
+        ...     (x * 2).sum().backward()
+        ...     with cap.paused():
+        ...         (x * 3).sum().backward()
+        ...     (x * 4).sum().backward()
+        >>> [(g.step, g.output(g.roots[0]).preview) for g in cap.trace.graphs]
+        [(0, (4.0,)), (1, (8.0,))]
+        """
+        return self._attached.paused(self._cannot_pause)
+
+    def _cannot_pause(self) -> str | None:
+        if self._thread is not None and get_ident() != self._thread:
+            return "a capture of threads='current' is paused by its own thread only"
+        with self._lock:  # NOTE: a pass cut by a pause would never end in the capture
+            running = any(self._stacks.values())
+        return (
+            "a backward pass is running: pause between passes, not from a hook" if running else None
+        )
+
     def add(self, *roots: Any) -> Graph:
         """Record the graph behind ``roots`` (tensors) now, without running backward."""
         nodes = []
@@ -187,10 +202,8 @@ class Capture:
         self._error = ErrorInfo(type(exc).__name__, str(exc), tb)
         with self._lock:
             self._queue.build_all()
-            alive = [n for n, p in list(self._pending.items()) if p[STEP] == self._steps]
-            if alive:
-                used = {id(e) for n in alive for e in n.edges if e is not None}
-                roots = [n for n in alive if id(n) not in used]
+            roots = roots_of([n for n, p in list(self._pending.items()) if p[STEP] == self._steps])
+            if roots:
                 self._store(self._build("partial", -1, roots, tpx.reachable(roots), None))
 
     @property
@@ -339,14 +352,9 @@ class Capture:
 
     # -- internals ----------------------------------------------------------------------------
     def _build(
-        self,
-        kind: str,
-        step: int,
-        roots: list,
-        order: list,
-        b: BackwardRecords | None,
+        self, kind: str, step: int, roots: list, order: list, b: BackwardRecords | None,
         entry: Deferred | None = None,
-    ) -> Graph:
+    ) -> Graph:  # fmt: skip
         live = self._live
         if live is not None:  # NOTE: the checks read every step's values: none as stats only
             self._builder.structures.clear()
@@ -382,10 +390,6 @@ def capture(policy: Policy | str = DEFAULT_POLICY, **options: Any) -> Capture:
     ((2.0, 2.0, 2.0), (3,))
     """
     return Capture(policy, **options)
-
-
-def _clean_exit(exc: BaseException) -> bool:
-    return isinstance(exc, SystemExit) and exc.code in (None, 0)
 
 
 __all__ = [
