@@ -465,6 +465,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{cap['plain_gc_s'] * 1e3:.1f} -> {cap['captured_gc_s'] * 1e3:.1f} ms"
     )
     print(
+        f"  timed in {int(cap['pairs'])} pairs of {int(cap['chunk'])}-step chunks, paused "
+        f"(plain) and captured in ABBA order within one capture per round: the ratios above "
+        f"are of the sums; the pairs' CPU ratios: median {cap['pair_ratio_cpu_median']:.2f}x "
+        f"(quartiles {cap['pair_ratio_cpu_q1']:.2f}-{cap['pair_ratio_cpu_q3']:.2f}x)"
+    )
+    print(
         f"  first read of that trace (its kept steps' graphs built then): CPU "
         f"{cap['first_read_cpu_s'] * 1e3:.1f} ms; end to end (capture + first read) "
         f"{cap['end_to_end_ratio_cpu']:.2f}x"
