@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from tpx import AccumulateGrad, GradFn, observe
-from tpx_inspect._batch_stats import BATCHED
 from tpx_inspect._lazy import lazy_record
-from tpx_inspect._pending import CONSTS, N_CONSTS, OUT, OWNER
+from tpx_inspect._pending import CONSTS, LAZY, N_CONSTS, OUT, OWNER, _Frozen
 from tpx_inspect._user_memory import repair_user_memory, watch_user_memory
 from tpx_inspect._util import paused_gc
 from tpx_inspect.errors import InspectError
@@ -57,8 +56,10 @@ class DeferredBuildError(InspectError, RuntimeError):
 class LeafSnapshot:
     """A leaf as its backward left it: its label, whether it is a ``Parameter``, a private
     copy of its value (same memory layout), its shape and dtype; for a value that is never
-    kept (more elements than the capture's limit and than ``BATCHED``), its summary row and
-    head (``stats_row``, as the build makes them) instead of the copy.
+    kept (more elements than the capture's limit) and larger than ``LAZY`` elements, its
+    summary row and head (``stats_row``, as the build makes them) instead of the copy. A
+    smaller one is copied (a copy costs a tenth of the statistics; the build summarizes it, out
+    of the training loop), as ``_pending._Frozen`` does for a node's output.
 
     >>> import tpx as tp
     >>> w = tp.ones(2, requires_grad=True); w.name = "w"
@@ -83,7 +84,7 @@ class LeafSnapshot:
         if a.__class__ is not ndarray:
             return None
         label, param = leaf_label(var, labels), type(var).__name__ == "Parameter"
-        if 0 <= limit < a.size and a.size > BATCHED:
+        if 0 <= limit < a.size and a.size > LAZY:
             return cls(label, param, None, var.shape, var.dtype, stats_row(a))
         return cls(label, param, a.copy(order="K"), var.shape, var.dtype)
 
@@ -268,7 +269,9 @@ def record_bytes(p: tuple) -> int:
         if x.__class__ is ndarray:
             total += x.nbytes
             continue
-        # NOTE: a _Frozen's copies, each once (its kept value may be its lazy summary's copy)
+        if x.__class__ is _Frozen:  # NOTE: its copies, each once (see _Frozen.held_bytes)
+            total += x.held_bytes()
+            continue
         arrays = {
             id(a): a for a in (getattr(x, n, None) for n in getattr(type(x), "__slots__", ()))
         }

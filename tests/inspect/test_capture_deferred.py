@@ -26,6 +26,7 @@ import tpx_inspect
 from tests.helpers.scripts import train_mlp_steps
 from tpx_inspect import _build, _deferred
 from tpx_inspect._deferred import DeferredBuildError
+from tpx_inspect._pending import LAZY
 
 capture_module = importlib.import_module("tpx_inspect.capture")
 
@@ -247,21 +248,33 @@ def test_run_script_reports_a_failed_deferred_build(
     assert [g.step for g in run.graphs] == [1] and run.error.type == "DeferredBuildError"
 
 
-def test_a_leaf_never_kept_waits_as_its_summary(tmp_path: Path) -> None:
-    # NOTE: 5,000 elements > value_limit 4,096: the build keeps only its summary, so the
-    # waiting step holds that instead of a copy; the traces still equal the eager ones
+@pytest.mark.parametrize(
+    ("shape", "as_summary"),
+    [((100, 200), True), ((50, 100), False)],
+    ids=["over-LAZY-summarized", "up-to-LAZY-copied"],
+)
+def test_a_leaf_never_kept_waits_as_its_summary_or_copy(
+    tmp_path: Path, shape: tuple[int, int], as_summary: bool
+) -> None:
+    # NOTE: more elements than value_limit 4,096: the build keeps only its summary. Past
+    # LAZY (16,384) the waiting step holds that summary instead of a copy; up to LAZY it holds
+    # a copy (a tenth of the statistics' cost), summarized at the build. The traces still
+    # equal the eager ones, and the in-place writes after the backward are not seen.
     def script() -> None:
-        big = tp.asarray(np.linspace(-1.0, 1.0, 5000).reshape(50, 100), requires_grad=True)
+        n = shape[0] * shape[1]
+        big = tp.asarray(np.linspace(-1.0, 1.0, n).reshape(shape), requires_grad=True)
         small = tp.ones((2, 2), requires_grad=True)
         ((big * 2.0).sum() + (small * 3.0).sum()).backward()
         with tp.no_grad():
             big.mul_(-4.0)
             small.mul_(-4.0)
 
+    assert shape[0] * shape[1] > 4096 and (shape[0] * shape[1] > LAZY) == as_summary
     with tpx_inspect.capture() as cap:
         script()
         snaps = sorted(cap._queue.entries[0].leaves.values(), key=lambda s: s.shape)
-    assert [(s.value is None, s.summary is None) for s in snaps] == [(False, True), (True, False)]
+    kinds = [(s.value is None, s.summary is None) for s in snaps]
+    assert kinds == [(False, True), (True, False) if as_summary else (False, True)]
     eager, lazy = _both(script, tmp_path)
     assert eager == lazy
 
