@@ -87,7 +87,10 @@ def bench_capture(repeats: int = 7, chunk: int = CHUNK) -> dict[str, float]:
 
     ``ratio_cpu`` (``ratio``: wall): captured over plain seconds summed over all rounds;
     ``pair_ratio_cpu_median`` with quartiles ``_q1``/``_q3``: of the pairs' CPU ratios;
-    ``ratio_cpu_min``/``_max``: of the rounds' ratios. ``*_s``: medians of the rounds' sums
+    ``ratio_cpu_min``/``_max``: of the rounds' ratios; ``not_kept_ratio_cpu``: of the chunks
+    whose steps the policy does not keep (each may still be kept for a NaN/Inf), and
+    ``kept_share``: what the chunks holding a kept step (0-9 and 100) add to the ratio, as a
+    fraction of all plain seconds (the two split the overhead). ``*_s``: medians of the rounds' sums
     (STEPS steps). The cyclic GC's CPU seconds in each kind of chunk (``gc.callbacks``) say
     whether the GC is part of the overhead."""
     run, params = mlp_loop()
@@ -113,6 +116,10 @@ def bench_capture(repeats: int = 7, chunk: int = CHUNK) -> dict[str, float]:
         "first_read_cpu_s": m["read_cpu"],
         "end_to_end_ratio_cpu": (sum(sums["cap_cpu"]) + sum(sums["read_cpu"]))
         / sum(sums["plain_cpu"]),
+        "not_kept_ratio_cpu": (sum(sums["cap_cpu"]) - sum(sums["kept_cap_cpu"]))
+        / (sum(sums["plain_cpu"]) - sum(sums["kept_plain_cpu"])),
+        "kept_share": (sum(sums["kept_cap_cpu"]) - sum(sums["kept_plain_cpu"]))
+        / sum(sums["plain_cpu"]),
     }  # fmt: skip
 
 
@@ -120,8 +127,10 @@ def _chunked_round(
     run: Callable[..., None], params: Any, chunk: int
 ) -> tuple[dict[str, float], list[float]]:
     """One round of :func:`bench_capture`: seconds summed per kind (``plain``, ``cap``, their
-    ``_cpu`` and ``_gc``, and ``read_cpu``: the first read) and each pair's CPU ratio."""
-    total = dict.fromkeys(("plain", "plain_cpu", "plain_gc", "cap", "cap_cpu", "cap_gc"), 0.0)
+    ``_cpu`` and ``_gc``, ``read_cpu``: the first read, and ``kept_plain_cpu``/``kept_cap_cpu``:
+    the chunks holding a step that the policy keeps) and each pair's CPU ratio."""
+    names = ("plain", "plain_cpu", "plain_gc", "cap", "cap_cpu", "cap_gc")
+    total = dict.fromkeys((*names, "kept_plain_cpu", "kept_cap_cpu"), 0.0)
     ratios = []
     with tpx_inspect.capture(params=params) as cap:
         for i, start in enumerate(range(0, STEPS, chunk)):
@@ -133,6 +142,9 @@ def _chunked_round(
                 total[kind] += wall
                 total[kind + "_cpu"] += cpu[kind]
                 total[kind + "_gc"] += gc_s[0]
+            if any(map(cap.policy.wants, range(start, start + chunk))):
+                total["kept_plain_cpu"] += cpu["plain"]
+                total["kept_cap_cpu"] += cpu["cap"]
             ratios.append(cpu["cap"] / cpu["plain"])
     total["read_cpu"] = _timed(lambda: cap.trace)[2]
     return total, ratios
@@ -468,7 +480,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"  timed in {int(cap['pairs'])} pairs of {int(cap['chunk'])}-step chunks, paused "
         f"(plain) and captured in ABBA order within one capture per round: the ratios above "
         f"are of the sums; the pairs' CPU ratios: median {cap['pair_ratio_cpu_median']:.2f}x "
-        f"(quartiles {cap['pair_ratio_cpu_q1']:.2f}-{cap['pair_ratio_cpu_q3']:.2f}x)"
+        f"(quartiles {cap['pair_ratio_cpu_q1']:.2f}-{cap['pair_ratio_cpu_q3']:.2f}x); the "
+        f"chunks of steps not kept {cap['not_kept_ratio_cpu']:.3f}x, the chunks holding the kept "
+        f"steps (0-9, 100) add {cap['kept_share']:.3f} to the ratio"
     )
     print(
         f"  first read of that trace (its kept steps' graphs built then): CPU "
