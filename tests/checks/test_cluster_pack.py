@@ -11,7 +11,7 @@ import tpx as tp
 from p10 import Op
 from tpx_inspect.checks import LocalOptions, capture_call
 from tpx_inspect.checks._differences import NAN_VALUES
-from tpx_inspect.checks.cluster import columns, pack, unpack
+from tpx_inspect.checks._packing import Rows, pack, unpack
 from tpx_inspect.checks.local import backward_order, check_group, plan
 
 
@@ -59,10 +59,9 @@ def test_a_packed_group_checks_as_in_one_process():
     assert any(len(g) > 1 for g in groups)
     found, nan = 0, 0
     for group in groups:
-        p = pack(group)
-        items = unpack(p)
+        [(items, columns)] = unpack(pack([group]))
         alone = check_group(group, opts)
-        assert check_group(items, opts, columns(p)) == alone
+        assert check_group(items, opts, columns) == alone
         found += sum(f is not None for _, f, _ in alone.values())
         nan += sum(skip == NAN_VALUES for skip, _, _ in alone.values())
         for (node, ex), (back, ex_back) in zip(group, items, strict=True):
@@ -73,3 +72,74 @@ def test_a_packed_group_checks_as_in_one_process():
             assert _same_values(ex_back.grad_inputs, ex.grad_inputs)
     # the tanh nodes before the NaN (k <= 6) fail; the NaN ones (from k == 6 on) are skipped
     assert found == 7 and nan > 12
+
+
+def test_a_packed_task_round_trips_every_field_and_ships_each_array_once():
+    graph = _graph()
+    _, groups = plan(graph, backward_order(graph), LocalOptions())
+    p = pack(groups)  # every group in one task: values shared between groups are pooled once
+    distinct = {id(v): v for group in groups for v in _values(group) if isinstance(v, np.ndarray)}
+    assert sum(len(pool) for pool in p["pools"]) == len(distinct) < sum(map(_count, groups))
+    unpacked = unpack(p)
+    assert len(unpacked) == len(groups)
+    for group, (items, (inputs, output, grad_output, _)) in zip(groups, unpacked):
+        assert len(items) == len(group)
+        for b, ((node, ex), (back, ex_back)) in enumerate(zip(group, items, strict=True)):
+            assert _fields(back) == {**_fields(node), "rule": back.rule}
+            assert _same_values(back.inputs, node.inputs)
+            assert _same_values([back.output], [node.output])
+            assert (ex is None) == (ex_back is None)
+            if ex is not None:
+                assert ex_back.node == ex.node == node.id
+                assert _same_values([ex_back.grad_output], [ex.grad_output])
+                assert _same_values(ex_back.grad_inputs, ex.grad_inputs)
+                assert _same(_row(grad_output, b), ex.grad_output)
+            assert _same(_row(output, b), node.output)
+            for x, v, a in zip(inputs, node.inputs, p_arrays(node)):
+                assert _same(_row(x, b), v) if a else x is v
+
+
+def test_a_column_of_mixed_layouts_ships_as_a_list():
+    a, b = np.zeros(3), np.ones(4)
+    p = pack([[(_Fake(0, (a,), a), None), (_Fake(1, (b,), b), None)]])
+    group = p["groups"][0]
+    assert type(group["output"]) is list and type(group["inputs"][0]) is list
+    [(items, (_, output, _, _))] = unpack(p)
+    assert _same(items[1][0].output, b) and _same(items[1][0].inputs[0], b)
+    assert type(output) is list and _same(output[0], a)
+
+
+def test_pools_are_distinct_arrays_by_dtype_and_shape():
+    x, y = np.arange(3.0), np.arange(3, dtype=np.float32)
+    p = pack([[(_Fake(0, (x, x), y), None), (_Fake(1, (y, x), x), None)]])
+    g = p["groups"][0]
+    # input 1 is x twice, output y then x: neither is of one dtype, so they ship as lists
+    assert type(g["inputs"][0]) is list and type(g["output"]) is list
+    assert type(g["inputs"][1]) is Rows and g["inputs"][1].rows.tolist() == [0, 0]
+    pool = p["pools"][g["inputs"][1].pool]
+    assert pool.dtype == np.float64 and pool.shape == (1, 3) and _same(pool[0], x)
+
+
+def _row(column, b):
+    return column[b] if isinstance(column, list) else column[b, ...]
+
+
+def p_arrays(node):
+    return [isinstance(x, np.ndarray) for x in node.inputs]
+
+
+def _values(group):
+    for node, ex in group:
+        yield from (*node.inputs, node.output)
+        if ex is not None:
+            yield from (ex.grad_output, *ex.grad_inputs)
+
+
+def _count(group):
+    return sum(isinstance(v, np.ndarray) for v in _values(group))
+
+
+def _Fake(nid, inputs, output):
+    from tpx_inspect.check_view import NodeRecord
+
+    return NodeRecord(nid, "SinBackward", Op.SIN, {}, (), inputs, output)
