@@ -109,15 +109,30 @@ def test_a_column_of_mixed_layouts_ships_as_a_list():
     assert type(output) is list and _same(output[0], a)
 
 
-def test_pools_are_distinct_arrays_by_dtype_and_shape():
+def test_a_pool_of_mixed_layouts_is_not_stacked():
     x, y = np.arange(3.0), np.arange(3, dtype=np.float32)
-    p = pack([[(_Fake(0, (x, x), y), None), (_Fake(1, (y, x), x), None)]])
+    z = np.arange(6.0).reshape(3, 2)
+    p = pack([[(_Fake(0, (x, x, z), y), None), (_Fake(1, (y, x, z.T), x), None)]])
     g = p["groups"][0]
-    # input 1 is x twice, output y then x: neither is of one dtype, so they ship as lists
-    assert type(g["inputs"][0]) is list and type(g["output"]) is list
-    assert type(g["inputs"][1]) is Rows and g["inputs"][1].rows.tolist() == [0, 0]
-    pool = p["pools"][g["inputs"][1].pool]
-    assert pool.dtype == np.float64 and pool.shape == (1, 3) and _same(pool[0], x)
+    # input 0 and the output are x and y (one dtype per column, not per value): lists; so is
+    # input 1, pooled with them; input 2 (two shapes of one size) too, never reshaped
+    assert [type(c) for c in (*g["inputs"], g["output"])] == [list] * 4
+    assert p["pools"] == []
+    [(items, _)] = unpack(p)
+    assert _same_values(items[1][0].inputs, (y, x, z.T)) and _same(items[1][0].output, x)
+
+
+def test_an_array_shared_by_columns_is_shipped_once():
+    x, y = np.arange(3.0), np.arange(3.0) + 1
+    p = pack([[(_Fake(0, (x, y), x), None), (_Fake(1, (y, x), y), None)]])
+    g = p["groups"][0]
+    assert [type(c) for c in (*g["inputs"], g["output"])] == [Rows] * 3
+    [pool] = p["pools"]
+    assert pool.shape == (2, 3)
+    rows = [c.rows.tolist() for c in (*g["inputs"], g["output"])]
+    assert rows[0] == rows[2] == rows[1][::-1] and sorted(rows[0]) == [0, 1]
+    [(items, _)] = unpack(p)
+    assert _same_values(items[1][0].inputs, (y, x)) and _same(items[0][0].output, x)
 
 
 def _row(column, b):

@@ -14,6 +14,8 @@ copy) and makes the node records as views of its rows.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import operator
 from typing import Any
 
 import numpy as np
@@ -30,45 +32,58 @@ class Rows:
 
 
 class _Pools:
-    """The distinct arrays met so far, by dtype and shape, each once, and where each is."""
+    """The columns of a task, gathered to be pooled by dtype and shape when all are in."""
 
     def __init__(self) -> None:
-        self.where: dict[int, tuple[int, int]] = {}  # id(array) -> (pool, row)
-        self.keys: dict[tuple, int] = {}
-        self.arrays: list[list[np.ndarray]] = []
+        self.columns: dict[tuple, list[list[np.ndarray]]] = {}
 
-    def column(self, values: list) -> Rows | list:
-        """``values`` as rows of one pool, or as a list when they are not NumPy arrays of one
-        dtype and shape (a list of Nones, Python numbers, mixed layouts, object arrays)."""
+    def column(self, values: list) -> list:
+        """A column, to be made rows of a pool by :meth:`stacked` when ``values`` are NumPy
+        arrays of one dtype and shape (a list otherwise: Nones, Python numbers, mixed
+        layouts, object arrays)."""
         first = values[0]
-        if first.__class__ is not np.ndarray or first.dtype.hasobject:
-            return list(values)
-        shape, dtype = first.shape, first.dtype
-        k = self.keys.setdefault((dtype, shape), len(self.keys))
-        if k == len(self.arrays):
-            self.arrays.append([])
-        pool, where, rows = self.arrays[k], self.where, []
-        for v in values:
-            at = where.get(id(v))
-            if at is None:
-                if v.__class__ is not np.ndarray or v.shape != shape or v.dtype != dtype:
-                    return list(values)  # NOTE: the rows pooled so far stay, unused: harmless
-                at = where[id(v)] = (k, len(pool))
-                pool.append(v)
-            elif at[0] != k:  # NOTE: the same array, pooled by another column: never, a guard
-                return list(values)
-            rows.append(at[1])
-        return Rows(k, np.array(rows, dtype=np.intp))
+        # NOTE: one C-level pass over the classes here; dtypes and shapes are checked on the
+        # distinct arrays of a pool (a pool that mixes them leaves its columns lists)
+        if first.__class__ is not np.ndarray or set(map(type, values)) != {np.ndarray}:
+            return values
+        self.columns.setdefault((first.dtype, first.shape), []).append(values)
+        return values
 
-    def stacked(self) -> list[np.ndarray]:
-        """Each pool as one array, its rows the pooled arrays in order."""
-        out = []
-        for (dtype, shape), arrays in zip(self.keys, self.arrays):
+    def stacked(self, groups: list[dict]) -> list[np.ndarray]:
+        """Every pool as one array of the distinct arrays (by identity) of its columns, and
+        each pooled column of ``groups`` replaced by its rows in it."""
+        rows: dict[int, Rows] = {}
+        pools = []
+        for (dtype, shape), columns in self.columns.items():
+            values = list(itertools.chain.from_iterable(columns))
+            ids = np.fromiter(map(id, values), dtype=np.uintp, count=len(values))
+            _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+            distinct = list(map(values.__getitem__, first.tolist()))
+            if dtype.hasobject or not _one_layout(distinct, dtype, shape):
+                continue  # NOTE: its columns stay lists
             if shape:  # NOTE: one C-level copy per array, cheaper than np.array's discovery
-                out.append(np.concatenate(arrays).reshape(len(arrays), *shape))
+                pools.append(np.concatenate(distinct).reshape(len(distinct), *shape))
             else:
-                out.append(np.array(arrays, dtype=dtype).reshape(len(arrays)))
-        return out
+                pools.append(np.array(distinct).reshape(len(distinct)))
+            start = 0
+            for c in columns:
+                rows[id(c)] = Rows(len(pools) - 1, inverse[start : start + len(c)])
+                start += len(c)
+        for g in groups:
+            for key in ("inputs", "grad_inputs"):
+                if g[key] is not None:
+                    g[key] = [rows.get(id(c), c) for c in g[key]]
+            for key in ("output", "grad_output"):
+                g[key] = rows.get(id(g[key]), g[key])
+        return pools
+
+
+def _one_layout(arrays: list, dtype: np.dtype, shape: tuple) -> bool:
+    return set(map(_dtype, arrays)) == {dtype} and set(map(_shape, arrays)) == {shape}
+
+
+_dtype = operator.attrgetter("dtype")
+_shape = operator.attrgetter("shape")
 
 
 def pack(task: list[list]) -> dict[str, Any]:
@@ -90,32 +105,42 @@ def pack(task: list[list]) -> dict[str, Any]:
     """
     pools = _Pools()
     groups = [_group(items, pools) for items in task]
-    return {"pools": pools.stacked(), "groups": groups}
+    return {"pools": pools.stacked(groups), "groups": groups}
 
 
 def _group(items: list, pools: _Pools) -> dict[str, Any]:
-    nodes = [node for node, _ in items]
+    # NOTE: the columns are read by C-level maps (itemgetter, attrgetter), not Python loops
+    nodes = list(map(_first, items))
     first, ex = nodes[0], items[0][1]
     arrays = [isinstance(x, np.ndarray) for x in first.inputs]
-    inputs = [
-        pools.column([n.inputs[i] for n in nodes]) if a else first.inputs[i]
+    inputs = list(map(_inputs, nodes))
+    columns = [
+        pools.column(list(map(operator.itemgetter(i), inputs))) if a else first.inputs[i]
         for i, a in enumerate(arrays)
     ]
-    grads = None
+    grads = grad_output = None
     if ex is not None:
-        execs = [e for _, e in items]
-        grads = [pools.column([e.grad_inputs[i] for e in execs])
+        execs = list(map(_second, items))
+        given = list(map(_grad_inputs, execs))
+        grads = [pools.column(list(map(operator.itemgetter(i), given)))
                  for i in range(len(ex.grad_inputs))]  # fmt: skip
+        grad_output = pools.column(list(map(_grad_output, execs)))
     return {
         "first": dataclasses.replace(first, inputs=None, output=None, rule=_rule(first)),
-        "ids": np.array([n.id for n in nodes], dtype=np.int64),
-        "text": [(n.name, n.scope, n.source, n.edges) for n in nodes],
-        "inputs": inputs,
+        "ids": np.fromiter(map(_id, nodes), dtype=np.int64, count=len(nodes)),
+        "text": list(map(_text, nodes)),
+        "inputs": columns,
         "arrays": arrays,
-        "output": pools.column([n.output for n in nodes]),
-        "grad_output": None if ex is None else pools.column([e.grad_output for _, e in items]),
+        "output": pools.column(list(map(_output, nodes))),
+        "grad_output": grad_output,
         "grad_inputs": grads,
     }
+
+
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
+_id, _inputs, _output = (operator.attrgetter(f) for f in ("id", "inputs", "output"))
+_grad_inputs, _grad_output = operator.attrgetter("grad_inputs"), operator.attrgetter("grad_output")
+_text = operator.attrgetter("name", "scope", "source", "edges")
 
 
 def _rule(node: NodeRecord) -> Any:
