@@ -64,9 +64,9 @@ def cluster_outcomes(
     shipped as soon as its groups are made, so the workers check while the caller still
     groups. ``progress(done, total)`` is called as tasks and groups finish; it counts nodes,
     ``decided`` (those the caller settled without a check) included from the first call.
-    ``stats`` (a dict) receives the sender's seconds spent packing and scattering, the nodes
-    checked here and on the workers, the wait after the last group, each task's CPU seconds
-    on its worker and the wall seconds in all.
+    ``stats`` (a dict) receives the sender's seconds spent packing and scattering, the bytes
+    of the pooled arrays shipped, the nodes checked here and on the workers, the wait after
+    the last group, each task's CPU seconds on its worker and the wall seconds in all.
     """
     start = time.perf_counter()
     if total is None:
@@ -136,7 +136,8 @@ class _Sender:
         self.held = dict.fromkeys(workers, 0)
         self.sending: list[tuple[Any, Any]] = []  # (send future, worker), in send order
         self.remote: list = []  # the Dask futures of tasks not merged, released at the end
-        self.cost = {"pack_s": 0.0, "scatter_s": 0.0, "here_nodes": 0, "shipped_nodes": 0}
+        self.cost = {"pack_s": 0.0, "scatter_s": 0.0, "here_nodes": 0, "shipped_nodes": 0,
+                     "pooled_bytes": 0}  # fmt: skip
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="tpx-inspect-send")
 
     def __enter__(self) -> _Sender:
@@ -175,6 +176,7 @@ class _Sender:
         future = self.client.submit(_check_packed, data, self.opts, self.check, workers=where,
                                     pure=False)  # fmt: skip
         self.cost["pack_s"] += packed - began
+        self.cost["pooled_bytes"] += sum(pool.nbytes for pool in packs["pools"])
         self.cost["scatter_s"] += time.perf_counter() - packed
         return [data, future]
 
