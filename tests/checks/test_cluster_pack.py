@@ -122,6 +122,16 @@ def test_a_pool_of_mixed_layouts_is_not_stacked():
     assert _same_values(items[1][0].inputs, (y, x, z.T)) and _same(items[1][0].output, x)
 
 
+def test_a_pool_is_stacked_only_from_arrays_of_its_exact_shape():
+    a, b, c = np.zeros((3, 2)), np.ones((3, 4)), np.ones((1, 6))
+    for other in (b, c, np.ones((3, 2, 1)), np.ones((3, 2), dtype=np.float32)):
+        p = pack([[(_Fake(0, (a,), a), None), (_Fake(1, (other,), a), None)]])
+        g = p["groups"][0]
+        assert type(g["inputs"][0]) is list and type(g["output"]) is list
+        [(items, _)] = unpack(p)
+        assert _same(items[1][0].inputs[0], other)
+
+
 def test_an_array_shared_by_columns_is_shipped_once():
     x, y = np.arange(3.0), np.arange(3.0) + 1
     p = pack([[(_Fake(0, (x, y), x), None), (_Fake(1, (y, x), y), None)]])

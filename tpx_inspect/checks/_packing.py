@@ -59,12 +59,10 @@ class _Pools:
             ids = np.fromiter(map(id, values), dtype=np.uintp, count=len(values))
             _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
             distinct = list(map(values.__getitem__, first.tolist()))
-            if dtype.hasobject or not _one_layout(distinct, dtype, shape):
+            pool = _stack(distinct, dtype, shape)
+            if pool is None:
                 continue  # NOTE: its columns stay lists
-            if shape:  # NOTE: one C-level copy per array, cheaper than np.array's discovery
-                pools.append(np.concatenate(distinct).reshape(len(distinct), *shape))
-            else:
-                pools.append(np.array(distinct).reshape(len(distinct)))
+            pools.append(pool)
             start = 0
             for c in columns:
                 rows[id(c)] = Rows(len(pools) - 1, inverse[start : start + len(c)])
@@ -78,12 +76,27 @@ class _Pools:
         return pools
 
 
-def _one_layout(arrays: list, dtype: np.dtype, shape: tuple) -> bool:
-    return set(map(_dtype, arrays)) == {dtype} and set(map(_shape, arrays)) == {shape}
+def _stack(arrays: list, dtype: np.dtype, shape: tuple) -> np.ndarray | None:
+    """``arrays`` stacked, when every one is of ``dtype`` and ``shape``; else None.
+
+    NOTE: shapes are checked without a tuple per array: each array's length here, the other
+    axes by ``np.concatenate`` (it refuses arrays whose other axes differ)."""
+    n = len(arrays)
+    if dtype.hasobject or set(map(_dtype, arrays)) != {dtype}:
+        return None
+    if not shape:
+        return np.array(arrays).reshape(n) if set(map(_ndim, arrays)) == {0} else None
+    if set(map(len, arrays)) != {shape[0]}:
+        return None
+    try:  # NOTE: one C-level copy per array, cheaper than np.array's discovery
+        stacked = np.concatenate(arrays)
+    except ValueError:
+        return None
+    return stacked.reshape(n, *shape) if stacked.shape == (n * shape[0], *shape[1:]) else None
 
 
 _dtype = operator.attrgetter("dtype")
-_shape = operator.attrgetter("shape")
+_ndim = operator.attrgetter("ndim")
 
 
 def pack(task: list[list]) -> dict[str, Any]:
