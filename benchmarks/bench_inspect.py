@@ -431,7 +431,8 @@ def bench_cluster(n: int, rounds: int = 3) -> None:
     print(
         f"  breakdown of a cluster run (wall): the client's sending thread packs "
         f"{stats['pack_s']:.2f} s + scatters {stats['scatter_s']:.2f} s (overlapping the "
-        f"checks), then waiting after the last group "
+        f"checks; {stats['pooled_bytes'] / 2**20:.0f} MiB of distinct arrays shipped), then "
+        f"waiting after the last group "
         f"{stats['run_s']:.2f} s; {stats['wall_s']:.2f} s in all; nodes checked on the workers "
         f"{stats['shipped_nodes']} (check CPU {sum(stats['task_cpu_s']):.2f} s in "
         f"{len(stats['task_cpu_s'])} tasks), by the client while they were busy "

@@ -2,16 +2,18 @@
 
 The client plans the work as one process does (:func:`~tpx_inspect.checks.batched.plan`: the
 nodes that cannot be replayed, and groups of nodes of one layout) and hands the groups out as
-they are made. A task (a few groups) is packed column-wise: per group, one stacked NumPy
-array per input, output and gradient, the node ids, names, sources and edges, and one
-value-free description of the first node; it is scattered to the worker that holds the fewest
-tasks (each value travels once, to the one worker that checks it, in a few large frames) and
-started there. Packing and sending run on a thread of their own, so the client never waits
-for a send. While every worker holds :data:`AHEAD` tasks, the client checks the next group
-itself instead (it would otherwise only wait, and a group checked here is neither packed nor
-shipped). A worker unpacks its groups into node records that are views of those arrays and
-runs :func:`~tpx_inspect.checks.local.check_group` on them (the function one process runs)
-with the stacked arrays themselves, not stacked again, and
+they are made. A task (a few groups) is packed column-wise by
+:func:`~tpx_inspect.checks._packing.pack`: each distinct array of the task once, in one
+stacked NumPy array per dtype and shape, and per group its columns as rows of those, the node
+ids, names, sources and edges, and one value-free description of the first node; it is
+scattered to the worker that holds the fewest tasks (each value travels once, to the one
+worker that checks it, in a few large frames) and started there. Packing and sending run on a
+thread of their own, so the client never waits for a send. While every worker holds
+:data:`AHEAD` tasks, the client checks the next group itself instead (it would otherwise only
+wait, and a group checked here is neither packed nor shipped). A worker takes each group's
+columns from the pools, makes node records that are views of them and runs
+:func:`~tpx_inspect.checks.local.check_group` on them (the function one process runs) with
+the stacked columns themselves, not stacked again, and
 :func:`~tpx_inspect.checks.local.local_check` merges the outcomes in backward order: a node's
 outcome does not depend on where, or with which nodes, it was checked, so the findings are
 those of a single-process run. No graph is pickled by this module.
@@ -20,17 +22,14 @@ those of a single-process run. No graph is pickled by this module.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
 from tpx_inspect._util import paused_gc
-from tpx_inspect.check_view import Execution, NodeRecord
+from tpx_inspect.checks._packing import pack, unpack
 
 CheckGroup = Callable[[list, Any, Any], dict[int, tuple]]
 """``check(items, opts, columns)``: the outcomes of one group of ``(node, execution)`` items,
@@ -65,9 +64,9 @@ def cluster_outcomes(
     shipped as soon as its groups are made, so the workers check while the caller still
     groups. ``progress(done, total)`` is called as tasks and groups finish; it counts nodes,
     ``decided`` (those the caller settled without a check) included from the first call.
-    ``stats`` (a dict) receives the sender's seconds spent packing and scattering, the nodes
-    checked here and on the workers, the wait after the last group, each task's CPU seconds
-    on its worker and the wall seconds in all.
+    ``stats`` (a dict) receives the sender's seconds spent packing and scattering, the bytes
+    of the pooled arrays shipped, the nodes checked here and on the workers, the wait after
+    the last group, each task's CPU seconds on its worker and the wall seconds in all.
     """
     start = time.perf_counter()
     if total is None:
@@ -137,7 +136,8 @@ class _Sender:
         self.held = dict.fromkeys(workers, 0)
         self.sending: list[tuple[Any, Any]] = []  # (send future, worker), in send order
         self.remote: list = []  # the Dask futures of tasks not merged, released at the end
-        self.cost = {"pack_s": 0.0, "scatter_s": 0.0, "here_nodes": 0, "shipped_nodes": 0}
+        self.cost = {"pack_s": 0.0, "scatter_s": 0.0, "here_nodes": 0, "shipped_nodes": 0,
+                     "pooled_bytes": 0}  # fmt: skip
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="tpx-inspect-send")
 
     def __enter__(self) -> _Sender:
@@ -169,13 +169,14 @@ class _Sender:
     def _send(self, task: list, worker: Any) -> list:
         """On the sender thread: the task packed, scattered to ``worker`` and started there."""
         began = time.perf_counter()
-        packs = [pack(group) for group in task]
+        packs = pack(task)
         packed = time.perf_counter()
         where = None if worker is None else [worker]
         [data] = self.client.scatter([packs], workers=where, hash=False, direct=True)
         future = self.client.submit(_check_packed, data, self.opts, self.check, workers=where,
                                     pure=False)  # fmt: skip
         self.cost["pack_s"] += packed - began
+        self.cost["pooled_bytes"] += sum(pool.nbytes for pool in packs["pools"])
         self.cost["scatter_s"] += time.perf_counter() - packed
         return [data, future]
 
@@ -209,130 +210,14 @@ class _Sender:
         self.done.add(outcomes)
 
 
-def pack(items: list) -> dict[str, Any]:
-    """A group of ``(node, execution)`` items of one layout, column-wise: one stacked array
-    per input (non-array inputs, the same for the whole group, as they are), output and
-    gradient, and the first node's description without its values.
-
-    >>> import tpx as tp
-    >>> from tpx_inspect.checks.record import record
-    >>> with record() as rec:
-    ...     x = tp.asarray([0.5, 1.5], requires_grad=True)
-    ...     (x.sin() + x.sin()).sum().backward()
-    >>> g = rec.graph()
-    >>> items = [(g.replay_node(i), g.execution(i)) for i in (1, 2)]
-    >>> p = pack(items)
-    >>> p["ids"].tolist(), p["inputs"][0].shape
-    ([1, 2], (2, 2))
-    >>> [n.id for n, _ in unpack(p)] == [1, 2]
-    True
-    """
-    nodes = [node for node, _ in items]
-    first, ex = nodes[0], items[0][1]
-    arrays = [isinstance(x, np.ndarray) for x in first.inputs]
-    inputs = [
-        _column([n.inputs[i] for n in nodes]) if a else first.inputs[i]
-        for i, a in enumerate(arrays)
-    ]
-    grads = None
-    if ex is not None:
-        grads = [_column([e.grad_inputs[i] for _, e in items]) for i in range(len(ex.grad_inputs))]
-    return {
-        "first": dataclasses.replace(first, inputs=None, output=None, rule=_rule(first)),
-        "ids": np.array([n.id for n in nodes], dtype=np.int64),
-        "text": [(n.name, n.scope, n.source, n.edges) for n in nodes],
-        "inputs": inputs,
-        "arrays": arrays,
-        "output": _column([n.output for n in nodes]),
-        "grad_output": None if ex is None else _column([e.grad_output for _, e in items]),
-        "grad_inputs": grads,
-    }
-
-
-def _rule(node: NodeRecord) -> Any:
-    """The rule to ship with ``node``: None (the worker's table) for TPX's own rule of the op,
-    as registered here; any other rule (a user's) as it is.
-
-    NOTE: TPX's rule functions do not pickle by reference (the table holds other objects
-    than the module's names): shipped by value, a rule is no longer the table's, and a
-    worker would check its nodes one at a time.
-    """
-    import tpx
-
-    rule = node.rule
-    builtin = getattr(getattr(rule, "vjp", None), "__module__", "") or ""
-    if rule is tpx.rules.RULES.get(node.op) and builtin.startswith("tpx."):
-        return None
-    return rule
-
-
-def _column(values: list) -> Any:
-    """The values stacked (a list when they are not arrays of one shape and dtype)."""
-    first = values[0]
-    # NOTE: one C-level pass over the classes; shape and dtype are checked on the result
-    if first.__class__ is np.ndarray and set(map(type, values)) == {np.ndarray}:
-        with contextlib.suppress(ValueError):
-            stacked = np.array(values)
-            if stacked.dtype == first.dtype and stacked.shape == (len(values), *first.shape):
-                return stacked
-    return list(values)
-
-
-def unpack(p: dict[str, Any]) -> list[tuple[NodeRecord, Execution | None]]:
-    """The ``(node, execution)`` items of a :func:`pack`, their values views of its arrays."""
-    base = vars(p["first"])
-    ids = p["ids"].tolist()
-    n = len(ids)
-    inputs = [_rows(x, n) if a else [x] * n for x, a in zip(p["inputs"], p["arrays"])]
-    rows = zip(ids, p["text"], zip(*inputs) if inputs else [()] * n, _rows(p["output"], n))
-    nodes = [
-        _record(NodeRecord, base, id=nid, name=name, scope=scope, source=source, edges=edges,
-                inputs=ins, output=out)
-        for nid, (name, scope, source, edges), ins, out in rows
-    ]  # fmt: skip
-    if p["grad_output"] is None:
-        return [(node, None) for node in nodes]
-    grads = [_rows(g, n) for g in p["grad_inputs"]]
-    execs = zip(ids, _rows(p["grad_output"], n), zip(*grads) if grads else [()] * n)
-    return [
-        (node, _record(Execution, {}, node=nid, grad_output=g, grad_inputs=gs))
-        for node, (nid, g, gs) in zip(nodes, execs)
-    ]
-
-
-def _record(cls: type, base: dict, **changes: Any) -> Any:
-    """``dataclasses.replace`` of the record whose fields are ``base``, without its cost
-    (it calls ``__init__`` with every field). Measured, 10k nodes: unpacking took 0.25 s CPU
-    with ``replace`` and the cyclic GC on (it scanned the new records again and again), 0.06 s
-    this way under ``paused_gc`` (the records hold no cycles)."""
-    record = object.__new__(cls)
-    fields = record.__dict__
-    fields.update(base)
-    fields.update(changes)
-    return record
-
-
-def _rows(column: Any, n: int) -> list:
-    """The ``n`` rows of a column: views of a stacked array (0-d arrays for scalar values, as
-    recorded: ``x[b]`` would be a NumPy scalar), the values of a list, or Nones."""
-    if column.__class__ is np.ndarray:
-        return list(column) if column.ndim > 1 else [column[b, ...] for b in range(n)]
-    return [None] * n if column is None else column
-
-
-def columns(p: dict[str, Any]) -> tuple:
-    """The values of a :func:`pack` as ``local.check_group`` reads them already stacked."""
-    return p["inputs"], p["output"], p["grad_output"], p["grad_inputs"]
-
-
-def _check_packed(packs: list, opts: Any, check: CheckGroup) -> tuple[dict[int, tuple], float]:
+def _check_packed(packed: dict, opts: Any, check: CheckGroup) -> tuple[dict[int, tuple], float]:
     """On a worker: the outcomes of a task's packed groups, and the CPU seconds they took (of
     this thread: the worker's other threads, its event loop, are not the check's)."""
     start = time.thread_time()
     out: dict[int, tuple] = {}
     with paused_gc():  # NOTE: the records and temporaries hold no cycles (see _record)
-        for p in packs:
-            out.update(check(unpack(p), opts, columns(p)))
+        for items, columns in unpack(packed):
+            out.update(check(items, opts, columns))
     return out, time.thread_time() - start
 
 
