@@ -22,7 +22,7 @@ import numpy as np
 
 from tpx import AccumulateGrad, GradFn, observe
 from tpx_inspect._lazy import lazy_record
-from tpx_inspect._pending import CONSTS, LAZY, N_CONSTS, OUT, OWNER, _Frozen
+from tpx_inspect._pending import CONSTS, LAZY, N_CONSTS, OUT, OWNER
 from tpx_inspect._user_memory import repair_user_memory, watch_user_memory
 from tpx_inspect._util import paused_gc
 from tpx_inspect.errors import InspectError
@@ -269,9 +269,7 @@ def record_bytes(p: tuple) -> int:
         if x.__class__ is ndarray:
             total += x.nbytes
             continue
-        if x.__class__ is _Frozen:  # NOTE: its copies, each once (see _Frozen.held_bytes)
-            total += x.held_bytes()
-            continue
+        # NOTE: a _Frozen's copies, each once (its kept value may be its lazy summary's copy)
         arrays = {
             id(a): a for a in (getattr(x, n, None) for n in getattr(type(x), "__slots__", ()))
         }

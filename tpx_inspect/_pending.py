@@ -261,13 +261,6 @@ class _Frozen:
             self._copy = None  # NOTE: ``value`` still holds it when kept
         return made
 
-    def held_bytes(self) -> int:
-        """The bytes of the arrays it holds: its copy and its kept value, each once (the
-        kept value is the copy until the row is made)."""
-        copy, value = self._copy, self.value
-        held = 0 if copy is None else copy.nbytes
-        return held if value is None or value is copy else held + value.nbytes
-
     @property
     def row(self) -> list:
         """The summary row."""

@@ -95,7 +95,7 @@ def test_a_packed_task_round_trips_every_field_and_ships_each_array_once():
                 assert _same_values(ex_back.grad_inputs, ex.grad_inputs)
                 assert _same(_row(grad_output, b), ex.grad_output)
             assert _same(_row(output, b), node.output)
-            for x, v, a in zip(inputs, node.inputs, p_arrays(node)):
+            for x, v, a in zip(inputs, node.inputs, _input_is_array(node)):
                 assert _same(_row(x, b), v) if a else x is v
 
 
@@ -149,7 +149,7 @@ def _row(column, b):
     return column[b] if isinstance(column, list) else column[b, ...]
 
 
-def p_arrays(node):
+def _input_is_array(node):
     return [isinstance(x, np.ndarray) for x in node.inputs]
 
 
